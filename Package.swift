@@ -1,0 +1,54 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let package = Package(
+    name: "Feedstore",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "Feedstore", targets: ["Feedstore"]),
+        .executable(name: "storectl", targets: ["storectl"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        // LMDB from Debian's liblmdb-dev; only Sources/Feedstore/LMDB/ imports it.
+        .systemLibrary(
+            name: "CLMDB",
+            path: "Sources/CLMDB",
+            pkgConfig: "lmdb",
+            providers: [.apt(["liblmdb-dev"])]
+        ),
+        .target(
+            name: "Feedstore",
+            dependencies: ["CLMDB"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .executableTarget(
+            name: "storectl",
+            dependencies: [
+                "Feedstore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Tools/storectl",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        // Shared by the test targets: demo entities, a model, seeded randomness.
+        .target(
+            name: "FeedstoreTestSupport",
+            dependencies: ["Feedstore"],
+            path: "Tests/FeedstoreTestSupport",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .testTarget(
+            name: "FeedstoreTests",
+            dependencies: ["Feedstore", "FeedstoreTestSupport"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .testTarget(
+            name: "StorectlTests",
+            dependencies: ["Feedstore", "FeedstoreTestSupport"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+    ]
+)

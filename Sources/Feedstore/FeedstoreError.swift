@@ -1,0 +1,80 @@
+/// Every failure Feedstore reports. Each message says what failed and where (store path, entity,
+/// index, key), and no failing operation leaves partial writes behind.
+public enum FeedstoreError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// LMDB returned an error not covered by a more specific case.
+    case lmdb(LMDBError, path: String)
+    /// The path exists but does not hold a Feedstore store (or is damaged beyond opening).
+    case notAStore(path: String, reason: String)
+    /// The store was written by a newer Feedstore whose format this library cannot read.
+    case formatVersionTooNew(path: String, found: UInt32, supported: UInt32)
+    /// The store (or handle) was closed.
+    case storeClosed(path: String)
+    /// A write was attempted on a store opened read-only (or whose files are not writable).
+    case readOnly(path: String)
+    /// A transaction was used after its closure returned.
+    case transactionEnded
+    /// `write` was called from inside a write transaction.
+    case nestedWrite
+    /// An encoded key exceeds LMDB's key size limit; nothing was written.
+    case keyTooLarge(entity: String, index: String?, size: Int, limit: Int)
+    /// A unique index already holds the key for another record; the transaction was rolled back.
+    case uniqueViolation(entity: String, index: String, key: [FieldValue], existingID: FieldValue)
+    /// `insert` found a record with the same primary key.
+    case recordExists(entity: String, id: FieldValue)
+    /// `update` found no record with that primary key.
+    case recordNotFound(entity: String, id: FieldValue)
+    /// Stored bytes (record, key, catalog, journal entry) could not be decoded.
+    case corruptData(what: String, reason: String)
+    /// A Swift value could not be encoded as a record.
+    case encodingFailed(entity: String, reason: String)
+    /// A stored record could not be decoded into the requested Swift type.
+    case decodingFailed(entity: String, id: FieldValue?, reason: String)
+    /// No entity with this name is registered in the store's catalog.
+    case unknownEntity(String)
+    /// The entity has no index with this name.
+    case unknownIndex(entity: String, index: String)
+    /// An index declaration cannot be used as written.
+    case invalidIndexDefinition(entity: String, index: String, reason: String)
+    /// A query range cannot be evaluated as written.
+    case invalidRange(entity: String, index: String, reason: String)
+    /// The journal no longer holds the entries after `requested`: retention trimmed them.
+    case journalBehindRetention(requested: UInt64, firstRetained: UInt64)
+    /// The map reached the configured maximum size.
+    case mapFull(path: String, limit: Int)
+    /// The file system is full; the store is unchanged and still readable.
+    case diskFull(path: String)
+    /// Another handle in this process has the store open in an incompatible mode.
+    case incompatibleHandle(path: String, reason: String)
+
+    public var description: String {
+        switch self {
+        case let .lmdb(error, path): "\(error) (store \(path))"
+        case let .notAStore(path, reason): "\(path) is not a Feedstore store: \(reason)"
+        case let .formatVersionTooNew(path, found, supported):
+            "store \(path) has format version \(found); this library reads versions up to \(supported)"
+        case let .storeClosed(path): "store \(path) is closed"
+        case let .readOnly(path): "store \(path) is read-only; writes are not allowed"
+        case .transactionEnded: "transaction used after its closure returned"
+        case .nestedWrite: "write called inside a write transaction; use the transaction you have"
+        case let .keyTooLarge(entity, index, size, limit):
+            "key of \(entity)\(index.map { ".\($0)" } ?? " primary key") is \(size) bytes; the limit is \(limit)"
+        case let .uniqueViolation(entity, index, key, existingID):
+            "unique index \(entity).\(index) already holds \(FieldValue.array(key).jsonText) for id \(existingID.jsonText)"
+        case let .recordExists(entity, id): "\(entity) \(id.jsonText) already exists"
+        case let .recordNotFound(entity, id): "\(entity) \(id.jsonText) not found"
+        case let .corruptData(what, reason): "corrupt \(what): \(reason)"
+        case let .encodingFailed(entity, reason): "cannot encode \(entity): \(reason)"
+        case let .decodingFailed(entity, id, reason):
+            "cannot decode \(entity)\(id.map { " \($0.jsonText)" } ?? ""): \(reason)"
+        case let .unknownEntity(name): "no entity named \(name) in this store"
+        case let .unknownIndex(entity, index): "entity \(entity) has no index named \(index)"
+        case let .invalidIndexDefinition(entity, index, reason): "index \(entity).\(index) is invalid: \(reason)"
+        case let .invalidRange(entity, index, reason): "invalid range on \(entity).\(index): \(reason)"
+        case let .journalBehindRetention(requested, firstRetained):
+            "journal entries after sequence \(requested) were trimmed; the first retained sequence is \(firstRetained)"
+        case let .mapFull(path, limit): "store \(path) reached its maximum map size of \(limit) bytes"
+        case let .diskFull(path): "no space left on the device holding \(path); nothing was written"
+        case let .incompatibleHandle(path, reason): "cannot open \(path) again in this process: \(reason)"
+        }
+    }
+}

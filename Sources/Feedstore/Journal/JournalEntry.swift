@@ -1,0 +1,161 @@
+import Foundation
+
+/// One changed record in one commit: what the journal holds and watchers read.
+public struct JournalEntry: Sendable, Hashable {
+    public enum Kind: String, Sendable, Hashable, Codable {
+        case insert, update, delete
+    }
+
+    /// One index the change touches (the record is a member before, after, or both), with the
+    /// record's entry key before and after. Equal keys mean the record stayed in place.
+    public struct IndexChange: Sendable, Hashable {
+        public var index: String
+        public var before: IndexKey?
+        public var after: IndexKey?
+    }
+
+    public var sequence: UInt64
+    public var entity: String
+    public var id: FieldValue
+    public var kind: Kind
+    /// For updates, the top-level fields whose values changed; empty for inserts and deletes.
+    public var changedFields: [String]
+    public var indexChanges: [IndexChange]
+}
+
+/// All entries of one commit, in the order they were written.
+public struct JournalCommit: Sendable, Hashable {
+    public var sequence: UInt64
+    public var timestamp: Date
+    public var entries: [JournalEntry]
+}
+
+/// An encoded index entry key: the index components followed by the primary key. Keys of one
+/// index compare (bytewise) in index order.
+public struct IndexKey: Sendable, Hashable, Comparable {
+    public let bytes: [UInt8]
+
+    public init(bytes: [UInt8]) { self.bytes = bytes }
+
+    public static func < (lhs: IndexKey, rhs: IndexKey) -> Bool { lhs.bytes.lexicographicallyPrecedes(rhs.bytes) }
+
+    /// The decoded components; the last one is the primary key.
+    public func components() throws -> [FieldValue] { try KeyDecoder.decode(bytes).map(\.value) }
+}
+
+/// The stored form of a journal entry, with catalog numbers instead of names.
+struct JournalRecord: Equatable {
+    struct IndexChange: Equatable {
+        var indexID: UInt32
+        var before: [UInt8]?
+        var after: [UInt8]?
+    }
+
+    var entityID: UInt32
+    var primaryKey: [UInt8]
+    var kind: JournalEntry.Kind
+    var changedFieldIDs: [UInt32]
+    var indexChanges: [IndexChange]
+
+    func encoded() -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(32 + primaryKey.count + indexChanges.count * 40)
+        RecordCodec.appendVarint(UInt64(entityID), to: &out)
+        appendBytes(primaryKey, to: &out)
+        out.append(kind == .insert ? 0 : kind == .update ? 1 : 2)
+        RecordCodec.appendVarint(UInt64(changedFieldIDs.count), to: &out)
+        for id in changedFieldIDs { RecordCodec.appendVarint(UInt64(id), to: &out) }
+        RecordCodec.appendVarint(UInt64(indexChanges.count), to: &out)
+        for change in indexChanges {
+            RecordCodec.appendVarint(UInt64(change.indexID), to: &out)
+            out.append((change.before != nil ? 1 : 0) | (change.after != nil ? 2 : 0))
+            if let before = change.before { appendBytes(before, to: &out) }
+            if let after = change.after { appendBytes(after, to: &out) }
+        }
+        return out
+    }
+
+    private func appendBytes(_ bytes: [UInt8], to out: inout [UInt8]) {
+        RecordCodec.appendVarint(UInt64(bytes.count), to: &out)
+        out.append(contentsOf: bytes)
+    }
+
+    static func decode(_ bytes: UnsafeRawBufferPointer) throws -> JournalRecord {
+        var r = ByteReader(bytes, what: "journal entry")
+        let entityID = try r.varint()
+        let primaryKey = Array(try r.bytes(try r.count()))
+        let kindByte = try r.byte()
+        guard kindByte <= 2, entityID <= UInt32.max else { throw r.failure("bad entry header") }
+        let kind: JournalEntry.Kind = kindByte == 0 ? .insert : kindByte == 1 ? .update : .delete
+        var fields: [UInt32] = []
+        for _ in 0..<(try r.count()) {
+            let id = try r.varint()
+            guard id <= UInt32.max else { throw r.failure("bad field number") }
+            fields.append(UInt32(id))
+        }
+        var changes: [IndexChange] = []
+        for _ in 0..<(try r.count()) {
+            let id = try r.varint()
+            let flags = try r.byte()
+            guard id <= UInt32.max, flags <= 3 else { throw r.failure("bad index change") }
+            let before = flags & 1 != 0 ? Array(try r.bytes(try r.count())) : nil
+            let after = flags & 2 != 0 ? Array(try r.bytes(try r.count())) : nil
+            changes.append(IndexChange(indexID: UInt32(id), before: before, after: after))
+        }
+        guard r.isAtEnd else { throw r.failure("trailing bytes") }
+        return JournalRecord(entityID: UInt32(entityID), primaryKey: primaryKey, kind: kind,
+                             changedFieldIDs: fields, indexChanges: changes)
+    }
+
+    /// Names the numbers through the catalog; numbers the catalog no longer has print as `#n`.
+    func resolved(sequence: UInt64, catalog: Catalog) throws -> JournalEntry {
+        let entity = catalog.entities.values.first { $0.id == entityID }
+        let id = try KeyDecoder.decode(primaryKey).first?.value ?? .null
+        return JournalEntry(
+            sequence: sequence,
+            entity: entity?.name ?? "#\(entityID)",
+            id: id,
+            kind: kind,
+            changedFields: changedFieldIDs.map { fid in entity?.field(id: fid)?.name ?? "#\(fid)" },
+            indexChanges: indexChanges.map { change in
+                JournalEntry.IndexChange(
+                    index: entity?.indexes.first { $0.id == change.indexID }?.definition.name ?? "#\(change.indexID)",
+                    before: change.before.map(IndexKey.init), after: change.after.map(IndexKey.init))
+            })
+    }
+}
+
+/// Keys of the journal databases.
+enum JournalKeys {
+    /// `feedstore.journal`: sequence (8 bytes big-endian) then ordinal within the commit (4 bytes).
+    static func entry(sequence: UInt64, ordinal: UInt32) -> [UInt8] {
+        var key = sequenceKey(sequence)
+        withUnsafeBytes(of: ordinal.bigEndian) { key.append(contentsOf: $0) }
+        return key
+    }
+
+    /// `feedstore.commits` and the first 8 bytes of journal keys.
+    static func sequenceKey(_ sequence: UInt64) -> [UInt8] {
+        withUnsafeBytes(of: sequence.bigEndian) { Array($0) }
+    }
+
+    static func sequence(from key: UnsafeRawBufferPointer) throws -> UInt64 {
+        guard key.count >= 8 else { throw FeedstoreError.corruptData(what: "journal key", reason: "\(key.count) bytes") }
+        return (0..<8).reduce(UInt64(0)) { $0 << 8 | UInt64(key[$1]) }
+    }
+
+    /// Commit header value: timestamp (seconds since 2001, 8 bytes LE) and entry count (varint).
+    static func commitHeader(timestamp: Date, entries: Int) -> [UInt8] {
+        var out = withUnsafeBytes(of: timestamp.timeIntervalSinceReferenceDate.bitPattern.littleEndian) { Array($0) }
+        RecordCodec.appendVarint(UInt64(entries), to: &out)
+        return out
+    }
+
+    static func decodeCommitHeader(_ bytes: UnsafeRawBufferPointer) throws -> (timestamp: Date, entries: Int) {
+        var r = ByteReader(bytes, what: "commit header")
+        let time = Date(timeIntervalSinceReferenceDate: Double(bitPattern: try r.fixed64()))
+        let count = try r.varint()
+        guard r.isAtEnd, count <= UInt64(Int32.max) else { throw r.failure("bad commit header") }
+        return (time, Int(count))
+    }
+}

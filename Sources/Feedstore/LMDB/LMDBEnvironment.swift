@@ -1,0 +1,109 @@
+import CLMDB
+import Foundation
+
+/// An open LMDB environment (the `data.mdb` and `lock.mdb` files of one store directory).
+///
+/// Thread rules: the handle itself may be used from any thread (it is opened with `MDB_NOTLS`, so
+/// read transactions are not tied to threads); transactions and cursors follow their own rules
+/// (see ``LMDBTransaction``). `setMapSize` requires that this process has no open transaction;
+/// the store guarantees it with its map lock.
+final class LMDBEnvironment: @unchecked Sendable {
+    struct Flags: OptionSet, Sendable {
+        let rawValue: UInt32
+        static let readOnly = Flags(rawValue: UInt32(MDB_RDONLY))
+        static let noMetaSync = Flags(rawValue: UInt32(MDB_NOMETASYNC))
+        static let noSync = Flags(rawValue: UInt32(MDB_NOSYNC))
+        static let noThreadLocalStorage = Flags(rawValue: UInt32(MDB_NOTLS))
+        static let noReadAhead = Flags(rawValue: UInt32(MDB_NORDAHEAD))
+    }
+
+    struct Info: Sendable {
+        var mapSize: Int
+        var lastPageNumber: Int
+        var lastTransactionID: Int
+        var maxReaders: Int
+        var readersUsed: Int
+    }
+
+    let handle: OpaquePointer
+    let path: String
+    private(set) var isClosed = false
+
+    /// Opens (creating if allowed) the environment in directory `path`.
+    init(path: String, flags: Flags, mapSize: Int, maxDatabases: UInt32, maxReaders: UInt32, mode: mode_t) throws(LMDBError) {
+        var env: OpaquePointer?
+        try lmdbCheck(mdb_env_create(&env), "mdb_env_create")
+        guard let env else { throw LMDBError(code: EINVAL, operation: "mdb_env_create") }
+        do {
+            try lmdbCheck(mdb_env_set_maxdbs(env, maxDatabases), "mdb_env_set_maxdbs")
+            try lmdbCheck(mdb_env_set_maxreaders(env, maxReaders), "mdb_env_set_maxreaders")
+            try lmdbCheck(mdb_env_set_mapsize(env, mapSize), "mdb_env_set_mapsize")
+            try lmdbCheck(mdb_env_open(env, path, flags.union(.noThreadLocalStorage).rawValue, mode), "mdb_env_open(\(path))")
+        } catch {
+            mdb_env_close(env)
+            throw error
+        }
+        self.handle = env
+        self.path = path
+    }
+
+    deinit { close() }
+
+    /// Closes the environment. All transactions must have ended.
+    func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        mdb_env_close(handle)
+    }
+
+    func setMapSize(_ size: Int) throws(LMDBError) {
+        try lmdbCheck(mdb_env_set_mapsize(handle, size), "mdb_env_set_mapsize(\(size))")
+    }
+
+    func setFlags(_ flags: Flags, on: Bool) throws(LMDBError) {
+        try lmdbCheck(mdb_env_set_flags(handle, flags.rawValue, on ? 1 : 0), "mdb_env_set_flags")
+    }
+
+    func sync(force: Bool) throws(LMDBError) {
+        try lmdbCheck(mdb_env_sync(handle, force ? 1 : 0), "mdb_env_sync")
+    }
+
+    func info() throws(LMDBError) -> Info {
+        var raw = MDB_envinfo()
+        try lmdbCheck(mdb_env_info(handle, &raw), "mdb_env_info")
+        return Info(mapSize: raw.me_mapsize, lastPageNumber: raw.me_last_pgno, lastTransactionID: raw.me_last_txnid,
+                    maxReaders: Int(raw.me_maxreaders), readersUsed: Int(raw.me_numreaders))
+    }
+
+    var pageSize: Int {
+        var stat = MDB_stat()
+        return mdb_env_stat(handle, &stat) == MDB_SUCCESS ? Int(stat.ms_psize) : 4096
+    }
+
+    var maxKeySize: Int { Int(mdb_env_get_maxkeysize(handle)) }
+
+    /// Clears reader slots left by dead processes; returns how many were cleared.
+    @discardableResult
+    func clearStaleReaders() throws(LMDBError) -> Int {
+        var dead: Int32 = 0
+        try lmdbCheck(mdb_reader_check(handle, &dead), "mdb_reader_check")
+        return Int(dead)
+    }
+
+    /// The reader table as LMDB prints it, one line per slot in use.
+    func readerTable() -> [String] {
+        final class Lines { var lines: [String] = [] }
+        let box = Lines()
+        _ = mdb_reader_list(handle, { message, context in
+            guard let message, let context else { return 0 }
+            Unmanaged<Lines>.fromOpaque(context).takeUnretainedValue().lines.append(String(cString: message))
+            return 0
+        }, Unmanaged.passUnretained(box).toOpaque())
+        return box.lines
+    }
+
+    /// Copies the environment to an existing empty directory, optionally compacting it.
+    func copy(to directory: String, compact: Bool) throws(LMDBError) {
+        try lmdbCheck(mdb_env_copy2(handle, directory, compact ? UInt32(MDB_CP_COMPACT) : 0), "mdb_env_copy2(\(directory))")
+    }
+}

@@ -1,0 +1,127 @@
+import CLMDB
+
+/// One LMDB transaction. It is `~Copyable`: it ends exactly once, by the consuming ``commit()``
+/// or ``abort()``, or by `deinit` (which aborts), so no code can use it after it ended.
+///
+/// Thread rules (lmdb.h): a transaction and its cursors are used by one thread at a time; a write
+/// transaction begins and ends on the same thread (the store's writer thread) with no `await`
+/// in between. Bytes borrowed from it (``withValue(_:key:_:)``, cursor reads) are valid only
+/// inside the closure that receives them; everything returned is a copy.
+struct LMDBTransaction: ~Copyable {
+    let handle: OpaquePointer
+    let isReadOnly: Bool
+
+    /// Begins a top-level transaction.
+    init(environment: LMDBEnvironment, readOnly: Bool) throws(LMDBError) {
+        var txn: OpaquePointer?
+        try lmdbCheck(mdb_txn_begin(environment.handle, nil, readOnly ? UInt32(MDB_RDONLY) : 0, &txn),
+                      readOnly ? "mdb_txn_begin(read)" : "mdb_txn_begin(write)")
+        self.handle = txn!
+        self.isReadOnly = readOnly
+    }
+
+    /// Begins a nested write transaction; the parent must not be used until this one ends.
+    init(environment: LMDBEnvironment, parent: borrowing LMDBTransaction) throws(LMDBError) {
+        var txn: OpaquePointer?
+        try lmdbCheck(mdb_txn_begin(environment.handle, parent.handle, 0, &txn), "mdb_txn_begin(nested)")
+        self.handle = txn!
+        self.isReadOnly = false
+    }
+
+    consuming func commit() throws(LMDBError) {
+        let txn = handle
+        discard self
+        try lmdbCheck(mdb_txn_commit(txn), "mdb_txn_commit")
+    }
+
+    consuming func abort() {
+        let txn = handle
+        discard self
+        mdb_txn_abort(txn)
+    }
+
+    deinit { mdb_txn_abort(handle) }
+
+    // MARK: Databases
+
+    /// Opens a named database; `nil` when it does not exist and `create` is false.
+    borrowing func openDatabase(named name: String, create: Bool) throws(LMDBError) -> LMDBDatabase? {
+        var dbi: MDB_dbi = 0
+        let code = mdb_dbi_open(handle, name, create ? UInt32(MDB_CREATE) : 0, &dbi)
+        if code == MDB_NOTFOUND { return nil }
+        try lmdbCheck(code, "mdb_dbi_open(\(name))")
+        return LMDBDatabase(dbi: dbi)
+    }
+
+    /// Deletes the database's contents, and with `delete` the database itself.
+    borrowing func drop(_ db: LMDBDatabase, delete: Bool) throws(LMDBError) {
+        try lmdbCheck(mdb_drop(handle, db.dbi, delete ? 1 : 0), "mdb_drop")
+    }
+
+    borrowing func statistics(_ db: LMDBDatabase) throws(LMDBError) -> DatabaseStatistics {
+        var stat = MDB_stat()
+        try lmdbCheck(mdb_stat(handle, db.dbi, &stat), "mdb_stat")
+        return DatabaseStatistics(entries: stat.ms_entries, depth: Int(stat.ms_depth),
+                                  branchPages: stat.ms_branch_pages, leafPages: stat.ms_leaf_pages,
+                                  overflowPages: stat.ms_overflow_pages, pageSize: Int(stat.ms_psize))
+    }
+
+    // MARK: Reads
+
+    /// A copy of the value stored under `key`, or `nil`.
+    borrowing func get(_ db: LMDBDatabase, key: [UInt8]) throws(LMDBError) -> [UInt8]? {
+        var value = MDB_val()
+        let code = withMDBValue(key) { k in mdb_get(handle, db.dbi, &k, &value) }
+        if code == MDB_NOTFOUND { return nil }
+        try lmdbCheck(code, "mdb_get")
+        return value.copiedBytes
+    }
+
+    /// Lends the value stored under `key` to `body`; `nil` when the key is absent.
+    borrowing func withValue<R>(_ db: LMDBDatabase, key: [UInt8], _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
+        var value = MDB_val()
+        let code = withMDBValue(key) { k in mdb_get(handle, db.dbi, &k, &value) }
+        if code == MDB_NOTFOUND { return nil }
+        try lmdbCheck(code, "mdb_get")
+        return try body(value.borrowedBytes)
+    }
+
+    // MARK: Writes
+
+    /// Stores `value` under `key`. With `noOverwrite`, returns false (and writes nothing) when the
+    /// key already exists.
+    @discardableResult
+    borrowing func put(_ db: LMDBDatabase, key: [UInt8], value: [UInt8], noOverwrite: Bool = false) throws(LMDBError) -> Bool {
+        let code = withMDBValue(key) { k in
+            withMDBValue(value) { v in mdb_put(handle, db.dbi, &k, &v, noOverwrite ? UInt32(MDB_NOOVERWRITE) : 0) }
+        }
+        if noOverwrite && code == MDB_KEYEXIST { return false }
+        try lmdbCheck(code, "mdb_put")
+        return true
+    }
+
+    /// Deletes `key`; returns whether it was present.
+    @discardableResult
+    borrowing func delete(_ db: LMDBDatabase, key: [UInt8]) throws(LMDBError) -> Bool {
+        let code = withMDBValue(key) { k in mdb_del(handle, db.dbi, &k, nil) }
+        if code == MDB_NOTFOUND { return false }
+        try lmdbCheck(code, "mdb_del")
+        return true
+    }
+
+    // MARK: Cursors
+
+    /// Opens a cursor on `db` for the duration of `body`; it is closed when `body` returns.
+    borrowing func withCursor<R, E: Error>(_ db: LMDBDatabase, _ body: (borrowing LMDBCursor) throws(E) -> R) throws(E) -> R {
+        var raw: OpaquePointer?
+        let code = mdb_cursor_open(handle, db.dbi, &raw)
+        if code != MDB_SUCCESS {
+            // E is the caller's error type; LMDB errors reach it only when E can hold them.
+            let error = LMDBError(code: code, operation: "mdb_cursor_open")
+            if let typed = error as? E { throw typed }
+            fatalError("\(error)")
+        }
+        let cursor = LMDBCursor(handle: raw!)
+        return try body(cursor)
+    }
+}

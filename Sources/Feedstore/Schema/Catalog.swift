@@ -1,0 +1,78 @@
+import Foundation
+
+/// The store's persisted description of itself: format version, entities, their fields (names and
+/// kinds, learned as records are written) and indexes. Tools read records through it without the
+/// application's Swift types. Stored as JSON in the store's meta database.
+public struct Catalog: Sendable, Codable, Equatable {
+    /// The newest format this library reads and writes.
+    public static let currentFormatVersion: UInt32 = 1
+
+    public var formatVersion: UInt32
+    /// Bumped by every catalog change, so other handles know to reload it.
+    public var version: UInt64
+    public var entities: [String: CatalogEntity]
+    var nextEntityID: UInt32
+    var nextIndexID: UInt32
+
+    init() {
+        formatVersion = Self.currentFormatVersion
+        version = 0
+        entities = [:]
+        nextEntityID = 1
+        nextIndexID = 1
+    }
+
+    /// Entities in a stable order (by name), for tools.
+    public var sortedEntities: [CatalogEntity] { entities.values.sorted { $0.name < $1.name } }
+
+    static func decode(_ bytes: [UInt8]) throws -> Catalog {
+        do {
+            return try JSONDecoder().decode(Catalog.self, from: Data(bytes))
+        } catch {
+            throw FeedstoreError.corruptData(what: "catalog", reason: "\(error)")
+        }
+    }
+
+    func encoded() -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        // Encoding plain structs of strings and numbers cannot fail.
+        return [UInt8](try! encoder.encode(self))
+    }
+}
+
+/// One entity in the catalog.
+public struct CatalogEntity: Sendable, Codable, Equatable {
+    public var name: String
+    public var id: UInt32
+    /// The kind of the primary key ("int", "uint", "string", "uuid").
+    public var primaryKeyKind: String
+    public var fields: [CatalogField]
+    public var indexes: [CatalogIndex]
+    var nextFieldID: UInt32
+
+    /// The LMDB database holding the records, keyed by encoded primary key.
+    public var recordsDatabaseName: String { "records:\(name)" }
+
+    public func field(named name: String) -> CatalogField? { fields.first { $0.name == name } }
+    public func field(id: UInt32) -> CatalogField? { fields.first { $0.id == id } }
+    public func index(named name: String) -> CatalogIndex? { indexes.first { $0.definition.name == name } }
+}
+
+/// One top-level field of an entity, as first written.
+public struct CatalogField: Sendable, Codable, Equatable {
+    public var id: UInt32
+    public var name: String
+    /// The ``FieldValue`` kind seen for this field, or "mixed" once several kinds were seen.
+    public var kind: String
+}
+
+/// One secondary index in the catalog.
+public struct CatalogIndex: Sendable, Codable, Equatable {
+    public var id: UInt32
+    public var entity: String
+    public var definition: IndexDefinition
+
+    /// The LMDB database holding the entries: key = components + primary key, value empty.
+    public var databaseName: String { "index:\(entity).\(definition.name)" }
+}

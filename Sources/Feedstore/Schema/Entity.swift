@@ -1,0 +1,32 @@
+/// A record type kept in a store: a `Codable` value type with a primary key and declared indexes.
+///
+/// ```swift
+/// struct Message: Entity {
+///     var id: UInt64
+///     var folder: Int64
+///     var date: Date
+///     var isRead: Bool
+///     static let indexes: [IndexDefinition] = [
+///         IndexDefinition("byFolderDate", [.ascending("folder"), .descending("date")]),
+///         IndexDefinition("unreadByDate", [.descending("date")], where: .field("isRead") == false),
+///     ]
+/// }
+/// ```
+///
+/// Records are stored by their encoded fields (names from `CodingKeys`), so index components and
+/// conditions name fields as the record encodes them. Records are plain values: reading returns
+/// copies, never live objects.
+public protocol Entity: Codable, Sendable {
+    associatedtype ID: PrimaryKey
+    /// The primary key. Two records of one entity never share it.
+    var id: ID { get }
+    /// The name the catalog stores the entity under. Defaults to the type's name.
+    static var entityName: String { get }
+    /// The secondary indexes. Adding one builds it when the store opens; removing one drops it.
+    static var indexes: [IndexDefinition] { get }
+}
+
+extension Entity {
+    public static var entityName: String { String(describing: Self.self) }
+    public static var indexes: [IndexDefinition] { [] }
+}

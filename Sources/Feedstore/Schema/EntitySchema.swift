@@ -1,0 +1,107 @@
+/// An entity's catalog entry resolved for use: database handles and field lookups.
+struct EntitySchema: Sendable {
+    let catalog: CatalogEntity
+    let records: LMDBDatabase
+    let indexes: [IndexSchema]
+    let fieldIDs: [String: UInt32]
+    let fieldNames: [UInt32: String]
+
+    var name: String { catalog.name }
+
+    init(catalog: CatalogEntity, records: LMDBDatabase, indexes: [IndexSchema]) {
+        self.catalog = catalog
+        self.records = records
+        self.indexes = indexes
+        var ids: [String: UInt32] = [:]
+        var names: [UInt32: String] = [:]
+        for field in catalog.fields {
+            ids[field.name] = field.id
+            names[field.id] = field.name
+        }
+        fieldIDs = ids
+        fieldNames = names
+    }
+
+    func index(named name: String) throws -> IndexSchema {
+        guard let index = indexes.first(where: { $0.definition.name == name }) else {
+            throw FeedstoreError.unknownIndex(entity: catalog.name, index: name)
+        }
+        return index
+    }
+}
+
+/// A secondary index resolved for use.
+struct IndexSchema: Sendable {
+    let catalog: CatalogIndex
+    let database: LMDBDatabase
+    /// Every field the index reads (components and condition), to skip unaffected indexes.
+    let fieldsRead: Set<String>
+
+    var definition: IndexDefinition { catalog.definition }
+    var id: UInt32 { catalog.id }
+
+    init(catalog: CatalogIndex, database: LMDBDatabase) {
+        self.catalog = catalog
+        self.database = database
+        var fields = Set(catalog.definition.components.map { $0.field.split(separator: ".").first.map(String.init) ?? $0.field })
+        for f in catalog.definition.condition?.fields ?? [] {
+            fields.insert(f.split(separator: ".").first.map(String.init) ?? f)
+        }
+        fieldsRead = fields
+    }
+
+    /// Whether a record with these fields belongs in the index.
+    func contains(_ fields: [String: FieldValue]) -> Bool {
+        definition.condition?.holds { Feedstore.fieldValue($0, in: fields) } ?? true
+    }
+
+    /// The component values of a record.
+    func components(of fields: [String: FieldValue]) -> [FieldValue] {
+        definition.components.map { Feedstore.fieldValue($0.field, in: fields) }
+    }
+
+    /// The entry key of a record (components then primary key), or nil when it is not a member.
+    func key(of fields: [String: FieldValue], primaryKey: [UInt8]) throws -> [UInt8]? {
+        guard contains(fields) else { return nil }
+        var key: [UInt8] = []
+        key.reserveCapacity(32 + primaryKey.count)
+        for component in definition.components {
+            let value = Feedstore.fieldValue(component.field, in: fields)
+            do {
+                try KeyEncoding.append(value, descending: component.descending, to: &key)
+            } catch {
+                throw FeedstoreError.invalidIndexDefinition(
+                    entity: catalog.entity, index: definition.name,
+                    reason: "field \(component.field) holds a \(value.kindName), which cannot be a key component")
+            }
+        }
+        key.append(contentsOf: primaryKey)
+        return key
+    }
+
+    /// Encodes leading component values (for ranges), following each component's direction.
+    func encodePrefix(_ values: [FieldValue], offset: Int = 0) throws -> [UInt8] {
+        var out: [UInt8] = []
+        for (i, value) in values.enumerated() {
+            let component = definition.components[offset + i]
+            do {
+                try KeyEncoding.append(value, descending: component.descending, to: &out)
+            } catch {
+                throw FeedstoreError.invalidRange(entity: catalog.entity, index: definition.name,
+                                                  reason: "a \(value.kindName) cannot be a key component")
+            }
+        }
+        return out
+    }
+}
+
+/// The catalog with every database handle it names: what transactions read through.
+struct SchemaSnapshot: Sendable {
+    let catalog: Catalog
+    let entities: [String: EntitySchema]
+
+    func entity(_ name: String) throws -> EntitySchema {
+        guard let entity = entities[name] else { throw FeedstoreError.unknownEntity(name) }
+        return entity
+    }
+}

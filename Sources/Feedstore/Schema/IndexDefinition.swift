@@ -1,0 +1,38 @@
+/// A secondary index: ordered components (fields, each ascending or descending), optionally unique,
+/// optionally partial (only records matching a condition are members). Ties between equal
+/// component values are broken by primary key, so the order is total and stable.
+///
+/// The definition is persisted in the catalog; opening a store with a changed definition rebuilds
+/// the index rather than letting it disagree with its declaration.
+public struct IndexDefinition: Sendable, Hashable, Codable {
+    /// One component: a field name (nested fields as `"address.city"`) and its direction.
+    public struct Component: Sendable, Hashable, Codable, ExpressibleByStringLiteral {
+        public var field: String
+        public var descending: Bool
+
+        public init(field: String, descending: Bool = false) {
+            self.field = field
+            self.descending = descending
+        }
+
+        public init(stringLiteral field: String) { self.init(field: field) }
+
+        public static func ascending(_ field: String) -> Component { Component(field: field) }
+        public static func descending(_ field: String) -> Component { Component(field: field, descending: true) }
+    }
+
+    public var name: String
+    public var components: [Component]
+    /// When true, no two members may share all component values (members with a nil component
+    /// are exempt, as in SQL).
+    public var unique: Bool
+    /// When set, only records for which the condition holds are in the index.
+    public var condition: IndexCondition?
+
+    public init(_ name: String, _ components: [Component], unique: Bool = false, where condition: IndexCondition? = nil) {
+        self.name = name
+        self.components = components
+        self.unique = unique
+        self.condition = condition
+    }
+}

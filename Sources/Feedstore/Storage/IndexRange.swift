@@ -1,0 +1,101 @@
+/// A range of an index's order: entries whose leading components equal `prefix`, then (on the
+/// components after the prefix) between `lower` and `upper`. Bounds are given in index order:
+/// on a descending component, `lower` is the larger value.
+///
+/// ```swift
+/// IndexRange.all
+/// IndexRange.prefix(1)                                              // folder == 1
+/// IndexRange(prefix: [1], from: .inclusive([.date(newest)]), to: .exclusive([.date(oldest)]))
+/// ```
+public struct IndexRange: Sendable, Hashable {
+    public enum Bound: Sendable, Hashable {
+        case inclusive([FieldValue])
+        case exclusive([FieldValue])
+
+        public var values: [FieldValue] {
+            switch self {
+            case let .inclusive(v), let .exclusive(v): v
+            }
+        }
+
+        public var isInclusive: Bool { if case .inclusive = self { true } else { false } }
+    }
+
+    public var prefix: [FieldValue]
+    public var lower: Bound?
+    public var upper: Bound?
+
+    public init(prefix: [FieldValue] = [], from lower: Bound? = nil, to upper: Bound? = nil) {
+        self.prefix = prefix
+        self.lower = lower
+        self.upper = upper
+    }
+
+    /// Every entry.
+    public static let all = IndexRange()
+
+    /// Entries whose leading components equal `values`.
+    public static func prefix(_ values: FieldValue...) -> IndexRange { IndexRange(prefix: values) }
+}
+
+/// A range resolved to encoded keys: `lower` inclusive, `upper` exclusive, nil for unbounded.
+struct KeyRange: Sendable, Equatable {
+    var lower: [UInt8]?
+    var upper: [UInt8]?
+    /// True when no key can be in the range (e.g. an exclusive bound past every key).
+    var isEmpty = false
+
+    static let all = KeyRange(lower: nil, upper: nil)
+
+    func contains(_ key: UnsafeRawBufferPointer) -> Bool {
+        if isEmpty { return false }
+        if let lower, key.lexicographicallyPrecedes(lower) { return false }
+        if let upper, !key.lexicographicallyPrecedes(upper) { return false }
+        return true
+    }
+
+    /// Resolves `range` for keys made of components with the given directions.
+    /// - Throws: ``FeedstoreError/invalidRange(entity:index:reason:)`` for too many components,
+    ///   values that cannot be key components, or a lower bound above the upper bound.
+    static func resolve(_ range: IndexRange, descending: [Bool], entity: String, index: String) throws -> KeyRange {
+        func invalid(_ reason: String) -> FeedstoreError { .invalidRange(entity: entity, index: index, reason: reason) }
+        func encode(_ values: [FieldValue], from offset: Int) throws -> [UInt8] {
+            var out: [UInt8] = []
+            for (i, value) in values.enumerated() {
+                do { try KeyEncoding.append(value, descending: descending[offset + i], to: &out) } catch {
+                    throw invalid("a \(value.kindName) cannot be a key component")
+                }
+            }
+            return out
+        }
+        let count = descending.count
+        guard range.prefix.count <= count else {
+            throw invalid("the prefix has \(range.prefix.count) components; the index has \(count)")
+        }
+        for bound in [range.lower, range.upper].compactMap({ $0 }) where range.prefix.count + bound.values.count > count {
+            throw invalid("prefix and bound have \(range.prefix.count + bound.values.count) components; the index has \(count)")
+        }
+        let prefix = try encode(range.prefix, from: 0)
+        var result = KeyRange(lower: prefix.isEmpty ? nil : prefix,
+                              upper: prefix.isEmpty ? nil : KeyEncoding.successor(ofPrefix: prefix))
+        if let lower = range.lower {
+            let bytes = prefix + (try encode(lower.values, from: range.prefix.count))
+            if lower.isInclusive {
+                result.lower = bytes
+            } else if let next = KeyEncoding.successor(ofPrefix: bytes) {
+                result.lower = next
+            } else {
+                result.isEmpty = true
+            }
+        }
+        if let upper = range.upper {
+            let bytes = prefix + (try encode(upper.values, from: range.prefix.count))
+            result.upper = upper.isInclusive ? KeyEncoding.successor(ofPrefix: bytes) : bytes
+        }
+        if let l = result.lower, let u = result.upper, u.lexicographicallyPrecedes(l) {
+            if range.lower != nil && range.upper != nil { throw invalid("the lower bound is above the upper bound") }
+            result.isEmpty = true
+        }
+        return result
+    }
+}

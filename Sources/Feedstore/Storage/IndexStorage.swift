@@ -1,0 +1,24 @@
+/// Writes the entries of one secondary index. Every insertion and removal of an index entry
+/// goes through here, inside the writer's transaction, so structures kept beside the index
+/// (such as its counts) change in the same transaction as the entries.
+struct IndexStorage {
+    let index: IndexSchema
+
+    func insert(_ key: [UInt8], in tx: WriteTransaction) throws {
+        try tx.access { txn in
+            guard try txn.put(index.database, key: key, value: [], noOverwrite: true) else {
+                throw FeedstoreError.corruptData(what: "index \(index.catalog.entity).\(index.definition.name)",
+                                                 reason: "entry already present before insertion")
+            }
+        }
+    }
+
+    func remove(_ key: [UInt8], in tx: WriteTransaction) throws {
+        try tx.access { txn in
+            guard try txn.delete(index.database, key: key) else {
+                throw FeedstoreError.corruptData(what: "index \(index.catalog.entity).\(index.definition.name)",
+                                                 reason: "entry missing before removal")
+            }
+        }
+    }
+}

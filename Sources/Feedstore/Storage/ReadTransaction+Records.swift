@@ -1,0 +1,152 @@
+import Foundation
+
+/// One entry of an index (or of the primary-key order), with its record.
+public struct IndexEntry: Sendable, Hashable {
+    /// The index components (empty in primary-key order).
+    public var key: [FieldValue]
+    public var id: FieldValue
+    /// The record's fields by name.
+    public var record: [String: FieldValue]
+}
+
+extension ReadTransaction {
+    /// The record with `id`, or nil.
+    /// - Throws: ``FeedstoreError/decodingFailed(entity:id:reason:)`` when the stored record does
+    ///   not decode as `E`; ``FeedstoreError/corruptData(what:reason:)`` for malformed bytes.
+    /// - Complexity: O(log n).
+    public func get<E: Entity>(_ type: E.Type, id: E.ID) throws -> E? {
+        try record(entity: E.entityName, id: id.fieldValue).map { try Self.decode(E.self, from: $0, id: id.fieldValue) }
+    }
+
+    /// The fields of the record with `id`, read without the application's types.
+    /// - Complexity: O(log n).
+    public func record(entity name: String, id: FieldValue) throws -> [String: FieldValue]? {
+        var entity = try entity(name)
+        guard let key = try? KeyEncoding.encode([id]) else { return nil }
+        return try access { txn in
+            try txn.withValue(entity.records, key: key) { bytes in try decodeFields(bytes, of: &entity, id: id) }
+        }
+    }
+
+    /// How many records the entity has.
+    /// - Complexity: O(1).
+    public func count<E: Entity>(_ type: E.Type) throws -> Int {
+        try count(entity: E.entityName)
+    }
+
+    /// How many records the entity has, by name.
+    /// - Complexity: O(1).
+    public func count(entity name: String) throws -> Int {
+        let entity = try entity(name)
+        return try access { try $0.statistics(entity.records).entries }
+    }
+
+    /// How many entries of `index` lie in `range`.
+    /// - Complexity: O(k) for k entries in the range.
+    public func count<E: Entity>(_ type: E.Type, index: String, range: IndexRange = .all) throws -> Int {
+        var n = 0
+        try scan(entity: E.entityName, index: index, range: range, reverse: false, offset: 0, limit: nil) { _, _ in n += 1 }
+        return n
+    }
+
+    /// Records in the order of `index` within `range`, skipping `offset` and taking at most `limit`.
+    /// - Complexity: O(log n + offset + k) for k records returned.
+    public func query<E: Entity>(_ type: E.Type, index: String, range: IndexRange = .all, reverse: Bool = false,
+                                 offset: Int = 0, limit: Int? = nil) throws -> [E]
+    {
+        try entries(entity: E.entityName, index: index, range: range, reverse: reverse, offset: offset, limit: limit)
+            .map { try Self.decode(E.self, from: $0.record, id: $0.id) }
+    }
+
+    /// Entries with their records, read without the application's types: in the order of
+    /// `index`, or in primary-key order when `index` is nil (then `range` is over the key).
+    /// - Complexity: O(log n + offset + k) for k entries returned.
+    public func entries(entity name: String, index: String?, range: IndexRange = .all, reverse: Bool = false,
+                        offset: Int = 0, limit: Int? = nil) throws -> [IndexEntry]
+    {
+        var entity = try entity(name)
+        var result: [IndexEntry] = []
+        let componentCount = try index.map { try entity.index(named: $0).definition.components.count } ?? 0
+        try scan(entity: name, index: index, range: range, reverse: reverse, offset: offset, limit: limit) { key, value in
+            let components = try KeyDecoder.decode(Array(key)).map(\.value)
+            let id = components.last ?? .null
+            let record: [String: FieldValue]
+            if index == nil {
+                record = try decodeFields(value, of: &entity, id: id)
+            } else {
+                let pk = Array(key[try KeyDecoder.lengthOfComponents(componentCount, in: key)...])
+                guard let fields = try access({ txn in
+                    try txn.withValue(entity.records, key: pk) { bytes in try decodeFields(bytes, of: &entity, id: id) }
+                }) else {
+                    throw FeedstoreError.corruptData(what: "index \(name).\(index!)", reason: "entry for missing record \(id.jsonText)")
+                }
+                record = fields
+            }
+            result.append(IndexEntry(key: Array(components.dropLast()), id: id, record: record))
+        }
+        return result
+    }
+
+    /// The primary keys in `range` of `index` (or of the primary-key order).
+    func ids(entity name: String, index: String?, range: IndexRange) throws -> [FieldValue] {
+        var ids: [FieldValue] = []
+        try scan(entity: name, index: index, range: range, reverse: false, offset: 0, limit: nil) { key, _ in
+            ids.append(try KeyDecoder.decode(Array(key)).last?.value ?? .null)
+        }
+        return ids
+    }
+
+    /// Walks the entries of a range in order, lending each key and value to `body`.
+    func scan(entity name: String, index: String?, range: IndexRange, reverse: Bool, offset: Int, limit: Int?,
+              _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Void) throws
+    {
+        let entity = try entity(name)
+        let database: LMDBDatabase
+        let keyRange: KeyRange
+        if let index {
+            let schema = try entity.index(named: index)
+            database = schema.database
+            keyRange = try KeyRange.resolve(range, descending: schema.definition.components.map(\.descending),
+                                            entity: name, index: index)
+        } else {
+            database = entity.records
+            keyRange = try KeyRange.resolve(range, descending: [false], entity: name, index: "primary key")
+        }
+        guard offset >= 0, (limit ?? 0) >= 0 else {
+            throw FeedstoreError.invalidRange(entity: name, index: index ?? "primary key", reason: "negative offset or limit")
+        }
+        if keyRange.isEmpty || limit == 0 { return }
+        try access { txn in
+            try txn.withCursor(database) { cursor in
+                var found: Bool
+                if reverse {
+                    found = try cursor.seek(before: keyRange.upper)
+                } else if let lower = keyRange.lower {
+                    found = try cursor.seek(atOrAfter: lower)
+                } else {
+                    found = try cursor.first()
+                }
+                var skipped = 0
+                var taken = 0
+                while found, keyRange.contains(cursor.key) {
+                    if skipped < offset {
+                        skipped += 1
+                    } else {
+                        try body(cursor.key, cursor.value)
+                        taken += 1
+                        if let limit, taken >= limit { return }
+                    }
+                    found = try reverse ? cursor.previous() : cursor.next()
+                }
+            }
+        }
+    }
+
+    static func decode<E: Entity>(_ type: E.Type, from fields: [String: FieldValue], id: FieldValue) throws -> E {
+        do {
+            return try FieldValueDecoder.decode(E.self, from: .object(fields))
+        } catch {
+            throw FeedstoreError.decodingFailed(entity: E.entityName, id: id, reason: "\(error)")
+        }
+    }
+}

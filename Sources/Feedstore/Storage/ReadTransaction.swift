@@ -1,0 +1,70 @@
+import Foundation
+
+/// A consistent snapshot of the store, alive for the duration of a ``Store/read(_:)`` closure.
+///
+/// Everything read is a copy. Using the transaction after its closure returned throws
+/// ``FeedstoreError/transactionEnded``. Not thread-safe: use it on the thread that received it.
+public class ReadTransaction {
+    let core: StoreCore
+    /// Owned here so it ends exactly once: taken back by the store when the closure returns.
+    private var transaction: LMDBTransaction?
+    var schema: SchemaSnapshot
+
+    init(core: StoreCore, transaction: consuming LMDBTransaction, schema: SchemaSnapshot) {
+        self.core = core
+        self.transaction = consume transaction
+        self.schema = schema
+    }
+
+    /// Lends the LMDB transaction to `body`; throws once the transaction has ended.
+    func access<R>(_ body: (borrowing LMDBTransaction) throws -> R) throws -> R {
+        switch transaction {
+        case let .some(txn): return try body(txn)
+        case .none: throw FeedstoreError.transactionEnded
+        }
+    }
+
+    /// Ends this object's use of the transaction and hands it back for commit or abort.
+    func detach() -> LMDBTransaction? { transaction.take() }
+
+    /// The catalog as this transaction sees it.
+    public var catalog: Catalog { schema.catalog }
+
+    /// Resolves an entity, reloading the catalog from this snapshot when another handle or
+    /// process registered fields or entities since this handle last looked.
+    func entity(_ name: String) throws -> EntitySchema {
+        if let entity = schema.entities[name] { return entity }
+        try reloadSchemaIfNewer()
+        return try schema.entity(name)
+    }
+
+    func reloadSchemaIfNewer() throws {
+        let stored = try access { try core.storedCatalogVersion(in: $0) }
+        guard stored > schema.catalog.version else { return }
+        schema = try core.refreshSchema()
+    }
+
+    /// Decodes stored record bytes into named fields.
+    func decodeFields(_ bytes: UnsafeRawBufferPointer, of entity: inout EntitySchema, id: FieldValue?) throws -> [String: FieldValue] {
+        let fields: [RecordField]
+        do {
+            fields = try RecordCodec.decode(bytes)
+        } catch let FeedstoreError.corruptData(_, reason) {
+            throw FeedstoreError.corruptData(what: "record \(entity.name) \(id?.jsonText ?? "")", reason: reason)
+        }
+        var named: [String: FieldValue] = [:]
+        named.reserveCapacity(fields.count)
+        for field in fields {
+            if entity.fieldNames[field.id] == nil {
+                try reloadSchemaIfNewer()
+                entity = try schema.entity(entity.name)
+            }
+            guard let name = entity.fieldNames[field.id] else {
+                throw FeedstoreError.corruptData(what: "record \(entity.name) \(id?.jsonText ?? "")",
+                                                 reason: "field number \(field.id) is not in the catalog")
+            }
+            named[name] = field.value
+        }
+        return named
+    }
+}

@@ -1,0 +1,139 @@
+import Foundation
+
+/// An embedded, persistent store of entity records and sorted secondary indexes on LMDB, with a
+/// journal of every commit.
+///
+/// ```swift
+/// let store = try Store(path: "feed.store", entities: [Message.self, Contact.self])
+/// try store.write { tx in try tx.put(message) }
+/// let inbox = try store.read { tx in
+///     try tx.query(Message.self, index: "byFolderDate", range: .prefix(1), limit: 50)
+/// }
+/// ```
+///
+/// A store is a directory holding LMDB's `data.mdb` and `lock.mdb`. Several handles, threads and
+/// processes may use one store at once; writes are serialized (LMDB has one writer) and
+/// group-committed. Handles are thread-safe.
+public final class Store: Sendable {
+    /// The store directory, as given.
+    public let path: String
+    let core: StoreCore
+    private let closed = Protected(false)
+
+    /// Opens the store at `path`, creating it when the directory does not exist (or is empty),
+    /// and registers `entities`: new entities and indexes are created, indexes whose declaration
+    /// changed are rebuilt, and indexes no longer declared are dropped.
+    ///
+    /// - Throws: ``FeedstoreError/notAStore(path:reason:)`` for a file, a non-empty directory
+    ///   without a store, or a foreign or damaged LMDB file;
+    ///   ``FeedstoreError/formatVersionTooNew(path:found:supported:)``;
+    ///   ``FeedstoreError/uniqueViolation(entity:index:key:existingID:)`` when a new unique index
+    ///   cannot be built from existing records (the store is left unchanged).
+    public init(path: String, entities: [any Entity.Type] = [], options: StoreOptions = StoreOptions()) throws {
+        self.path = path
+        let canonical = try StoreOpener.prepareDirectory(path, options: options)
+        let core = try StoreRegistry.acquire(path: canonical, options: options) {
+            try StoreOpener.openCore(path: canonical, options: options)
+        }
+        self.core = core
+        do {
+            try StoreOpener.register(entities, in: core, options: options)
+        } catch {
+            StoreRegistry.release(core)
+            throw error
+        }
+    }
+
+    deinit { close() }
+
+    /// Closes this handle. The environment closes with the last handle in the process (after
+    /// syncing, when durability is not full). Using a closed handle throws
+    /// ``FeedstoreError/storeClosed(path:)``.
+    public func close() {
+        let wasOpen = closed.withLock { isClosed in
+            defer { isClosed = true }
+            return !isClosed
+        }
+        if wasOpen { StoreRegistry.release(core) }
+    }
+
+    private func checkOpen() throws {
+        if closed.current { throw FeedstoreError.storeClosed(path: path) }
+    }
+
+    /// The catalog: entities, fields and indexes as persisted.
+    public var catalog: Catalog {
+        get throws {
+            try checkOpen()
+            return try read { $0.catalog }
+        }
+    }
+
+    /// Runs `body` in a read transaction: a consistent snapshot that never blocks writers.
+    /// - Complexity: O(1) to begin and end.
+    public func read<R>(_ body: (ReadTransaction) throws -> R) throws -> R {
+        try checkOpen()
+        do {
+            return try core.withReadTransaction { txn in
+                let tx = ReadTransaction(core: core, transaction: txn, schema: core.schema)
+                defer { tx.detach()?.abort() }
+                return try body(tx)
+            }
+        } catch {
+            throw core.translate(error)
+        }
+    }
+
+    /// Runs `body` in a write transaction and commits it (durably, as the store's durability
+    /// says) before returning. Throwing from `body` rolls back everything it wrote.
+    ///
+    /// Calls from several threads are group-committed. `body` may run more than once when the
+    /// map grows, so it should have no side effects outside the transaction.
+    /// - Throws: ``FeedstoreError/nestedWrite`` when called inside a write;
+    ///   ``FeedstoreError/readOnly(path:)``; whatever `body` throws.
+    public func write<R>(_ body: (WriteTransaction) throws -> R) throws -> R {
+        try checkOpen()
+        if core.isReadOnly { throw FeedstoreError.readOnly(path: path) }
+        if core.writer.isWriterThread { throw FeedstoreError.nestedWrite }
+        return try withoutActuallyEscaping(body) { body in
+            var value: R?
+            var outcome: Result<Void, any Error>?
+            let done = DispatchSemaphore(value: 0)
+            try core.writer.submit(WriteQueue.Request(body: { tx in value = try body(tx) }, completion: { result in
+                outcome = result
+                done.signal()
+            }))
+            done.wait()
+            try outcome!.get()
+            return value!
+        }
+    }
+
+    /// Like ``write(_:)`` for async callers: concurrent calls share one commit (group commit),
+    /// each rolled back alone if it throws.
+    public func write<R: Sendable>(_ body: @escaping @Sendable (WriteTransaction) throws -> R) async throws -> R {
+        try checkOpen()
+        if core.isReadOnly { throw FeedstoreError.readOnly(path: path) }
+        let slot = ResultSlot<R>()
+        return try await withCheckedThrowingContinuation { continuation in
+            do {
+                try core.writer.submit(WriteQueue.Request(body: { tx in slot.value = try body(tx) }, completion: { result in
+                    continuation.resume(with: result.map { slot.value! })
+                }))
+            } catch {
+                continuation.resume(throwing: error)
+            }
+        }
+    }
+
+    /// Forces buffered commits to disk (useful with durability `.none` or `.relaxed`).
+    public func sync() throws {
+        try checkOpen()
+        do { try core.environment.sync(force: true) } catch { throw core.translate(error) }
+    }
+}
+
+/// Carries a write closure's result from the writer thread back to the caller.
+private final class ResultSlot<R>: @unchecked Sendable {
+    var value: R?
+}

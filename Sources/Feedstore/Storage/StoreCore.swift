@@ -1,0 +1,166 @@
+import Foundation
+
+/// What every ``Store`` handle on one store directory shares inside a process: the LMDB
+/// environment (LMDB forbids opening one environment twice in a process), the map lock, the
+/// resolved schema and the writer thread.
+final class StoreCore: @unchecked Sendable {
+    let path: String
+    let environment: LMDBEnvironment
+    let isReadOnly: Bool
+    let mapLock = MapLock()
+    let system: SystemDatabases
+    let maximumMapSize: Int?
+    let retention: JournalRetention
+    private(set) var durability: Durability
+    private let schemaState: Protected<SchemaSnapshot>
+    /// `mdb_dbi_open` must not run in two transactions at once.
+    private let databaseOpenLock = NSLock()
+    private(set) lazy var writer = WriteQueue(core: self)
+
+    init(path: String, environment: LMDBEnvironment, options: StoreOptions, system: SystemDatabases, schema: SchemaSnapshot) {
+        self.path = path
+        self.environment = environment
+        self.isReadOnly = options.readOnly
+        self.maximumMapSize = options.maximumMapSize
+        self.retention = options.journalRetention
+        self.durability = options.durability
+        self.system = system
+        self.schemaState = Protected(schema)
+    }
+
+    var schema: SchemaSnapshot { schemaState.current }
+
+    func publish(_ schema: SchemaSnapshot) {
+        schemaState.withLock { current in
+            if schema.catalog.version >= current.catalog.version { current = schema }
+        }
+    }
+
+    /// Raises durability when another handle asks for more (the strongest request wins).
+    func requestDurability(_ requested: Durability) throws {
+        guard requested.strength > durability.strength else { return }
+        try environment.setFlags([.noSync, .noMetaSync], on: false)
+        if requested == .relaxed { try environment.setFlags(.noMetaSync, on: true) }
+        durability = requested
+    }
+
+    // MARK: Transactions
+
+    /// Begins a transaction, adopting a map grown by another process (`MDB_MAP_RESIZED`).
+    /// The caller holds the map lock shared.
+    func begin(readOnly: Bool) throws -> LMDBTransaction {
+        do {
+            return try LMDBTransaction(environment: environment, readOnly: readOnly)
+        } catch let error where error.code == LMDBError.mapResized {
+            throw MapResizedSignal()
+        }
+    }
+
+    /// Runs `body` in a read transaction, retrying after adopting another process's map growth.
+    func withReadTransaction<R>(_ body: (consuming LMDBTransaction) throws -> R) throws -> R {
+        while true {
+            do {
+                return try mapLock.withShared {
+                    try body(try begin(readOnly: true))
+                }
+            } catch is MapResizedSignal {
+                try adoptResizedMap()
+            }
+        }
+    }
+
+    func adoptResizedMap() throws {
+        try mapLock.withExclusive { try environment.setMapSize(0) }
+    }
+
+    /// Grows the map after `MDB_MAP_FULL`: doubles it (by at most 1 GiB), within the maximum.
+    /// The caller holds no transaction.
+    func growMap() throws {
+        try mapLock.withExclusive {
+            let current = try environment.info().mapSize
+            var next = current + min(current, 1 << 30)
+            if let maximum = maximumMapSize {
+                guard current < maximum else { throw FeedstoreError.mapFull(path: path, limit: maximum) }
+                next = min(next, maximum)
+            }
+            try environment.setMapSize(next)
+        }
+    }
+
+    /// Grows the map ahead of a write when it is more than 3/4 used, so that most writes never
+    /// hit `MDB_MAP_FULL` and need no retry.
+    func growMapIfNearlyFull() throws {
+        let info = try environment.info()
+        let used = (info.lastPageNumber + 1) * environment.pageSize
+        if used * 4 > info.mapSize * 3, maximumMapSize.map({ info.mapSize < $0 }) ?? true {
+            try growMap()
+        }
+    }
+
+    /// Translates LMDB errors into the store's typed errors.
+    func translate(_ error: any Error) -> any Error {
+        guard let lmdb = error as? LMDBError else { return error }
+        switch lmdb.code {
+        case ENOSPC: return FeedstoreError.diskFull(path: path)
+        case EACCES, EROFS: return FeedstoreError.readOnly(path: path)
+        case LMDBError.mapFull: return FeedstoreError.mapFull(path: path, limit: maximumMapSize ?? 0)
+        default: return FeedstoreError.lmdb(lmdb, path: path)
+        }
+    }
+
+    // MARK: Schema
+
+    /// Reads the catalog as of `txn` and resolves every database it names, opening handles not
+    /// yet open. Only the transaction that opened a handle may use it until that one commits.
+    func resolveSchema(in txn: borrowing LMDBTransaction) throws -> SchemaSnapshot {
+        guard let bytes = try txn.get(system.meta, key: MetaKey.catalog) else {
+            throw FeedstoreError.notAStore(path: path, reason: "the catalog is missing")
+        }
+        let catalog = try Catalog.decode(bytes)
+        var entities: [String: EntitySchema] = [:]
+        databaseOpenLock.lock()
+        defer { databaseOpenLock.unlock() }
+        for entity in catalog.entities.values {
+            guard let records = try txn.openDatabase(named: entity.recordsDatabaseName, create: !txn.isReadOnly) else {
+                throw FeedstoreError.corruptData(what: "store \(path)", reason: "database \(entity.recordsDatabaseName) is missing")
+            }
+            var indexes: [IndexSchema] = []
+            for index in entity.indexes {
+                guard let db = try txn.openDatabase(named: index.databaseName, create: !txn.isReadOnly) else {
+                    throw FeedstoreError.corruptData(what: "store \(path)", reason: "database \(index.databaseName) is missing")
+                }
+                indexes.append(IndexSchema(catalog: index, database: db))
+            }
+            entities[entity.name] = EntitySchema(catalog: entity, records: records, indexes: indexes)
+        }
+        return SchemaSnapshot(catalog: catalog, entities: entities)
+    }
+
+    /// Reloads the schema in a read transaction that commits, so newly opened handles stay valid.
+    @discardableResult
+    func refreshSchema() throws -> SchemaSnapshot {
+        let schema = try withReadTransaction { txn in
+            let schema = try resolveSchema(in: txn)
+            try txn.commit()
+            return schema
+        }
+        publish(schema)
+        return self.schema
+    }
+
+    /// The catalog version recorded in the store as of `txn`.
+    func storedCatalogVersion(in txn: borrowing LMDBTransaction) throws -> UInt64 {
+        try MetaKey.decodeUInt64(try txn.get(system.meta, key: MetaKey.catalogVersion), what: "catalog version") ?? 0
+    }
+
+    // MARK: Closing
+
+    func close() {
+        writer.shutdown()
+        if durability != .full, !isReadOnly { try? environment.sync(force: true) }
+        environment.close()
+    }
+}
+
+/// Internal signal: another process grew the map; adopt its size and retry.
+struct MapResizedSignal: Error {}

@@ -1,0 +1,220 @@
+import Foundation
+
+/// Opening a store: checking the directory, opening LMDB, checking the format, and registering
+/// the application's entities (creating, rebuilding and dropping indexes).
+enum StoreOpener {
+    /// Named databases an environment may hold: system ones, one per entity, one per index.
+    static let maximumDatabases: UInt32 = 126
+
+    /// Checks that `path` is a store directory (or a place to create one) and returns its
+    /// canonical path.
+    static func prepareDirectory(_ path: String, options: StoreOptions) throws -> String {
+        let fm = FileManager.default
+        var isDirectory: ObjCBool = false
+        if fm.fileExists(atPath: path, isDirectory: &isDirectory) {
+            guard isDirectory.boolValue else {
+                throw FeedstoreError.notAStore(path: path, reason: "it is a file; a store is a directory")
+            }
+            if !fm.fileExists(atPath: path + "/data.mdb") {
+                if options.readOnly { throw FeedstoreError.notAStore(path: path, reason: "the directory holds no data.mdb") }
+                let contents = (try? fm.contentsOfDirectory(atPath: path)) ?? []
+                if !contents.isEmpty {
+                    throw FeedstoreError.notAStore(path: path, reason: "the directory is not empty and holds no data.mdb")
+                }
+            }
+        } else {
+            if options.readOnly { throw FeedstoreError.notAStore(path: path, reason: "it does not exist") }
+            // Directory permissions follow the file mode, plus search permission where readable.
+            let mode = options.fileMode | ((options.fileMode & 0o444) >> 2)
+            do {
+                try fm.createDirectory(atPath: path, withIntermediateDirectories: true,
+                                       attributes: [.posixPermissions: NSNumber(value: mode)])
+            } catch {
+                throw FeedstoreError.notAStore(path: path, reason: "cannot create the directory: \(error.localizedDescription)")
+            }
+        }
+        return URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path
+    }
+
+    /// Opens the environment, checks or initializes the store's metadata, and resolves the schema.
+    static func openCore(path: String, options: StoreOptions) throws -> StoreCore {
+        var flags: LMDBEnvironment.Flags = []
+        if options.readOnly { flags.insert(.readOnly) }
+        switch options.durability {
+        case .full: break
+        case .relaxed: flags.insert(.noMetaSync)
+        case .none: flags.insert(.noSync)
+        }
+        let environment: LMDBEnvironment
+        do {
+            environment = try LMDBEnvironment(path: path, flags: flags, mapSize: options.initialMapSize,
+                                              maxDatabases: maximumDatabases, maxReaders: 254, mode: options.fileMode)
+        } catch let error {
+            if error.isForeignOrCorruptFile { throw FeedstoreError.notAStore(path: path, reason: error.description) }
+            if error.code == EACCES || error.code == EROFS { throw FeedstoreError.readOnly(path: path) }
+            throw FeedstoreError.lmdb(error, path: path)
+        }
+        do {
+            // Reader slots of processes that died are cleared so they do not pin old pages.
+            try environment.clearStaleReaders()
+            let system = try openSystemDatabases(environment: environment, path: path, readOnly: options.readOnly)
+            let placeholder = SchemaSnapshot(catalog: Catalog(), entities: [:])
+            let core = StoreCore(path: path, environment: environment, options: options, system: system, schema: placeholder)
+            try core.refreshSchema()
+            return core
+        } catch {
+            environment.close()
+            if let lmdb = error as? LMDBError {
+                if lmdb.isForeignOrCorruptFile { throw FeedstoreError.notAStore(path: path, reason: lmdb.description) }
+                throw FeedstoreError.lmdb(lmdb, path: path)
+            }
+            throw error
+        }
+    }
+
+    private static func openSystemDatabases(environment: LMDBEnvironment, path: String, readOnly: Bool) throws -> SystemDatabases {
+        let txn = try LMDBTransaction(environment: environment, readOnly: readOnly)
+        var meta = try txn.openDatabase(named: SystemDatabases.metaName, create: false)
+        if meta == nil {
+            guard !readOnly else { throw FeedstoreError.notAStore(path: path, reason: "LMDB environment without Feedstore metadata") }
+            // Only an empty environment may become a store; anything else is someone else's data.
+            guard let main = try txn.openDatabase(named: "", create: false), try txn.statistics(main).entries == 0 else {
+                throw FeedstoreError.notAStore(path: path, reason: "LMDB environment without Feedstore metadata")
+            }
+            let created = try txn.openDatabase(named: SystemDatabases.metaName, create: true)!
+            try txn.put(created, key: MetaKey.format, value: withUnsafeBytes(of: Catalog.currentFormatVersion.bigEndian) { Array($0) })
+            try txn.put(created, key: MetaKey.catalog, value: Catalog().encoded())
+            try txn.put(created, key: MetaKey.catalogVersion, value: MetaKey.encode(0))
+            meta = created
+        }
+        guard let format = try txn.get(meta!, key: MetaKey.format), format.count == 4 else {
+            throw FeedstoreError.notAStore(path: path, reason: "the format version is missing")
+        }
+        let version = format.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        if version > Catalog.currentFormatVersion {
+            throw FeedstoreError.formatVersionTooNew(path: path, found: version, supported: Catalog.currentFormatVersion)
+        }
+        var opened: [LMDBDatabase] = []
+        for name in [SystemDatabases.journalName, SystemDatabases.commitsName, SystemDatabases.cursorsName] {
+            guard let db = try txn.openDatabase(named: name, create: !readOnly) else {
+                throw FeedstoreError.notAStore(path: path, reason: "database \(name) is missing")
+            }
+            opened.append(db)
+        }
+        let system = SystemDatabases(meta: meta!, journal: opened[0], commits: opened[1], cursors: opened[2])
+        try txn.commit()
+        return system
+    }
+
+    // MARK: Registration
+
+    /// Brings the catalog in line with the declared entities, in one write transaction.
+    static func register(_ types: [any Entity.Type], in core: StoreCore, options: StoreOptions) throws {
+        let declared = try types.map { try declaration(of: $0) }
+        let schema = core.schema
+        let upToDate = declared.allSatisfy { entity in
+            guard let existing = schema.catalog.entities[entity.name] else { return false }
+            return existing.indexes.map(\.definition) == entity.indexes
+        }
+        if upToDate { return }
+        if core.isReadOnly {
+            let missing = declared.first { schema.catalog.entities[$0.name] == nil }
+            throw missing.map { FeedstoreError.unknownEntity($0.name) } ?? FeedstoreError.readOnly(path: core.path)
+        }
+        let done = DispatchSemaphore(value: 0)
+        var outcome: Result<Void, any Error> = .success(())
+        try core.writer.submit(WriteQueue.Request(body: { tx in
+            for entity in declared { try apply(entity, in: tx, progress: options.indexBuildProgress) }
+        }, completion: { result in
+            outcome = result
+            done.signal()
+        }))
+        done.wait()
+        try outcome.get()
+        try core.refreshSchema()
+    }
+
+    struct Declaration {
+        var name: String
+        var indexes: [IndexDefinition]
+    }
+
+    static func declaration(of type: any Entity.Type) throws -> Declaration {
+        let name = type.entityName
+        var seen = Set<String>()
+        for index in type.indexes {
+            func invalid(_ reason: String) -> FeedstoreError {
+                .invalidIndexDefinition(entity: name, index: index.name, reason: reason)
+            }
+            guard !index.name.isEmpty else { throw invalid("the name is empty") }
+            guard seen.insert(index.name).inserted else { throw invalid("the name is declared twice") }
+            guard !index.components.isEmpty else { throw invalid("it has no components") }
+            if let field = index.components.first(where: { $0.field.isEmpty }) { throw invalid("component \(field) has no field name") }
+        }
+        return Declaration(name: name, indexes: type.indexes)
+    }
+
+    private static func apply(_ declared: Declaration, in tx: WriteTransaction,
+                              progress: (@Sendable (String, Int, Int) -> Void)?) throws
+    {
+        var databases: [String: LMDBDatabase] = [:]
+        if tx.schema.catalog.entities[declared.name] == nil {
+            try tx.updateCatalog({ catalog in
+                let entity = CatalogEntity(name: declared.name, id: catalog.nextEntityID, primaryKeyKind: "", fields: [],
+                                           indexes: [], nextFieldID: 1)
+                catalog.nextEntityID += 1
+                catalog.entities[declared.name] = entity
+            }, databases: [
+                "records:\(declared.name)": try tx.access { try $0.openDatabase(named: "records:\(declared.name)", create: true)! },
+            ])
+        }
+        let existing = try tx.schema.entity(declared.name)
+        // Drop indexes no longer declared, or declared differently (rebuilt below).
+        for index in existing.indexes where !declared.indexes.contains(index.definition) {
+            try tx.access { try $0.drop(index.database, delete: true) }
+            try tx.updateCatalog { catalog in
+                catalog.entities[declared.name]!.indexes.removeAll { $0.id == index.id }
+            }
+        }
+        for definition in declared.indexes where tx.schema.entities[declared.name]!.catalog.index(named: definition.name) == nil {
+            let index = CatalogIndex(id: tx.schema.catalog.nextIndexID, entity: declared.name, definition: definition)
+            databases[index.databaseName] = try tx.access { txn in
+                try txn.openDatabase(named: index.databaseName, create: true)!
+            }
+            // A database left by an earlier definition under the same name starts empty.
+            try tx.access { try $0.drop(databases[index.databaseName]!, delete: false) }
+            try tx.updateCatalog({ catalog in
+                catalog.nextIndexID += 1
+                catalog.entities[declared.name]!.indexes.append(index)
+            }, databases: databases)
+            try build(try tx.schema.entity(declared.name).index(named: definition.name), of: declared.name, in: tx,
+                      progress: progress)
+        }
+    }
+
+    /// Fills a new index from every record of its entity.
+    private static func build(_ index: IndexSchema, of entityName: String, in tx: WriteTransaction,
+                              progress: (@Sendable (String, Int, Int) -> Void)?) throws
+    {
+        let total = try tx.count(entity: entityName)
+        var done = 0
+        var entity = try tx.schema.entity(entityName)
+        var keys: [(key: [UInt8], primaryKey: [UInt8], components: [FieldValue])] = []
+        try tx.scan(entity: entityName, index: nil, range: .all, reverse: false, offset: 0, limit: nil) { key, value in
+            let fields = try tx.decodeFields(value, of: &entity, id: nil)
+            if let entry = try index.key(of: fields, primaryKey: Array(key)) {
+                keys.append((entry, Array(key), index.components(of: fields)))
+            }
+            done += 1
+            if done % 10_000 == 0 { progress?(index.definition.name, done, total) }
+        }
+        for (key, primaryKey, components) in keys {
+            try tx.checkKeySize(key, entity: entity, index: index.definition.name)
+            if index.definition.unique {
+                try tx.checkUnique(index, components: components, key: key, primaryKey: primaryKey, entity: entity)
+            }
+            try IndexStorage(index: index).insert(key, in: tx)
+        }
+        progress?(index.definition.name, total, total)
+    }
+}

@@ -1,0 +1,34 @@
+/// The store's own LMDB databases, beside one `records:` database per entity and one `index:`
+/// database per secondary index.
+struct SystemDatabases: Sendable {
+    static let metaName = "feedstore.meta"
+    static let journalName = "feedstore.journal"
+    static let commitsName = "feedstore.commits"
+    static let cursorsName = "feedstore.cursors"
+
+    /// Format version, catalog and journal bounds.
+    let meta: LMDBDatabase
+    /// Journal entries keyed by (sequence, ordinal).
+    let journal: LMDBDatabase
+    /// One header per commit (timestamp, entry count) keyed by sequence.
+    let commits: LMDBDatabase
+    /// Durable journal cursors: name → sequence consumed through.
+    let cursors: LMDBDatabase
+}
+
+/// Keys in the meta database.
+enum MetaKey {
+    static let format: [UInt8] = Array("format".utf8)
+    static let catalog: [UInt8] = Array("catalog".utf8)
+    static let catalogVersion: [UInt8] = Array("catalog.version".utf8)
+    static let lastSequence: [UInt8] = Array("journal.last".utf8)
+    static let firstRetained: [UInt8] = Array("journal.first".utf8)
+
+    static func encode(_ value: UInt64) -> [UInt8] { withUnsafeBytes(of: value.bigEndian) { Array($0) } }
+
+    static func decodeUInt64(_ bytes: [UInt8]?, what: String) throws -> UInt64? {
+        guard let bytes else { return nil }
+        guard bytes.count == 8 else { throw FeedstoreError.corruptData(what: "meta \(what)", reason: "\(bytes.count) bytes, expected 8") }
+        return bytes.reduce(0) { $0 << 8 | UInt64($1) }
+    }
+}

@@ -1,0 +1,222 @@
+import Foundation
+
+extension WriteTransaction {
+    enum WriteMode { case insert, update, upsert }
+
+    /// Inserts a new record.
+    /// - Throws: ``FeedstoreError/recordExists(entity:id:)`` when the id is taken;
+    ///   ``FeedstoreError/uniqueViolation(entity:index:key:existingID:)``,
+    ///   ``FeedstoreError/keyTooLarge(entity:index:size:limit:)``. Nothing is written on error.
+    /// - Complexity: O(i log n) for i indexes over n records.
+    public func insert<E: Entity>(_ record: E) throws {
+        try write(record, mode: .insert)
+    }
+
+    /// Inserts the record, or replaces the record with the same id. Writing identical content
+    /// changes nothing and adds nothing to the journal.
+    /// - Complexity: O(i log n) for i indexes over n records.
+    public func put<E: Entity>(_ record: E) throws {
+        try write(record, mode: .upsert)
+    }
+
+    /// Replaces an existing record.
+    /// - Throws: ``FeedstoreError/recordNotFound(entity:id:)`` when no record has the id.
+    /// - Complexity: O(i log n) for i indexes over n records.
+    public func update<E: Entity>(_ record: E) throws {
+        try write(record, mode: .update)
+    }
+
+    /// Deletes the record with `id`; returns whether there was one.
+    /// - Complexity: O(i log n) for i indexes over n records.
+    @discardableResult
+    public func delete<E: Entity>(_ type: E.Type, id: E.ID) throws -> Bool {
+        try deleteRecord(entity: E.entityName, id: id.fieldValue)
+    }
+
+    /// Deletes every record in `range` of `index`; returns how many.
+    /// - Complexity: O(k i log n) for k deleted records.
+    @discardableResult
+    public func deleteRange<E: Entity>(_ type: E.Type, index: String, range: IndexRange) throws -> Int {
+        let matching = try ids(entity: E.entityName, index: index, range: range)
+        for id in matching { try deleteRecord(entity: E.entityName, id: id) }
+        return matching.count
+    }
+
+    /// Deletes every record of the entity; returns how many.
+    @discardableResult
+    public func deleteAll<E: Entity>(_ type: E.Type) throws -> Int {
+        let matching = try ids(entity: E.entityName, index: nil, range: .all)
+        for id in matching { try deleteRecord(entity: E.entityName, id: id) }
+        return matching.count
+    }
+
+    // MARK: The write path
+
+    private func write<E: Entity>(_ record: E, mode: WriteMode) throws {
+        let encoded: FieldValue
+        do {
+            encoded = try FieldValueEncoder.encode(record)
+        } catch {
+            throw FeedstoreError.encodingFailed(entity: E.entityName, reason: "\(error)")
+        }
+        guard case let .object(fields) = encoded else {
+            throw FeedstoreError.encodingFailed(entity: E.entityName, reason: "an entity must encode as a keyed container")
+        }
+        try writeFields(fields, id: record.id.fieldValue, entity: E.entityName, mode: mode)
+    }
+
+    /// Writes one record given as named fields: the path every typed write takes, and tools too.
+    func writeFields(_ fields: [String: FieldValue], id: FieldValue, entity name: String, mode: WriteMode) throws {
+        var entity = try entity(name)
+        let primaryKey = try primaryKeyBytes(id, entity: entity)
+        entity = try learnFields(fields, of: entity)
+        var stored: [RecordField] = []
+        stored.reserveCapacity(fields.count)
+        for (field, value) in fields {
+            if case .null = value { continue }
+            stored.append(RecordField(id: entity.fieldIDs[field]!, value: value))
+        }
+        stored.sort { $0.id < $1.id }
+        let bytes = RecordCodec.encode(stored)
+
+        let old = try access { try $0.get(entity.records, key: primaryKey) }
+        switch (mode, old) {
+        case (.insert, .some): throw FeedstoreError.recordExists(entity: name, id: id)
+        case (.update, .none): throw FeedstoreError.recordNotFound(entity: name, id: id)
+        default: break
+        }
+        if old == bytes { return }
+        let oldFields = try old.map { bytes in try bytes.withUnsafeBytes { try decodeFields($0, of: &entity, id: id) } }
+
+        var changed: [String] = []
+        if let oldFields {
+            for key in Set(oldFields.keys).union(fields.keys) where !(oldFields[key] ?? .null).isIdentical(to: fields[key] ?? .null) {
+                changed.append(key)
+            }
+            changed.sort()
+        }
+        let indexChanges = try maintainIndexes(of: entity, primaryKey: primaryKey, id: id,
+                                               before: oldFields, after: fields, changed: changed)
+        try access { try $0.put(entity.records, key: primaryKey, value: bytes) }
+        journal.append(JournalRecord(entityID: entity.catalog.id, primaryKey: primaryKey, kind: oldFields == nil ? .insert : .update,
+                                     changedFieldIDs: changed.compactMap { entity.fieldIDs[$0] }, indexChanges: indexChanges))
+    }
+
+    func deleteRecord(entity name: String, id: FieldValue) throws -> Bool {
+        var entity = try entity(name)
+        let primaryKey = try primaryKeyBytes(id, entity: entity)
+        guard let old = try access({ try $0.get(entity.records, key: primaryKey) }) else { return false }
+        let oldFields = try old.withUnsafeBytes { try decodeFields($0, of: &entity, id: id) }
+        let indexChanges = try maintainIndexes(of: entity, primaryKey: primaryKey, id: id, before: oldFields, after: nil, changed: [])
+        try access { _ = try $0.delete(entity.records, key: primaryKey) }
+        journal.append(JournalRecord(entityID: entity.catalog.id, primaryKey: primaryKey, kind: .delete,
+                                     changedFieldIDs: [], indexChanges: indexChanges))
+        return true
+    }
+
+    /// Moves the record's entries in every index from its old key to its new one, writing only
+    /// entries that change, and returns the before/after keys of every index it belongs to.
+    private func maintainIndexes(of entity: EntitySchema, primaryKey: [UInt8], id: FieldValue,
+                                 before: [String: FieldValue]?, after: [String: FieldValue]?,
+                                 changed: [String]) throws -> [JournalRecord.IndexChange]
+    {
+        var changes: [JournalRecord.IndexChange] = []
+        for index in entity.indexes {
+            let oldKey = try before.flatMap { try index.key(of: $0, primaryKey: primaryKey) }
+            let untouched = before != nil && after != nil && !changed.contains(where: index.fieldsRead.contains)
+            let newKey = untouched ? oldKey : try after.flatMap { try index.key(of: $0, primaryKey: primaryKey) }
+            if oldKey == nil && newKey == nil { continue }
+            changes.append(JournalRecord.IndexChange(indexID: index.id, before: oldKey, after: newKey))
+            if oldKey == newKey { continue }
+            if let oldKey {
+                try IndexStorage(index: index).remove(oldKey, in: self)
+            }
+            if let newKey, let after {
+                try checkKeySize(newKey, entity: entity, index: index.definition.name)
+                if index.definition.unique {
+                    try checkUnique(index, components: index.components(of: after), key: newKey, primaryKey: primaryKey, entity: entity)
+                }
+                try IndexStorage(index: index).insert(newKey, in: self)
+            }
+        }
+        return changes
+    }
+
+    func checkUnique(_ index: IndexSchema, components: [FieldValue], key: [UInt8], primaryKey: [UInt8],
+                             entity: EntitySchema) throws
+    {
+        if components.contains(where: { if case .null = $0 { true } else { false } }) { return }
+        let prefix = Array(key.prefix(key.count - primaryKey.count))
+        let existing: [UInt8]? = try access { txn in
+            try txn.withCursor(index.database) { (cursor) throws -> [UInt8]? in
+                guard try cursor.seek(atOrAfter: prefix), cursor.key.starts(with: prefix) else { return nil }
+                return Array(cursor.key.dropFirst(prefix.count))
+            }
+        }
+        if let existing, existing != primaryKey {
+            let existingID = try KeyDecoder.decode(existing).first?.value ?? .null
+            throw FeedstoreError.uniqueViolation(entity: entity.name, index: index.definition.name, key: components,
+                                                 existingID: existingID)
+        }
+    }
+
+    func checkKeySize(_ key: [UInt8], entity: EntitySchema, index: String?) throws {
+        let limit = core.environment.maxKeySize
+        if key.count > limit {
+            throw FeedstoreError.keyTooLarge(entity: entity.name, index: index, size: key.count, limit: limit)
+        }
+    }
+
+    func primaryKeyBytes(_ id: FieldValue, entity: EntitySchema) throws -> [UInt8] {
+        let key: [UInt8]
+        do { key = try KeyEncoding.encode([id]) } catch {
+            throw FeedstoreError.encodingFailed(entity: entity.name, reason: "a \(id.kindName) cannot be a primary key")
+        }
+        try checkKeySize(key, entity: entity, index: nil)
+        return key
+    }
+
+    /// Adds fields the catalog has not seen, and marks fields whose kind changed as "mixed".
+    private func learnFields(_ fields: [String: FieldValue], of entity: EntitySchema) throws -> EntitySchema {
+        var additions: [(String, String)] = []
+        var mixed: [String] = []
+        for (name, value) in fields {
+            if case .null = value { continue }
+            if let id = entity.fieldIDs[name] {
+                let kind = entity.catalog.field(id: id)?.kind
+                if kind != value.kindName && kind != "mixed" { mixed.append(name) }
+            } else {
+                additions.append((name, value.kindName))
+            }
+        }
+        if additions.isEmpty && mixed.isEmpty { return entity }
+        try updateCatalog { catalog in
+            guard var updated = catalog.entities[entity.name] else { return }
+            for (name, kind) in additions.sorted(by: { $0.0 < $1.0 }) {
+                updated.fields.append(CatalogField(id: updated.nextFieldID, name: name, kind: kind))
+                updated.nextFieldID += 1
+            }
+            for name in mixed {
+                if let i = updated.fields.firstIndex(where: { $0.name == name }) { updated.fields[i].kind = "mixed" }
+            }
+            catalog.entities[entity.name] = updated
+        }
+        return try schema.entity(entity.name)
+    }
+}
+
+extension FieldValue {
+    /// Bit-for-bit equality (unlike `==`, which treats -0.0 and 0.0 as equal keys): whether
+    /// rewriting one with the other changes stored content.
+    func isIdentical(to other: FieldValue) -> Bool {
+        switch (self, other) {
+        case let (.double(a), .double(b)): a.bitPattern == b.bitPattern
+        case let (.date(a), .date(b)): a.timeIntervalSinceReferenceDate.bitPattern == b.timeIntervalSinceReferenceDate.bitPattern
+        case let (.string(a), .string(b)): a.utf8.elementsEqual(b.utf8)
+        case let (.array(a), .array(b)): a.count == b.count && zip(a, b).allSatisfy { $0.isIdentical(to: $1) }
+        case let (.object(a), .object(b)):
+            a.count == b.count && a.allSatisfy { key, value in b[key].map { value.isIdentical(to: $0) } ?? false }
+        default: self == other
+        }
+    }
+}

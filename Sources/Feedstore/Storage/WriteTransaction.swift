@@ -1,0 +1,67 @@
+import Foundation
+
+/// A write transaction, alive for the duration of a ``Store/write(_:)`` closure. It reads its
+/// own writes. Throwing from the closure rolls back everything it did; when writes are group
+/// committed, only this closure's part is rolled back.
+///
+/// The closure may run more than once when the map must grow mid-transaction (the first run is
+/// rolled back), so keep side effects outside it.
+public final class WriteTransaction: ReadTransaction {
+    /// The sequence number this transaction's changes get if it changes anything.
+    let sequence: UInt64
+    /// Set by ``finish()`` when the transaction wrote journal entries.
+    private(set) var committedSequence: UInt64?
+    var journal: [JournalRecord] = []
+    var catalogChanged = false
+
+    init(core: StoreCore, transaction: consuming LMDBTransaction, schema: SchemaSnapshot, sequence: UInt64) {
+        self.sequence = sequence
+        super.init(core: core, transaction: transaction, schema: schema)
+    }
+
+    /// Writes the journal entries, the commit header and the catalog if it changed. Called once,
+    /// after the closure returned.
+    func finish() throws {
+        try access { txn in
+            if catalogChanged {
+                try txn.put(core.system.meta, key: MetaKey.catalog, value: schema.catalog.encoded())
+                try txn.put(core.system.meta, key: MetaKey.catalogVersion, value: MetaKey.encode(schema.catalog.version))
+            }
+            guard !journal.isEmpty else { return }
+            for (ordinal, record) in journal.enumerated() {
+                try txn.put(core.system.journal, key: JournalKeys.entry(sequence: sequence, ordinal: UInt32(ordinal)),
+                            value: record.encoded())
+            }
+            try txn.put(core.system.commits, key: JournalKeys.sequenceKey(sequence),
+                        value: JournalKeys.commitHeader(timestamp: Date(), entries: journal.count))
+            try txn.put(core.system.meta, key: MetaKey.lastSequence, value: MetaKey.encode(sequence))
+            if try txn.get(core.system.meta, key: MetaKey.firstRetained) == nil {
+                try txn.put(core.system.meta, key: MetaKey.firstRetained, value: MetaKey.encode(sequence))
+            }
+        }
+        if !journal.isEmpty { committedSequence = sequence }
+    }
+
+    /// Replaces the working catalog (new fields, registrations); written by ``finish()``.
+    func updateCatalog(_ change: (inout Catalog) throws -> Void, databases: [String: LMDBDatabase] = [:]) throws {
+        var catalog = schema.catalog
+        try change(&catalog)
+        if !catalogChanged {
+            catalog.version += 1
+            catalogChanged = true
+        }
+        var entities: [String: EntitySchema] = [:]
+        for entity in catalog.entities.values {
+            let old = schema.entities[entity.name]
+            guard let records = databases[entity.recordsDatabaseName] ?? old?.records else { continue }
+            let indexes = entity.indexes.compactMap { index -> IndexSchema? in
+                guard let db = databases[index.databaseName] ?? old?.indexes.first(where: { $0.id == index.id })?.database else {
+                    return nil
+                }
+                return IndexSchema(catalog: index, database: db)
+            }
+            entities[entity.name] = EntitySchema(catalog: entity, records: records, indexes: indexes)
+        }
+        schema = SchemaSnapshot(catalog: catalog, entities: entities)
+    }
+}
