@@ -24,10 +24,17 @@ let package = Package(
             dependencies: ["CLMDB"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        // The demo feed of DESIGN.md (contacts and messages), used by storectl demo and the tests.
+        .target(
+            name: "FeedstoreDemo",
+            dependencies: ["Feedstore"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         .executableTarget(
             name: "storectl",
             dependencies: [
                 "Feedstore",
+                "FeedstoreDemo",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Tools/storectl",
@@ -36,18 +43,18 @@ let package = Package(
         // Shared by the test targets: demo entities, a model, seeded randomness.
         .target(
             name: "FeedstoreTestSupport",
-            dependencies: ["Feedstore"],
+            dependencies: ["Feedstore", "FeedstoreDemo"],
             path: "Tests/FeedstoreTestSupport",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .testTarget(
             name: "FeedstoreTests",
-            dependencies: ["Feedstore", "FeedstoreTestSupport"],
+            dependencies: ["Feedstore", "FeedstoreDemo", "FeedstoreTestSupport"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .testTarget(
             name: "StorectlTests",
-            dependencies: ["Feedstore", "FeedstoreTestSupport"],
+            dependencies: ["Feedstore", "FeedstoreDemo", "FeedstoreTestSupport"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
     ]

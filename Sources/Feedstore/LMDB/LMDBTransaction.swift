@@ -44,10 +44,12 @@ struct LMDBTransaction: ~Copyable {
 
     // MARK: Databases
 
-    /// Opens a named database; `nil` when it does not exist and `create` is false.
+    /// Opens a named database (the unnamed main database for `""`); `nil` when it does not exist
+    /// and `create` is false.
     borrowing func openDatabase(named name: String, create: Bool) throws(LMDBError) -> LMDBDatabase? {
         var dbi: MDB_dbi = 0
-        let code = mdb_dbi_open(handle, name, create ? UInt32(MDB_CREATE) : 0, &dbi)
+        let flags = create ? UInt32(MDB_CREATE) : 0
+        let code = name.isEmpty ? mdb_dbi_open(handle, nil, flags, &dbi) : mdb_dbi_open(handle, name, flags, &dbi)
         if code == MDB_NOTFOUND { return nil }
         try lmdbCheck(code, "mdb_dbi_open(\(name))")
         return LMDBDatabase(dbi: dbi)

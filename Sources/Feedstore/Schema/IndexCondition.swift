@@ -57,6 +57,9 @@ public indirect enum IndexCondition: Sendable, Hashable, Codable {
 public struct FieldReference: Sendable, Hashable {
     public var name: String
 
+    /// A field to compare: `.field("isRead") == false`.
+    public static func field(_ name: String) -> FieldReference { FieldReference(name: name) }
+
     public static func == (lhs: FieldReference, rhs: FieldValue) -> IndexCondition { .compare(field: lhs.name, .equal, rhs) }
     public static func != (lhs: FieldReference, rhs: FieldValue) -> IndexCondition { .compare(field: lhs.name, .notEqual, rhs) }
     public static func < (lhs: FieldReference, rhs: FieldValue) -> IndexCondition { .compare(field: lhs.name, .less, rhs) }

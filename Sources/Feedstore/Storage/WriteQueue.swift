@@ -8,12 +8,21 @@ import Foundation
 /// all of them run here, with no `await` inside.
 final class WriteQueue: @unchecked Sendable {
     final class Request: @unchecked Sendable {
-        let body: (WriteTransaction) throws -> Void
-        let completion: (Result<Void, any Error>) -> Void
+        private var body: ((WriteTransaction) throws -> Void)?
+        private let completion: (Result<Void, any Error>) -> Void
 
         init(body: @escaping (WriteTransaction) throws -> Void, completion: @escaping (Result<Void, any Error>) -> Void) {
             self.body = body
             self.completion = completion
+        }
+
+        func run(_ tx: WriteTransaction) throws { try body?(tx) }
+
+        /// Releases the body before reporting, so a synchronous caller's non-escaping closure
+        /// is no longer referenced once the caller resumes.
+        func complete(_ result: Result<Void, any Error>) {
+            body = nil
+            completion(result)
         }
     }
 
@@ -87,23 +96,23 @@ final class WriteQueue: @unchecked Sendable {
             do {
                 try core.growMapIfNearlyFull()
                 let outcomes = try core.mapLock.withShared { try commit(batch) }
-                for (request, outcome) in zip(batch, outcomes) { request.completion(outcome) }
+                for (request, outcome) in zip(batch, outcomes) { request.complete(outcome) }
                 return
             } catch let error where Self.isMapFull(error) {
                 do { try core.growMap() } catch {
-                    return batch.forEach { $0.completion(.failure(error)) }
+                    return batch.forEach { $0.complete(.failure(error)) }
                 }
             } catch is MapResizedSignal {
                 do { try core.adoptResizedMap() } catch {
-                    return batch.forEach { $0.completion(.failure(core.translate(error))) }
+                    return batch.forEach { $0.complete(.failure(core.translate(error))) }
                 }
             } catch is SchemaChangedSignal {
                 do { try core.refreshSchema() } catch {
-                    return batch.forEach { $0.completion(.failure(core.translate(error))) }
+                    return batch.forEach { $0.complete(.failure(core.translate(error))) }
                 }
             } catch {
                 let translated = core.translate(error)
-                return batch.forEach { $0.completion(.failure(translated)) }
+                return batch.forEach { $0.complete(.failure(translated)) }
             }
         }
     }
@@ -130,7 +139,7 @@ final class WriteQueue: @unchecked Sendable {
             // One request: no nesting needed; its failure simply aborts the transaction.
             let tx = WriteTransaction(core: core, transaction: parent, schema: schema, sequence: lastSequence + 1)
             do {
-                try batch[0].body(tx)
+                try batch[0].run(tx)
                 try tx.finish()
             } catch {
                 tx.detach()?.abort()
@@ -147,7 +156,7 @@ final class WriteQueue: @unchecked Sendable {
                 let tx = WriteTransaction(core: core, transaction: try LMDBTransaction(environment: core.environment, parent: parent),
                                           schema: schema, sequence: lastSequence + 1)
                 do {
-                    try request.body(tx)
+                    try request.run(tx)
                     try tx.finish()
                     try tx.detach()?.commit()
                     schema = tx.schema

@@ -1,0 +1,138 @@
+/// One inconsistency found by ``Store/verify()``.
+public struct VerificationIssue: Sendable, Hashable, CustomStringConvertible {
+    /// What was checked: `records:Message`, `index:Message.byFolderDate`, `journal`.
+    public var location: String
+    public var problem: String
+
+    public var description: String { "\(location): \(problem)" }
+}
+
+extension Store {
+    /// Checks every invariant of the store against a full scan: every record decodes; every
+    /// index holds exactly the entries its records and condition call for, in order, with unique
+    /// indexes unique; the journal's commits are contiguous and complete. Returns every issue
+    /// found (empty when consistent).
+    /// - Complexity: O(n log n) time and O(n) memory for n index entries.
+    public func verify() throws -> [VerificationIssue] {
+        try read { tx in try StoreVerifier(tx: tx).run() }
+    }
+}
+
+/// The full-scan invariant checker behind ``Store/verify()``.
+struct StoreVerifier {
+    let tx: ReadTransaction
+    private let maximumPerCheck = 20
+
+    func run() throws -> [VerificationIssue] {
+        var issues: [VerificationIssue] = []
+        for entity in tx.schema.catalog.sortedEntities {
+            issues += try verify(entity: entity.name)
+        }
+        issues += try verifyJournal()
+        return issues
+    }
+
+    private func verify(entity name: String) throws -> [VerificationIssue] {
+        var entity = try tx.schema.entity(name)
+        var issues: [VerificationIssue] = []
+        var expected: [[[UInt8]]] = Array(repeating: [], count: entity.indexes.count)
+        try tx.scan(entity: name, index: nil, range: .all, reverse: false, offset: 0, limit: nil) { key, value in
+            let primaryKey = Array(key)
+            let fields: [String: FieldValue]
+            do {
+                fields = try tx.decodeFields(value, of: &entity, id: nil)
+            } catch {
+                issues.append(VerificationIssue(location: entity.catalog.recordsDatabaseName, problem: "\(error)"))
+                return
+            }
+            for (i, index) in entity.indexes.enumerated() {
+                if let key = try? index.key(of: fields, primaryKey: primaryKey) { expected[i].append(key) }
+            }
+        }
+        for (i, index) in entity.indexes.enumerated() {
+            let location = index.catalog.databaseName
+            var found: [VerificationIssue] = []
+            let wanted = expected[i].sorted { $0.lexicographicallyPrecedes($1) }
+            var actual: [[UInt8]] = []
+            try tx.access { txn in
+                try txn.withCursor(index.database) { cursor in
+                    var more = try cursor.first()
+                    while more {
+                        actual.append(Array(cursor.key))
+                        more = try cursor.next()
+                    }
+                }
+            }
+            if wanted != actual {
+                let missing = Set(wanted).subtracting(actual)
+                let extra = Set(actual).subtracting(wanted)
+                for key in missing.prefix(maximumPerCheck) {
+                    found.append(VerificationIssue(location: location, problem: "missing entry \(describe(key))"))
+                }
+                for key in extra.prefix(maximumPerCheck) {
+                    found.append(VerificationIssue(location: location, problem: "entry without a matching record \(describe(key))"))
+                }
+            }
+            if index.definition.unique {
+                let count = index.definition.components.count
+                var previous: [FieldValue]?
+                for key in actual {
+                    guard let components = try? KeyDecoder.decode(key).map(\.value) else { continue }
+                    let values = Array(components.prefix(count))
+                    if values == previous, !values.contains(.null) {
+                        found.append(VerificationIssue(location: location, problem: "unique key \(FieldValue.array(values).jsonText) held twice"))
+                    }
+                    previous = values
+                }
+            }
+            issues += found.prefix(maximumPerCheck)
+        }
+        return issues
+    }
+
+    private func verifyJournal() throws -> [VerificationIssue] {
+        var issues: [VerificationIssue] = []
+        let bounds = try tx.journalBounds()
+        func report(_ problem: String) { if issues.count < maximumPerCheck { issues.append(VerificationIssue(location: "journal", problem: problem)) } }
+        var headerCounts: [UInt64: Int] = [:]
+        var sequences: [UInt64] = []
+        try tx.access { txn in
+            try txn.withCursor(tx.core.system.commits) { cursor in
+                var more = try cursor.first()
+                while more {
+                    let sequence = try JournalKeys.sequence(from: cursor.key)
+                    sequences.append(sequence)
+                    headerCounts[sequence] = try JournalKeys.decodeCommitHeader(cursor.value).entries
+                    more = try cursor.next()
+                }
+            }
+            var entryCounts: [UInt64: Int] = [:]
+            try txn.withCursor(tx.core.system.journal) { cursor in
+                var more = try cursor.first()
+                while more {
+                    let sequence = try JournalKeys.sequence(from: cursor.key)
+                    entryCounts[sequence, default: 0] += 1
+                    do { _ = try JournalRecord.decode(cursor.value) } catch { report("entry of commit \(sequence): \(error)") }
+                    more = try cursor.next()
+                }
+            }
+            for (sequence, count) in entryCounts where headerCounts[sequence] != count {
+                report("commit \(sequence) has \(count) entries; its header says \(headerCounts[sequence].map(String.init) ?? "nothing")")
+            }
+        }
+        if let first = sequences.first {
+            if first != bounds.first { report("first commit is \(first); the retained range starts at \(bounds.first)") }
+            if sequences.last != bounds.last { report("last commit is \(sequences.last!); the store says \(bounds.last)") }
+            for (a, b) in zip(sequences, sequences.dropFirst()) where b != a + 1 {
+                report("sequence gap between \(a) and \(b)")
+            }
+        } else if bounds.last >= bounds.first {
+            report("no commits retained, but the range is \(bounds.first)...\(bounds.last)")
+        }
+        return issues
+    }
+
+    private func describe(_ key: [UInt8]) -> String {
+        (try? FieldValue.array(KeyDecoder.decode(key).map(\.value)).jsonText) ?? key.map { String($0, radix: 16) }.joined()
+    }
+}

@@ -1,0 +1,32 @@
+import Feedstore
+import FeedstoreDemo
+import FeedstoreTestSupport
+import Foundation
+import Testing
+
+@Suite struct StoreBasicsTests {
+    let epoch = Date(timeIntervalSinceReferenceDate: 0)
+
+    @Test func writesReadsAndQueriesTheDemoFeed() throws {
+        try withTemporaryDirectory { dir in
+            let store = try Store(path: dir + "/s", entities: DemoFeed.entities)
+            let messages: [Message] = (1...6).map { (i: Int) -> Message in
+                let date: Date = epoch.addingTimeInterval(Double(i))
+                return Message(id: UInt64(i), folder: Int64(i % 2), date: date, title: "m\(i)", isRead: i % 3 == 0, contactId: 1)
+            }
+            try store.write { tx in for m in messages { try tx.insert(m) } }
+            let got = try store.read { try $0.get(Message.self, id: 4) }
+            #expect(got == messages[3])
+            let folder1 = try store.read { try $0.query(Message.self, index: "byFolderDate", range: .prefix(1)) }
+            #expect(folder1.map(\.id) == [5, 3, 1])
+            let unread = try store.read { try $0.query(Message.self, index: "unreadByDate") }
+            #expect(unread.map(\.id) == [5, 4, 2, 1])
+            let page = try store.read { try $0.query(Message.self, index: "byFolderDate", offset: 1, limit: 2) }
+            #expect(page.map(\.id) == [4, 2])
+            #expect(try store.read { try $0.count(Message.self) } == 6)
+            let bounds = try store.read { try $0.journalBounds() }
+            #expect(bounds.last == 1)
+            #expect(try store.verify().isEmpty)
+        }
+    }
+}
