@@ -8,16 +8,20 @@ import Foundation
 /// rolled back), so keep side effects outside it.
 public final class WriteTransaction: ReadTransaction {
     /// The sequence number this transaction's changes get if it changes anything.
-    let sequence: UInt64
+    let assignedSequence: UInt64
     /// Set by ``finish()`` when the transaction wrote journal entries.
     private(set) var committedSequence: UInt64?
     var journal: [JournalRecord] = []
     var catalogChanged = false
 
     init(core: StoreCore, transaction: consuming LMDBTransaction, schema: SchemaSnapshot, sequence: UInt64) {
-        self.sequence = sequence
+        self.assignedSequence = sequence
         super.init(core: core, transaction: transaction, schema: schema)
     }
+
+    /// The journal sequence number this transaction's commit gets, or nil while it has changed
+    /// nothing (a transaction that changes nothing adds no commit to the journal).
+    public var commitSequence: UInt64? { journal.isEmpty ? nil : assignedSequence }
 
     /// Writes the journal entries, the commit header and the catalog if it changed. Called once,
     /// after the closure returned.
@@ -29,17 +33,17 @@ public final class WriteTransaction: ReadTransaction {
             }
             guard !journal.isEmpty else { return }
             for (ordinal, record) in journal.enumerated() {
-                try txn.put(core.system.journal, key: JournalKeys.entry(sequence: sequence, ordinal: UInt32(ordinal)),
+                try txn.put(core.system.journal, key: JournalKeys.entry(sequence: assignedSequence, ordinal: UInt32(ordinal)),
                             value: record.encoded())
             }
-            try txn.put(core.system.commits, key: JournalKeys.sequenceKey(sequence),
+            try txn.put(core.system.commits, key: JournalKeys.sequenceKey(assignedSequence),
                         value: JournalKeys.commitHeader(timestamp: Date(), entries: journal.count))
-            try txn.put(core.system.meta, key: MetaKey.lastSequence, value: MetaKey.encode(sequence))
+            try txn.put(core.system.meta, key: MetaKey.lastSequence, value: MetaKey.encode(assignedSequence))
             if try txn.get(core.system.meta, key: MetaKey.firstRetained) == nil {
-                try txn.put(core.system.meta, key: MetaKey.firstRetained, value: MetaKey.encode(sequence))
+                try txn.put(core.system.meta, key: MetaKey.firstRetained, value: MetaKey.encode(assignedSequence))
             }
         }
-        if !journal.isEmpty { committedSequence = sequence }
+        if !journal.isEmpty { committedSequence = assignedSequence }
     }
 
     /// Replaces the working catalog (new fields, registrations); written by ``finish()``.
