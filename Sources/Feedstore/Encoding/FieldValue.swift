@@ -83,7 +83,9 @@ extension FieldValue: Comparable {
         case let (.double(a), .double(b)): return compareDoubles(a, b)
         case let (.date(a), .date(b)):
             return compareDoubles(a.timeIntervalSinceReferenceDate, b.timeIntervalSinceReferenceDate)
-        case let (.string(a), .string(b)): return a == b ? 0 : (a < b ? -1 : 1)
+        case let (.string(a), .string(b)):
+            let x = KeyEncoding.normalized(a).utf8, y = KeyEncoding.normalized(b).utf8
+            return x.elementsEqual(y) ? 0 : (x.lexicographicallyPrecedes(y) ? -1 : 1)
         case let (.bytes(a), .bytes(b)): return a.lexicographicallyPrecedes(b) ? -1 : (a == b ? 0 : 1)
         case let (.uuid(a), .uuid(b)): return compareBytes(a.uuid, b.uuid)
         case let (.array(a), .array(b)):
@@ -126,7 +128,7 @@ extension FieldValue: Hashable {
         case let .uint(v): hasher.combine(v)
         case let .double(v): hasher.combine(v.isNaN ? Double.nan.bitPattern : (v == 0 ? 0 : v.bitPattern))
         case let .date(v): hasher.combine(v.timeIntervalSinceReferenceDate)
-        case let .string(v): hasher.combine(v)
+        case let .string(v): hasher.combine(KeyEncoding.normalized(v))
         case let .bytes(v): hasher.combine(v)
         case let .uuid(v): hasher.combine(v)
         case let .array(v): hasher.combine(v)

@@ -1,0 +1,77 @@
+@testable import Feedstore
+import FeedstoreTestSupport
+import Foundation
+import Testing
+
+@Suite struct RecordCodecTests {
+    @Test(arguments: testSeeds(3))
+    func randomRecordsRoundTripBitForBit(seed: UInt64) throws {
+        var random = RandomValues(seed: seed)
+        for _ in 0..<2_000 {
+            let fields = (0..<UInt32.random(in: 0...6, using: &random.rng)).map { RecordField(id: $0 * 3 + 1, value: random.value()) }
+            let decoded = try RecordCodec.decode(RecordCodec.encode(fields))
+            let expected = fields.filter { if case .null = $0.value { false } else { true } }
+            #expect(decoded.count == expected.count)
+            for (d, e) in zip(decoded, expected) {
+                #expect(d.id == e.id && d.value.isIdentical(to: e.value), "seed \(seed): \(e.value)")
+            }
+        }
+    }
+
+    /// Truncated, flipped and random bytes give a typed error (or, rarely, another valid
+    /// record), never a crash or a huge allocation.
+    @Test(arguments: testSeeds(2, base: 7))
+    func malformedRecordsAreErrorsNotCrashes(seed: UInt64) {
+        var random = RandomValues(seed: seed)
+        var errors = 0
+        for _ in 0..<5_000 {
+            var bytes = RecordCodec.encode((0..<UInt32.random(in: 1...4, using: &random.rng)).map { RecordField(id: $0, value: random.value()) })
+            switch Int.random(in: 0..<4, using: &random.rng) {
+            case 0: bytes = Array(bytes.prefix(Int.random(in: 0..<bytes.count, using: &random.rng)))
+            case 1: bytes[Int.random(in: 0..<bytes.count, using: &random.rng)] ^= UInt8(1 << Int.random(in: 0..<8, using: &random.rng))
+            case 2: bytes.insert(contentsOf: [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x7F], at: Int.random(in: 1..<bytes.count, using: &random.rng))
+            default: bytes = [RecordCodec.formatByte] + (0..<Int.random(in: 0...16, using: &random.rng)).map { _ in UInt8.random(in: 0...255, using: &random.rng) }
+            }
+            do {
+                _ = try RecordCodec.decode(bytes)
+            } catch let error as FeedstoreError {
+                if case .corruptData = error { errors += 1 } else { Issue.record("unexpected \(error)") }
+            } catch {
+                Issue.record("untyped error \(error)")
+            }
+        }
+        #expect(errors > 2_500)
+    }
+
+    @Test func deeplyNestedBytesAreRefused() {
+        // 10,000 nested one-element arrays: must be refused, not overflow the stack.
+        var bytes: [UInt8] = [RecordCodec.formatByte, 1, 1]
+        for _ in 0..<10_000 { bytes += [RecordCodec.Tag.array.rawValue, 1] }
+        bytes.append(RecordCodec.Tag.null.rawValue)
+        #expect(throws: FeedstoreError.self) { try RecordCodec.decode(bytes) }
+    }
+
+    struct Everything: Codable, Equatable {
+        enum Mood: String, Codable { case calm, loud }
+        struct Inner: Codable, Equatable { var x: Int8; var y: [UInt16] }
+        var int: Int, int64: Int64, uint8: UInt8, uint64: UInt64, double: Double, float: Float, bool: Bool
+        var string: String, date: Date, uuid: UUID, data: Data, url: URL
+        var optional: Int?, none: String?, mood: Mood, inner: Inner, list: [Inner], map: [String: Double]
+    }
+
+    @Test func codableValuesRoundTripThroughFieldValues() throws {
+        let value = Everything(int: -5, int64: .min, uint8: 255, uint64: .max, double: -0.0, float: 1.5, bool: true,
+                               string: "a\0é", date: Date(timeIntervalSinceReferenceDate: 12.25), uuid: UUID(), data: Data([0, 1, 255]),
+                               url: URL(string: "https://example.com/a?b")!, optional: 3, none: nil, mood: .loud,
+                               inner: Everything.Inner(x: -1, y: [1, 2]), list: [Everything.Inner(x: 2, y: [])], map: ["k": 2.5])
+        let encoded = try FieldValueEncoder.encode(value)
+        guard case let .object(fields) = encoded else { Issue.record("not an object"); return }
+        #expect(fields["date"] == .date(value.date) && fields["uuid"] == .uuid(value.uuid) && fields["data"] == .bytes([0, 1, 255]))
+        #expect(fields["none"] == nil && fields["uint64"] == .uint(.max))
+        let stored = fields.enumerated().map { RecordField(id: UInt32($0.offset), value: $0.element.value) }.sorted { $0.id < $1.id }
+        let back = try RecordCodec.decode(RecordCodec.encode(stored))
+        var named: [String: FieldValue] = [:]
+        for (i, key) in fields.keys.enumerated() { named[key] = back.first { $0.id == UInt32(i) }?.value }
+        #expect(try FieldValueDecoder.decode(Everything.self, from: .object(named)) == value)
+    }
+}
