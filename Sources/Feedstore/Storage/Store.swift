@@ -18,6 +18,8 @@ public final class Store: Sendable {
     /// The store directory, as given.
     public let path: String
     let core: StoreCore
+    /// This handle's access (a read-only handle may share a read-write core in one process).
+    public let isReadOnly: Bool
     private let closed = Protected(false)
 
     /// Opens the store at `path`, creating it when the directory does not exist (or is empty),
@@ -36,6 +38,7 @@ public final class Store: Sendable {
             try StoreOpener.openCore(path: canonical, options: options)
         }
         self.core = core
+        self.isReadOnly = options.readOnly || core.isReadOnly
         do {
             try StoreOpener.register(entities, in: core, options: options)
         } catch {
@@ -93,7 +96,7 @@ public final class Store: Sendable {
     ///   ``FeedstoreError/readOnly(path:)``; whatever `body` throws.
     public func write<R>(_ body: (WriteTransaction) throws -> R) throws -> R {
         try checkOpen()
-        if core.isReadOnly { throw FeedstoreError.readOnly(path: path) }
+        if isReadOnly { throw FeedstoreError.readOnly(path: path) }
         if core.writer.isWriterThread { throw FeedstoreError.nestedWrite }
         return try withoutActuallyEscaping(body) { body in
             var value: R?
@@ -113,7 +116,7 @@ public final class Store: Sendable {
     /// each rolled back alone if it throws.
     public func write<R: Sendable>(_ body: @escaping @Sendable (WriteTransaction) throws -> R) async throws -> R {
         try checkOpen()
-        if core.isReadOnly { throw FeedstoreError.readOnly(path: path) }
+        if isReadOnly { throw FeedstoreError.readOnly(path: path) }
         let slot = ResultSlot<R>()
         return try await withCheckedThrowingContinuation { continuation in
             do {

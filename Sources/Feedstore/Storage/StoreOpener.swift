@@ -117,7 +117,7 @@ enum StoreOpener {
             return existing.indexes.map(\.definition) == entity.indexes
         }
         if upToDate { return }
-        if core.isReadOnly {
+        if core.isReadOnly || options.readOnly {
             let missing = declared.first { schema.catalog.entities[$0.name] == nil }
             throw missing.map { FeedstoreError.unknownEntity($0.name) } ?? FeedstoreError.readOnly(path: core.path)
         }

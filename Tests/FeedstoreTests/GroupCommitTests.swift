@@ -1,0 +1,70 @@
+@testable import Feedstore
+import FeedstoreTestSupport
+import Foundation
+import Testing
+
+@Suite struct GroupCommitTests {
+    static func item(_ id: Int64) -> Item { Item(id: id, group: id % 3, score: Double(id), name: "item\(id)", flag: id % 2 == 0, tag: nil) }
+
+    /// Many concurrent async writers share commits; the one that throws loses exactly its own
+    /// writes, everyone else's are durable, and the journal has one commit per successful writer.
+    @Test func concurrentWritersAreIsolatedAndGroupCommitted() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try Store(path: dir + "/s", entities: [Item.self], options: StoreOptions(durability: .full))
+            struct Planned: Error {}
+            let writers = 64, thrower = 13
+            let txnBefore = try store.core.environment.info().lastTransactionID
+            let results = await withTaskGroup(of: (Int, Bool).self) { group in
+                for w in 0..<writers {
+                    group.addTask {
+                        do {
+                            try await store.write { tx in
+                                for k in 0..<5 { try tx.insert(Self.item(Int64(w * 10 + k))) }
+                                if w == thrower { throw Planned() }
+                            }
+                            return (w, true)
+                        } catch {
+                            return (w, error is Planned ? false : true)
+                        }
+                    }
+                }
+                return await group.reduce(into: [Int: Bool]()) { $0[$1.0] = $1.1 }
+            }
+            #expect(results.count == writers && results[thrower] == false)
+            #expect(results.filter { $0.key != thrower }.allSatisfy { $0.value })
+            let lmdbCommits = try store.core.environment.info().lastTransactionID - txnBefore
+            print("group commit: \(writers) writers in \(lmdbCommits) LMDB commits")
+            #expect(lmdbCommits < writers, "writers were not grouped")
+            try store.read { tx in
+                #expect(try tx.count(Item.self) == (writers - 1) * 5)
+                for k in 0..<5 { #expect(try tx.get(Item.self, id: Int64(thrower * 10 + k)) == nil) }
+                let commits = try tx.journal(after: 0, limit: 1_000)
+                #expect(commits.map(\.sequence) == Array(1...UInt64(writers - 1)))
+                #expect(commits.allSatisfy { (c: JournalCommit) in c.entries.count == 5 })
+            }
+            #expect(try store.verify().isEmpty)
+        }
+    }
+
+    /// The same from threads calling the synchronous `write`, with a unique violation as the failure.
+    @Test func synchronousWritersFromManyThreads() throws {
+        try withTemporaryDirectory { dir in
+            let store = try Store(path: dir + "/s", entities: [Item.self], options: StoreOptions(durability: .relaxed))
+            let failures = Protected(0)
+            DispatchQueue.concurrentPerform(iterations: 32) { w in
+                do {
+                    try store.write { tx in
+                        try tx.insert(Self.item(Int64(w + 1)))
+                        // Writer 7 reuses writer 3's name; whichever comes second fails alone.
+                        if w == 7 { try tx.insert(Item(id: 1_000, group: 0, score: 0, name: "item4", flag: false, tag: nil)) }
+                    }
+                } catch {
+                    failures.withLock { $0 += 1 }
+                }
+            }
+            let count = try store.read { try $0.count(Item.self) }
+            #expect(failures.current <= 1 && count == 32 - failures.current + (failures.current == 0 ? 1 : 0))
+            #expect(try store.verify().isEmpty)
+        }
+    }
+}

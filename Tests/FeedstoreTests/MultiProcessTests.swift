@@ -1,0 +1,51 @@
+import Feedstore
+import FeedstoreDemo
+import FeedstoreTestSupport
+import Foundation
+import Testing
+
+/// A child process (`storectl demo mutate`) writes while this process reads the same store
+/// through its own open handle and sees every commit and journal entry.
+@Suite struct MultiProcessTests {
+    @Test func commitsOfAnotherProcessAreSeenWhileItWrites() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir + "/s"
+            let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(durability: .none))
+            var feed = DemoFeed(seed: 11)
+            try feed.populate(store, messages: 2_000, contacts: 50)
+            let start = try store.read { try $0.journalBounds().last }
+
+            let child = Process()
+            child.executableURL = storectlURL
+            child.arguments = ["demo", "mutate", path, "--commits", "40", "--per-commit", "3", "--seed", "5", "--durability", "relaxed"]
+            let output = Pipe()
+            child.standardOutput = output
+            try child.run()
+
+            // Read while the child writes: the journal head advances under our open handle.
+            var observed = Set<UInt64>()
+            var entries = 0
+            var cursor = start
+            let deadline = Date().addingTimeInterval(60)
+            while Date() < deadline {
+                let commits = try store.read { try $0.journal(after: cursor, limit: 100) }
+                for commit in commits {
+                    observed.insert(commit.sequence)
+                    entries += commit.entries.count
+                    cursor = commit.sequence
+                }
+                if !child.isRunning && commits.isEmpty { break }
+                usleep(2_000)
+            }
+            child.waitUntilExit()
+            #expect(child.terminationStatus == 0)
+            let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                .split(separator: "\n").compactMap { $0.split(separator: " ").last.flatMap { UInt64($0) } }
+            #expect(printed.count > 20, "the child committed \(printed.count) times")
+            #expect(Set(printed).isSubset(of: observed), "missing \(Set(printed).subtracting(observed))")
+            #expect(entries >= printed.count)
+            #expect(try store.read { try $0.journalBounds().last } == printed.last)
+            #expect(try store.verify().isEmpty)
+        }
+    }
+}
