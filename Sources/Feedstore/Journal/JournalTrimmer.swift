@@ -41,19 +41,19 @@ struct JournalTrimmer {
         let first = try MetaKey.decodeUInt64(try txn.get(core.system.meta, key: MetaKey.firstRetained), what: "first retained") ?? 1
         let keepFrom = try retainedFrom(in: txn, lastSequence: lastSequence)
         guard keepFrom > first else { return }
-        let stop = min(keepFrom, first + budgetCommits)
+        let stop = keepFrom - first <= budgetCommits ? keepFrom : first + budgetCommits
         try txn.withCursor(core.system.journal) { cursor in
             var found = try cursor.first()
             while found, try JournalKeys.sequence(from: cursor.key) < stop {
                 try cursor.deleteCurrent()
-                found = try cursor.seek(atOrAfter: [])
+                found = try cursor.first()
             }
         }
         try txn.withCursor(core.system.commits) { cursor in
             var found = try cursor.first()
             while found, try JournalKeys.sequence(from: cursor.key) < stop {
                 try cursor.deleteCurrent()
-                found = try cursor.seek(atOrAfter: [])
+                found = try cursor.first()
             }
         }
         try txn.put(core.system.meta, key: MetaKey.firstRetained, value: MetaKey.encode(stop))

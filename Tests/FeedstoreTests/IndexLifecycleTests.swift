@@ -1,0 +1,90 @@
+@testable import Feedstore
+import FeedstoreTestSupport
+import Foundation
+import Testing
+
+/// Indexes follow their declarations across opens: added ones are built, changed ones rebuilt,
+/// removed ones dropped; a unique index that existing data violates is refused, store unchanged.
+@Suite struct IndexLifecycleTests {
+    struct PlainV1: Entity { var id: Int64; var city: String; var age: Int; static let entityName = "Person" }
+    struct IndexedV2: Entity {
+        var id: Int64; var city: String; var age: Int
+        static let entityName = "Person"
+        static let indexes = [IndexDefinition("byAge", ["age"])]
+    }
+    struct ChangedV3: Entity {
+        var id: Int64; var city: String; var age: Int
+        static let entityName = "Person"
+        static let indexes = [IndexDefinition("byAge", [.descending("age")])]
+    }
+    struct UniqueCity: Entity {
+        var id: Int64; var city: String; var age: Int
+        static let entityName = "Person"
+        static let indexes = [IndexDefinition("byCity", ["city"], unique: true)]
+    }
+
+    @Test func indexesAreBuiltRebuiltAndDropped() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir + "/s"
+            var store = try Store(path: path, entities: [PlainV1.self])
+            try store.write { tx in
+                for i in 1...30 { try tx.put(PlainV1(id: Int64(i), city: i % 2 == 0 ? "Oslo" : "Rome", age: (i * 7) % 50)) }
+            }
+            store.close()
+
+            let progress = Protected<[Int]>([])
+            var options = StoreOptions()
+            options.indexBuildProgress = { _, done, total in progress.withLock { $0.append(done * 100 / max(1, total)) } }
+            store = try Store(path: path, entities: [IndexedV2.self], options: options)
+            let ascending = try store.read { try $0.query(IndexedV2.self, index: "byAge") }.map(\.age)
+            #expect(ascending.count == 30 && ascending == ascending.sorted())
+            #expect(progress.current.last == 100)
+            #expect(try store.verify().isEmpty)
+            store.close()
+
+            store = try Store(path: path, entities: [ChangedV3.self])
+            let descending = try store.read { try $0.query(ChangedV3.self, index: "byAge") }.map(\.age)
+            #expect(descending == ascending.reversed())
+            #expect(try store.verify().isEmpty)
+            store.close()
+
+            store = try Store(path: path, entities: [PlainV1.self])
+            #expect(try store.catalog.entities["Person"]?.indexes.isEmpty == true)
+            #expect(throws: FeedstoreError.unknownIndex(entity: "Person", index: "byAge")) {
+                try store.read { try $0.query(PlainV1.self, index: "byAge") }
+            }
+            #expect(try store.read { try $0.count(PlainV1.self) } == 30)
+        }
+    }
+
+    @Test func aUniqueIndexThatExistingDataViolatesIsRefused() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir + "/s"
+            var store = try Store(path: path, entities: [PlainV1.self])
+            try store.write { tx in for i in 1...4 { try tx.put(PlainV1(id: Int64(i), city: "Oslo", age: i)) } }
+            let before = try store.catalog
+            store.close()
+            #expect { try Store(path: path, entities: [UniqueCity.self]) } throws: { error in
+                if case FeedstoreError.uniqueViolation(entity: "Person", index: "byCity", _, _) = error { return true }
+                return false
+            }
+            store = try Store(path: path, entities: [PlainV1.self])
+            #expect(try store.catalog == before)
+            #expect(try store.read { try $0.count(PlainV1.self) } == 4)
+        }
+    }
+
+    @Test func everyDurabilityModeKeepsCommitsAcrossReopen() throws {
+        for durability in Durability.allCases {
+            try withTemporaryDirectory { dir in
+                var store = try Store(path: dir + "/s", entities: [PlainV1.self], options: StoreOptions(durability: durability))
+                try store.write { tx in try tx.put(PlainV1(id: 1, city: "Oslo", age: 3)) }
+                store.close()
+                store = try Store(path: dir + "/s", entities: [PlainV1.self], options: StoreOptions(readOnly: true))
+                #expect(try store.read { try $0.get(PlainV1.self, id: 1) }?.city == "Oslo", "\(durability)")
+                let mode = try FileManager.default.attributesOfItem(atPath: dir + "/s/data.mdb")[.posixPermissions] as? NSNumber
+                #expect(mode?.intValue == 0o600)
+            }
+        }
+    }
+}

@@ -1,0 +1,100 @@
+@testable import Feedstore
+import FeedstoreTestSupport
+import Foundation
+import Testing
+
+@Suite struct JournalTests {
+    static func item(_ id: Int64, name: String? = nil) -> Item {
+        Item(id: id, group: 1, score: Double(id), name: name ?? "i\(id)", flag: false, tag: nil)
+    }
+
+    func commit(_ store: Store, _ count: Int, from start: Int64 = 1) throws {
+        for i in 0..<Int64(count) { try store.write { tx in try tx.put(Self.item(start + i)) } }
+    }
+
+    @Test func journalReadsCommitsWholeAndInOrder() throws {
+        try withTemporaryDirectory { dir in
+            let store = try Store(path: dir + "/s", entities: [Item.self], options: StoreOptions(durability: .none))
+            try store.write { tx in
+                try tx.put(Self.item(1))
+                try tx.put(Self.item(2))
+            }
+            try store.write { tx in
+                try tx.put(Self.item(1, name: "renamed"))
+                try tx.delete(Item.self, id: 2)
+                try tx.put(Self.item(1, name: "renamed"))  // identical: no entry
+            }
+            try store.write { tx in try tx.put(Self.item(1, name: "renamed")) }  // no change: no commit
+            let commits = try store.read { try $0.journal(after: 0) }
+            #expect(commits.map(\.sequence) == [1, 2])
+            #expect(commits[0].entries.map(\.kind) == [.insert, .insert])
+            #expect(commits[1].entries.map(\.kind) == [.update, .delete])
+            #expect(commits[1].entries[0].changedFields == ["name"])
+            let byName = commits[1].entries[0].indexChanges.first { $0.index == "byName" }
+            #expect(try byName?.before?.components() == ["i1", 1] && byName?.after?.components() == ["renamed", 1])
+            let unchanged = commits[1].entries[0].indexChanges.first { $0.index == "byGroupScore" }
+            #expect(unchanged?.before == unchanged?.after && unchanged?.before != nil)
+            #expect(try store.read { try $0.journal(after: 0, limit: 1) }.count == 1)
+            #expect(try store.read { try $0.journal(after: 2) }.isEmpty)
+        }
+    }
+
+    @Test func durableCursorsPersistTheirPositionAcrossReopen() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir + "/s"
+            var store = try Store(path: path, entities: [Item.self])
+            try commit(store, 3)
+            let cursor = try store.journalCursor(named: "indexer", start: .oldest)
+            #expect(try cursor.position() == 0)
+            let batch = try cursor.next(limit: 2)
+            #expect(batch.map(\.sequence) == [1, 2])
+            try cursor.acknowledge(through: 2)
+            store.close()
+            store = try Store(path: path, entities: [Item.self])
+            let again = try store.journalCursor(named: "indexer")
+            #expect(try again.position() == 2)
+            #expect(try again.next().map(\.sequence) == [3])
+            let late = try store.journalCursor(named: "late")  // starts at the head
+            #expect(try late.next().isEmpty)
+            #expect(try store.read { try $0.journalCursors() }.map(\.name) == ["indexer", "late"])
+        }
+    }
+
+    @Test func retentionTrimsPassedCommitsAndReportsReadersBehindIt() throws {
+        try withTemporaryDirectory { dir in
+            let store = try Store(path: dir + "/s", entities: [Item.self],
+                                  options: StoreOptions(durability: .none, journalRetention: JournalRetention(minimumCommits: 10)))
+            let slow = try store.journalCursor(named: "slow", start: .oldest)
+            try commit(store, 50)
+            try slow.acknowledge(through: 20)
+            try store.trimJournal()
+            // Soft rule: the cursor at 20 holds commits 21 onwards.
+            #expect(try store.read { try $0.journalBounds() } == JournalBounds(first: 21, last: 50))
+            #expect(try slow.next(limit: 1).first?.sequence == 21)
+            try slow.remove()
+            try store.trimJournal()
+            #expect(try store.read { try $0.journalBounds() } == JournalBounds(first: 41, last: 50))
+            #expect {
+                try store.read { try $0.journal(after: 5) }
+            } throws: { ($0 as? FeedstoreError) == .journalBehindRetention(requested: 5, firstRetained: 41) }
+            #expect(try store.verify().isEmpty)
+        }
+    }
+
+    @Test func hardBoundsTrimPastAStalledCursor() throws {
+        try withTemporaryDirectory { dir in
+            let retention = JournalRetention(minimumCommits: 5, maximumCommits: 15)
+            let store = try Store(path: dir + "/s", entities: [Item.self], options: StoreOptions(durability: .none, journalRetention: retention))
+            let stalled = try store.journalCursor(named: "stalled", start: .oldest)
+            try commit(store, 40)
+            #expect(try store.read { try $0.journalBounds() }.first == 26)  // trimmed while writing
+            #expect { try stalled.next() } throws: { error in
+                if case FeedstoreError.journalBehindRetention(requested: 0, firstRetained: 26) = error { return true }
+                return false
+            }
+            try stalled.skipToLatest()
+            #expect(try stalled.next().isEmpty)
+            #expect(try store.verify().isEmpty)
+        }
+    }
+}
