@@ -7,6 +7,8 @@ let package = Package(
     products: [
         .library(name: "Feedstore", targets: ["Feedstore"]),
         .executable(name: "storectl", targets: ["storectl"]),
+        // LMDB's C API, for the benchmarks' raw-LMDB peer; the library itself uses it only in LMDB/.
+        .library(name: "CLMDB", targets: ["CLMDB"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),

@@ -1,0 +1,122 @@
+import CLMDB
+import Feedstore
+import Foundation
+
+/// A message row with exactly two secondary indexes, as the bulk-insert target specifies.
+struct BenchMessage: Entity {
+    var id: UInt64
+    var folder: Int64
+    var date: Date
+    var title: String
+    var isRead: Bool
+    var contactId: UInt64
+
+    static let entityName = "Message"
+    static let indexes: [IndexDefinition] = [
+        IndexDefinition("byFolderDate", [.ascending("folder"), .descending("date")]),
+        IndexDefinition("byContact", [.ascending("contactId")]),
+    ]
+}
+
+/// Bulk insert of `rows` records, `batch` per transaction, durability none: Feedstore (record,
+/// two indexes, journal) against raw LMDB doing the same number of puts (one per record, same
+/// key and value sizes), and raw LMDB doing the same physical puts Feedstore does.
+struct BulkInsert {
+    let rows: Int
+    let batch: Int
+    let directory: String
+
+    struct Result {
+        var feedstore: Double
+        var rawSamePuts: Double
+        var rawAllPuts: Double
+    }
+
+    func makeRows() -> [BenchMessage] {
+        var rng = SystemRandomNumberGenerator()
+        let epoch = Date(timeIntervalSinceReferenceDate: 800_000_000)
+        return (1...rows).map { i in
+            BenchMessage(id: UInt64(i), folder: Int64.random(in: 0..<8, using: &rng),
+                         date: epoch.addingTimeInterval(Double.random(in: 0..<50_000_000, using: &rng)),
+                         title: "message number \(i)", isRead: Bool.random(using: &rng), contactId: UInt64.random(in: 1...1_000, using: &rng))
+        }
+    }
+
+    func run() throws -> Result {
+        let data = makeRows()
+        let fm = FileManager.default
+        try? fm.removeItem(atPath: directory)
+        try fm.createDirectory(atPath: directory, withIntermediateDirectories: true)
+
+        // Feedstore.
+        let store = try Store(path: directory + "/feedstore", entities: [BenchMessage.self],
+                              options: StoreOptions(durability: .none, initialMapSize: 1 << 30))
+        var start = Date()
+        var i = 0
+        while i < data.count {
+            let chunk = data[i..<min(data.count, i + batch)]
+            try store.write { tx in for row in chunk { try tx.insert(row) } }
+            i += batch
+        }
+        try store.sync()
+        let feedstore = Double(rows) / Date().timeIntervalSince(start)
+        store.close()
+
+        // Raw LMDB: one put per record, keys and values sized like Feedstore's record.
+        let recordSize = 60
+        start = Date()
+        try rawPuts(path: directory + "/raw-same", databases: 1, putsPerRow: 1, valueSize: recordSize)
+        let rawSame = Double(rows) / Date().timeIntervalSince(start)
+
+        // Raw LMDB: the physical puts of Feedstore's write (record + 2 index entries + journal entry).
+        start = Date()
+        try rawPuts(path: directory + "/raw-all", databases: 4, putsPerRow: 4, valueSize: recordSize)
+        let rawAll = Double(rows) / Date().timeIntervalSince(start)
+        try? fm.removeItem(atPath: directory)
+        return Result(feedstore: feedstore, rawSamePuts: rawSame, rawAllPuts: rawAll)
+    }
+
+    /// Random-order keys (like index keys) into `databases` databases, `putsPerRow` per row.
+    private func rawPuts(path: String, databases: Int, putsPerRow: Int, valueSize: Int) throws {
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        var env: OpaquePointer?
+        try check(mdb_env_create(&env))
+        defer { mdb_env_close(env) }
+        try check(mdb_env_set_mapsize(env, 8 << 30))
+        try check(mdb_env_set_maxdbs(env, 8))
+        try check(mdb_env_open(env, path, UInt32(MDB_NOSYNC | MDB_NOTLS), 0o600))
+        var dbis: [MDB_dbi] = []
+        var txn: OpaquePointer?
+        try check(mdb_txn_begin(env, nil, 0, &txn))
+        for d in 0..<databases {
+            var dbi: MDB_dbi = 0
+            try check(mdb_dbi_open(txn, "db\(d)", UInt32(MDB_CREATE), &dbi))
+            dbis.append(dbi)
+        }
+        try check(mdb_txn_commit(txn))
+        var value = [UInt8](repeating: 7, count: valueSize)
+        var rng = SystemRandomNumberGenerator()
+        var row = 0
+        while row < rows {
+            try check(mdb_txn_begin(env, nil, 0, &txn))
+            for r in row..<min(rows, row + batch) {
+                for p in 0..<putsPerRow {
+                    // The record key is the sequential id; index keys are random, as index keys are.
+                    var key = p == 0 || p == putsPerRow - 1 ? UInt64(r + 1).bigEndian : rng.next()
+                    var k = MDB_val(mv_size: 8, mv_data: &key)
+                    try value.withUnsafeMutableBytes { bytes in
+                        var v = MDB_val(mv_size: p == 0 || p == putsPerRow - 1 ? valueSize : 0, mv_data: bytes.baseAddress)
+                        try check(mdb_put(txn, dbis[p % databases], &k, &v, 0))
+                    }
+                }
+            }
+            try check(mdb_txn_commit(txn))
+            row += batch
+        }
+        try check(mdb_env_sync(env, 1))
+    }
+
+    private func check(_ code: Int32) throws {
+        if code != 0 { throw LMDBError(code: code, operation: "raw LMDB") }
+    }
+}
