@@ -25,6 +25,8 @@ struct BulkInsert {
     let rows: Int
     let batch: Int
     let directory: String
+    /// Runs only Feedstore's part (for profiling).
+    var feedstoreOnly = false
 
     struct Result {
         var feedstore: Double
@@ -33,7 +35,7 @@ struct BulkInsert {
     }
 
     func makeRows() -> [BenchMessage] {
-        var rng = SystemRandomNumberGenerator()
+        var rng = SplitMix(state: 42)
         let epoch = Date(timeIntervalSinceReferenceDate: 800_000_000)
         return (1...rows).map { i in
             BenchMessage(id: UInt64(i), folder: Int64.random(in: 0..<8, using: &rng),
@@ -61,6 +63,7 @@ struct BulkInsert {
         try store.sync()
         let feedstore = Double(rows) / Date().timeIntervalSince(start)
         store.close()
+        if feedstoreOnly { return Result(feedstore: feedstore, rawSamePuts: .nan, rawAllPuts: .nan) }
 
         // Raw LMDB: one put per record, keys and values sized like Feedstore's record.
         let recordSize = 60
@@ -95,7 +98,7 @@ struct BulkInsert {
         }
         try check(mdb_txn_commit(txn))
         var value = [UInt8](repeating: 7, count: valueSize)
-        var rng = SystemRandomNumberGenerator()
+        var rng = SplitMix(state: 7)
         var row = 0
         while row < rows {
             try check(mdb_txn_begin(env, nil, 0, &txn))
@@ -118,5 +121,17 @@ struct BulkInsert {
 
     private func check(_ code: Int32) throws {
         if code != 0 { throw LMDBError(code: code, operation: "raw LMDB") }
+    }
+}
+
+/// A fast seeded generator, so generating the data costs little and is the same every run.
+struct SplitMix: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }

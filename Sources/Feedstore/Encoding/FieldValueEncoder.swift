@@ -21,47 +21,52 @@ struct FieldValueEncoder {
     }
 }
 
-/// A slot in the tree being built; containers write into it.
+/// A slot in the tree being built; containers write into it in place (scalars of an object go
+/// straight into `fields`, so encoding a flat record allocates one node).
 private final class EncodingNode {
-    enum Content {
-        case empty
-        case value(FieldValue)
-        case object([String: EncodingNode])
-        case array([EncodingNode])
-    }
-
-    var content: Content = .empty
+    var value: FieldValue?
+    var fields: [String: FieldValue]?
+    var nested: [String: EncodingNode]?
+    var elements: [EncodingNode]?
 
     func finish() -> FieldValue {
-        switch content {
-        case .empty: .null
-        case let .value(v): v
-        case let .object(members): .object(members.mapValues { $0.finish() })
-        case let .array(items): .array(items.map { $0.finish() })
+        if fields != nil || nested != nil {
+            var object = fields ?? [:]
+            for (key, node) in nested ?? [:] { object[key] = node.finish() }
+            return .object(object)
         }
+        if let elements { return .array(elements.map { $0.finish() }) }
+        return value ?? .null
+    }
+
+    func makeObject() {
+        if fields == nil { fields = [:] }
+    }
+
+    func setMember(_ key: String, _ value: FieldValue) {
+        nested?[key] = nil
+        fields![key] = value
     }
 
     func member(_ key: String) -> EncodingNode {
-        var members: [String: EncodingNode] = [:]
-        if case let .object(existing) = content { members = existing }
-        let child = members[key] ?? EncodingNode()
-        members[key] = child
-        content = .object(members)
+        if let existing = nested?[key] { return existing }
+        let child = EncodingNode()
+        if nested == nil { nested = [:] }
+        nested![key] = child
+        fields?[key] = nil
         return child
     }
 
     func appendElement() -> EncodingNode {
-        var items: [EncodingNode] = []
-        if case let .array(existing) = content { items = existing }
         let child = EncodingNode()
-        items.append(child)
-        content = .array(items)
+        if elements == nil { elements = [] }
+        elements!.append(child)
         return child
     }
 
     func set<T: Encodable>(_ value: T, codingPath: [any CodingKey]) throws {
         if let special = FieldValueEncoder.specialValue(value) {
-            content = .value(special)
+            self.value = special
         } else {
             try value.encode(to: NodeEncoder(node: self, codingPath: codingPath))
         }
@@ -74,12 +79,12 @@ private struct NodeEncoder: Encoder {
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
-        if case .object = node.content {} else { node.content = .object([:]) }
+        node.makeObject()
         return KeyedEncodingContainer(KeyedNodeContainer<Key>(node: node, codingPath: codingPath))
     }
 
     func unkeyedContainer() -> any UnkeyedEncodingContainer {
-        if case .array = node.content {} else { node.content = .array([]) }
+        if node.elements == nil { node.elements = [] }
         return UnkeyedNodeContainer(node: node, codingPath: codingPath)
     }
 
@@ -103,7 +108,7 @@ private struct KeyedNodeContainer<Key: CodingKey>: KeyedEncodingContainerProtoco
     let node: EncodingNode
     let codingPath: [any CodingKey]
 
-    private func set(_ value: FieldValue, _ key: Key) { node.member(key.stringValue).content = .value(value) }
+    private func set(_ value: FieldValue, _ key: Key) { node.setMember(key.stringValue, value) }
 
     mutating func encodeNil(forKey key: Key) throws { set(.null, key) }
     mutating func encode(_ value: Bool, forKey key: Key) throws { set(.bool(value), key) }
@@ -121,7 +126,11 @@ private struct KeyedNodeContainer<Key: CodingKey>: KeyedEncodingContainerProtoco
     mutating func encode(_ value: UInt32, forKey key: Key) throws { set(.uint(UInt64(value)), key) }
     mutating func encode(_ value: UInt64, forKey key: Key) throws { set(.uint(value), key) }
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
-        try node.member(key.stringValue).set(value, codingPath: codingPath + [key])
+        if let special = FieldValueEncoder.specialValue(value) {
+            node.setMember(key.stringValue, special)
+        } else {
+            try node.member(key.stringValue).set(value, codingPath: codingPath + [key])
+        }
     }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
@@ -144,12 +153,9 @@ private struct KeyedNodeContainer<Key: CodingKey>: KeyedEncodingContainerProtoco
 private struct UnkeyedNodeContainer: UnkeyedEncodingContainer, ScalarEncoding {
     let node: EncodingNode
     let codingPath: [any CodingKey]
-    var count: Int {
-        if case let .array(items) = node.content { return items.count }
-        return 0
-    }
+    var count: Int { node.elements?.count ?? 0 }
 
-    func put(_ value: FieldValue) throws { node.appendElement().content = .value(value) }
+    func put(_ value: FieldValue) throws { node.appendElement().value = value }
 
     mutating func encodeNil() throws { try put(.null) }
     mutating func encode(_ value: Bool) throws { try put(.bool(value)) }
@@ -187,7 +193,7 @@ private struct SingleNodeContainer: SingleValueEncodingContainer, ScalarEncoding
     let node: EncodingNode
     let codingPath: [any CodingKey]
 
-    func put(_ value: FieldValue) throws { node.content = .value(value) }
+    func put(_ value: FieldValue) throws { node.value = value }
 
     mutating func encodeNil() throws { try put(.null) }
     mutating func encode(_ value: Bool) throws { try put(.bool(value)) }

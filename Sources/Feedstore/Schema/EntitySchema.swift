@@ -34,8 +34,10 @@ struct EntitySchema: Sendable {
 struct IndexSchema: Sendable {
     let catalog: CatalogIndex
     let database: LMDBDatabase
-    /// Every field the index reads (components and condition), to skip unaffected indexes.
+    /// Every top-level field the index reads (components and condition), to skip unaffected indexes.
     let fieldsRead: Set<String>
+    /// The component fields, parsed once.
+    let componentPaths: [FieldPath]
 
     var definition: IndexDefinition { catalog.definition }
     var id: UInt32 { catalog.id }
@@ -43,21 +45,18 @@ struct IndexSchema: Sendable {
     init(catalog: CatalogIndex, database: LMDBDatabase) {
         self.catalog = catalog
         self.database = database
-        var fields = Set(catalog.definition.components.map { $0.field.split(separator: ".").first.map(String.init) ?? $0.field })
-        for f in catalog.definition.condition?.fields ?? [] {
-            fields.insert(f.split(separator: ".").first.map(String.init) ?? f)
-        }
-        fieldsRead = fields
+        componentPaths = catalog.definition.components.map { FieldPath($0.field) }
+        fieldsRead = Set(componentPaths.map(\.head) + (catalog.definition.condition?.fields ?? []).map { FieldPath($0).head })
     }
 
     /// Whether a record with these fields belongs in the index.
     func contains(_ fields: [String: FieldValue]) -> Bool {
-        definition.condition?.holds { Feedstore.fieldValue($0, in: fields) } ?? true
+        definition.condition?.holds { FieldPath.value(of: $0, in: fields) } ?? true
     }
 
     /// The component values of a record.
     func components(of fields: [String: FieldValue]) -> [FieldValue] {
-        definition.components.map { Feedstore.fieldValue($0.field, in: fields) }
+        componentPaths.map { $0.value(in: fields) }
     }
 
     /// The entry key of a record (components then primary key), or nil when it is not a member.
@@ -65,8 +64,8 @@ struct IndexSchema: Sendable {
         guard contains(fields) else { return nil }
         var key: [UInt8] = []
         key.reserveCapacity(32 + primaryKey.count)
-        for component in definition.components {
-            let value = Feedstore.fieldValue(component.field, in: fields)
+        for (component, path) in zip(definition.components, componentPaths) {
+            let value = path.value(in: fields)
             do {
                 try KeyEncoding.append(value, descending: component.descending, to: &key)
             } catch {

@@ -1,12 +1,35 @@
-/// Reads a field, or a nested field written as `"a.b.c"`, from a record's top-level fields.
-/// A missing field (or a path through a non-object) reads as `.null`.
-func fieldValue(_ path: String, in fields: [String: FieldValue]) -> FieldValue {
-    guard path.contains(".") else { return fields[path] ?? .null }
-    var parts = path.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
-    var current: FieldValue = fields[parts.removeFirst()] ?? .null
-    for part in parts {
-        guard case let .object(members) = current else { return .null }
-        current = members[part] ?? .null
+/// A field name, or a nested field written as `"a.b.c"`, split once so that reading it from
+/// every record written costs no string searching.
+struct FieldPath: Sendable, Hashable {
+    let name: String
+    /// The top-level field.
+    let head: String
+    /// The nested members below it, if any.
+    let rest: [String]
+
+    init(_ name: String) {
+        self.name = name
+        let parts = name.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        head = parts[0]
+        rest = Array(parts.dropFirst())
     }
-    return current
+
+    /// The value at this path in a record's top-level fields; missing fields (and paths through
+    /// non-objects) read as `.null`.
+    func value(in fields: [String: FieldValue]) -> FieldValue {
+        var current = fields[head] ?? .null
+        for part in rest {
+            guard case let .object(members) = current else { return .null }
+            current = members[part] ?? .null
+        }
+        return current
+    }
+}
+
+extension FieldPath {
+    /// Reads `name` (plain or dotted) without building a path for plain names.
+    static func value(of name: String, in fields: [String: FieldValue]) -> FieldValue {
+        if !name.utf8.contains(UInt8(ascii: ".")) { return fields[name] ?? .null }
+        return FieldPath(name).value(in: fields)
+    }
 }
