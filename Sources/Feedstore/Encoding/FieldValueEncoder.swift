@@ -40,7 +40,7 @@ private final class EncodingNode {
     }
 
     func makeObject() {
-        if fields == nil { fields = [:] }
+        if fields == nil { fields = Dictionary(minimumCapacity: 8) }
     }
 
     func setMember(_ key: String, _ value: FieldValue) {

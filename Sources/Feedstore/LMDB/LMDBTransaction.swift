@@ -102,6 +102,23 @@ struct LMDBTransaction: ~Copyable {
         return true
     }
 
+    /// Stores `value` under `key` unless the key exists; then returns a copy of the existing value
+    /// and writes nothing. One tree descent for "insert, or tell me what is there".
+    borrowing func putIfAbsent(_ db: LMDBDatabase, key: [UInt8], value: [UInt8]) throws(LMDBError) -> [UInt8]? {
+        var existing: [UInt8]?
+        let code = withMDBValue(key) { k in
+            withMDBValue(value) { v in
+                let code = mdb_put(handle, db.dbi, &k, &v, UInt32(MDB_NOOVERWRITE))
+                // On MDB_KEYEXIST, LMDB points `v` at the value already stored.
+                if code == MDB_KEYEXIST { existing = v.copiedBytes }
+                return code
+            }
+        }
+        if code == MDB_KEYEXIST { return existing }
+        try lmdbCheck(code, "mdb_put")
+        return nil
+    }
+
     /// Deletes `key`; returns whether it was present.
     @discardableResult
     borrowing func delete(_ db: LMDBDatabase, key: [UInt8]) throws(LMDBError) -> Bool {

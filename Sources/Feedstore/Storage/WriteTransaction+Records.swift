@@ -79,7 +79,11 @@ extension WriteTransaction {
         stored.sort { $0.id < $1.id }
         let bytes = RecordCodec.encode(stored)
 
-        let old = try access { try $0.get(entity.records, key: primaryKey) }
+        // Inserts and upserts try to add the record first: a new record then costs one descent.
+        let old: [UInt8]? = try access { txn in
+            mode == .update ? try txn.get(entity.records, key: primaryKey)
+                : try txn.putIfAbsent(entity.records, key: primaryKey, value: bytes)
+        }
         switch (mode, old) {
         case (.insert, .some): throw FeedstoreError.recordExists(entity: name, id: id)
         case (.update, .none): throw FeedstoreError.recordNotFound(entity: name, id: id)
@@ -97,7 +101,7 @@ extension WriteTransaction {
         }
         let indexChanges = try maintainIndexes(of: entity, primaryKey: primaryKey, id: id,
                                                before: oldFields, after: fields, changed: changed)
-        try access { try $0.put(entity.records, key: primaryKey, value: bytes) }
+        if old != nil { try access { try $0.put(entity.records, key: primaryKey, value: bytes) } }
         journal.append(JournalRecord(entityID: entity.catalog.id, primaryKey: primaryKey, kind: oldFields == nil ? .insert : .update,
                                      changedFieldIDs: changed.compactMap { entity.fieldIDs[$0] }, indexChanges: indexChanges))
     }
