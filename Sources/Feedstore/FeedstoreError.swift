@@ -46,6 +46,7 @@ public enum FeedstoreError: Error, Sendable, Equatable, CustomStringConvertible 
     /// Another handle in this process has the store open in an incompatible mode.
     case incompatibleHandle(path: String, reason: String)
 
+    /// A one-line message naming what failed and where.
     public var description: String {
         switch self {
         case let .lmdb(error, path): "\(error) (store \(path))"

@@ -9,16 +9,27 @@ import Foundation
 /// `0.0` and NaN (every NaN) sorts after `+infinity`; strings compare as Swift `String`s do
 /// (canonical equivalence), so `"é"` precomposed equals `"e\u{301}"`.
 public enum FieldValue: Sendable {
+    /// No value: nil, or a field the record does not have. Sorts first.
     case null
+    /// A Boolean; `false` sorts first.
     case bool(Bool)
+    /// A signed integer (every signed Swift integer type).
     case int(Int64)
+    /// An unsigned integer (every unsigned Swift integer type).
     case uint(UInt64)
+    /// A `Double` or `Float`.
     case double(Double)
+    /// A `Date`, ordered by time.
     case date(Date)
+    /// A string (or `URL`).
     case string(String)
+    /// Raw bytes (`Data`).
     case bytes([UInt8])
+    /// A `UUID`, ordered by its bytes.
     case uuid(UUID)
+    /// An array; not a key component.
     case array([FieldValue])
+    /// A nested keyed value (a struct or dictionary); not a key component.
     case object([String: FieldValue])
 
     /// The position of the value's kind in the total order.
@@ -65,10 +76,12 @@ public enum FieldValue: Sendable {
 }
 
 extension FieldValue: Comparable {
+    /// Whether `lhs` sorts before `rhs` in the total order.
     public static func < (lhs: FieldValue, rhs: FieldValue) -> Bool {
         compare(lhs, rhs) < 0
     }
 
+    /// Equality in the total order: `-0.0 == 0.0`, NaN equals NaN, canonically equivalent strings are equal.
     public static func == (lhs: FieldValue, rhs: FieldValue) -> Bool {
         compare(lhs, rhs) == 0
     }
@@ -119,6 +132,7 @@ extension FieldValue: Comparable {
 }
 
 extension FieldValue: Hashable {
+    /// Hashes consistently with `==`.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(kindRank)
         switch self {
@@ -140,13 +154,19 @@ extension FieldValue: Hashable {
 extension FieldValue: ExpressibleByIntegerLiteral, ExpressibleByStringLiteral, ExpressibleByBooleanLiteral,
     ExpressibleByFloatLiteral, ExpressibleByNilLiteral
 {
+    /// An `.int` from an integer literal.
     public init(integerLiteral value: Int64) { self = .int(value) }
+    /// A `.string` from a string literal.
     public init(stringLiteral value: String) { self = .string(value) }
+    /// A `.bool` from a Boolean literal.
     public init(booleanLiteral value: Bool) { self = .bool(value) }
+    /// A `.double` from a floating-point literal.
     public init(floatLiteral value: Double) { self = .double(value) }
+    /// `.null` from `nil`.
     public init(nilLiteral: ()) { self = .null }
 }
 
 extension FieldValue: CustomStringConvertible {
+    /// The value as JSON text.
     public var description: String { jsonText }
 }

@@ -11,6 +11,7 @@ public final class JournalCursor: Sendable {
         case oldest
     }
 
+    /// The cursor's name, unique in the store.
     public let name: String
     let store: Store
 

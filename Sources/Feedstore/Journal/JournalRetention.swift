@@ -7,10 +7,14 @@ import Foundation
 /// ``FeedstoreError/journalBehindRetention(requested:firstRetained:)`` and must reset), so a
 /// consumer that never comes back cannot grow the file forever.
 public struct JournalRetention: Sendable, Hashable {
+    /// The newest commits always kept (default 1,000).
     public var minimumCommits: UInt64
+    /// When set, at most this many commits are kept, even if a cursor has not read them.
     public var maximumCommits: UInt64?
+    /// When set, commits older than this many seconds are trimmed, even if a cursor has not read them.
     public var maximumAge: TimeInterval?
 
+    /// A retention policy; by default keep 1,000 commits and whatever durable cursors still need.
     public init(minimumCommits: UInt64 = 1_000, maximumCommits: UInt64? = nil, maximumAge: TimeInterval? = nil) {
         self.minimumCommits = minimumCommits
         self.maximumCommits = maximumCommits

@@ -10,11 +10,13 @@ public struct LMDBError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The LMDB function (and where useful, its subject) that failed.
     public let operation: String
 
+    /// An error for LMDB return code `code` from `operation`.
     public init(code: Int32, operation: String) {
         self.code = code
         self.operation = operation
     }
 
+    /// LMDB's message (`mdb_strerror`) with the operation and code.
     public var description: String {
         "\(operation) failed: \(String(cString: mdb_strerror(code))) (code \(code))"
     }

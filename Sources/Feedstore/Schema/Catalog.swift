@@ -7,9 +7,11 @@ public struct Catalog: Sendable, Codable, Equatable {
     /// The newest format this library reads and writes.
     public static let currentFormatVersion: UInt32 = 1
 
+    /// The format the store was written in.
     public var formatVersion: UInt32
     /// Bumped by every catalog change, so other handles know to reload it.
     public var version: UInt64
+    /// The entities by name.
     public var entities: [String: CatalogEntity]
     var nextEntityID: UInt32
     var nextIndexID: UInt32
@@ -43,25 +45,34 @@ public struct Catalog: Sendable, Codable, Equatable {
 
 /// One entity in the catalog.
 public struct CatalogEntity: Sendable, Codable, Equatable {
+    /// The name (of the entity or field).
     public var name: String
+    /// The catalog number, used in place of the name in records and the journal.
     public var id: UInt32
     /// The kind of the primary key ("int", "uint", "string", "uuid").
     public var primaryKeyKind: String
+    /// The fields seen in written records, in the order first seen.
     public var fields: [CatalogField]
+    /// The secondary indexes.
     public var indexes: [CatalogIndex]
     var nextFieldID: UInt32
 
     /// The LMDB database holding the records, keyed by encoded primary key.
     public var recordsDatabaseName: String { "records:\(name)" }
 
+    /// The field with this name, if any.
     public func field(named name: String) -> CatalogField? { fields.first { $0.name == name } }
+    /// The field with this catalog number, if any.
     public func field(id: UInt32) -> CatalogField? { fields.first { $0.id == id } }
+    /// The index with this name, if any.
     public func index(named name: String) -> CatalogIndex? { indexes.first { $0.definition.name == name } }
 }
 
 /// One top-level field of an entity, as first written.
 public struct CatalogField: Sendable, Codable, Equatable {
+    /// The catalog number, used in place of the name in records and the journal.
     public var id: UInt32
+    /// The name (of the entity or field).
     public var name: String
     /// The ``FieldValue`` kind seen for this field, or "mixed" once several kinds were seen.
     public var kind: String
@@ -69,8 +80,11 @@ public struct CatalogField: Sendable, Codable, Equatable {
 
 /// One secondary index in the catalog.
 public struct CatalogIndex: Sendable, Codable, Equatable {
+    /// The catalog number, used in place of the name in records and the journal.
     public var id: UInt32
+    /// The entity the index belongs to.
     public var entity: String
+    /// The index as declared.
     public var definition: IndexDefinition
 
     /// The LMDB database holding the entries: key = components + primary key, value empty.

@@ -27,6 +27,8 @@ public protocol Entity: Codable, Sendable {
 }
 
 extension Entity {
+    /// The type's name.
     public static var entityName: String { String(describing: Self.self) }
+    /// No secondary indexes.
     public static var indexes: [IndexDefinition] { [] }
 }

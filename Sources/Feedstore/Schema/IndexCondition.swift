@@ -8,13 +8,29 @@
 /// IndexDefinition("urgent", ["due"], where: .field("priority") >= 3 && !(.field("done") == true))
 /// ```
 public indirect enum IndexCondition: Sendable, Hashable, Codable {
+    /// How a field is compared with a constant.
     public enum Comparison: String, Sendable, Hashable, Codable {
-        case equal = "==", notEqual = "!=", less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">="
+        /// `==`
+        case equal = "=="
+        /// `!=`
+        case notEqual = "!="
+        /// `<`
+        case less = "<"
+        /// `<=`
+        case lessOrEqual = "<="
+        /// `>`
+        case greater = ">"
+        /// `>=`
+        case greaterOrEqual = ">="
     }
 
+    /// A field compared with a constant.
     case compare(field: String, Comparison, FieldValue)
+    /// Every condition holds.
     case and([IndexCondition])
+    /// At least one condition holds.
     case or([IndexCondition])
+    /// The condition does not hold.
     case not(IndexCondition)
 
     /// A field to compare: `.field("isRead") == false`.
@@ -48,22 +64,32 @@ public indirect enum IndexCondition: Sendable, Hashable, Codable {
         }
     }
 
+    /// Both conditions hold.
     public static func && (lhs: IndexCondition, rhs: IndexCondition) -> IndexCondition { .and([lhs, rhs]) }
+    /// Either condition holds.
     public static func || (lhs: IndexCondition, rhs: IndexCondition) -> IndexCondition { .or([lhs, rhs]) }
+    /// The condition does not hold.
     public static prefix func ! (condition: IndexCondition) -> IndexCondition { .not(condition) }
 }
 
 /// A field named in an ``IndexCondition``; compare it with a constant to make a condition.
 public struct FieldReference: Sendable, Hashable {
+    /// The field name (nested fields as `"a.b"`).
     public var name: String
 
     /// A field to compare: `.field("isRead") == false`.
     public static func field(_ name: String) -> FieldReference { FieldReference(name: name) }
 
+    /// The field equals the constant.
     public static func == (lhs: FieldReference, rhs: FieldValue) -> IndexCondition { .compare(field: lhs.name, .equal, rhs) }
+    /// The field differs from the constant.
     public static func != (lhs: FieldReference, rhs: FieldValue) -> IndexCondition { .compare(field: lhs.name, .notEqual, rhs) }
+    /// The field sorts before the constant.
     public static func < (lhs: FieldReference, rhs: FieldValue) -> IndexCondition { .compare(field: lhs.name, .less, rhs) }
+    /// The field sorts before or equals the constant.
     public static func <= (lhs: FieldReference, rhs: FieldValue) -> IndexCondition { .compare(field: lhs.name, .lessOrEqual, rhs) }
+    /// The field sorts after the constant.
     public static func > (lhs: FieldReference, rhs: FieldValue) -> IndexCondition { .compare(field: lhs.name, .greater, rhs) }
+    /// The field sorts after or equals the constant.
     public static func >= (lhs: FieldReference, rhs: FieldValue) -> IndexCondition { .compare(field: lhs.name, .greaterOrEqual, rhs) }
 }

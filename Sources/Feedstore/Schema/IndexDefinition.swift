@@ -7,21 +7,29 @@
 public struct IndexDefinition: Sendable, Hashable, Codable {
     /// One component: a field name (nested fields as `"address.city"`) and its direction.
     public struct Component: Sendable, Hashable, Codable, ExpressibleByStringLiteral {
+        /// The field name (nested fields as `"a.b"`).
         public var field: String
+        /// Whether larger values come first.
         public var descending: Bool
 
+        /// A component on `field`, ascending unless `descending`.
         public init(field: String, descending: Bool = false) {
             self.field = field
             self.descending = descending
         }
 
+        /// An ascending component: `["name"]`.
         public init(stringLiteral field: String) { self.init(field: field) }
 
+        /// An ascending component.
         public static func ascending(_ field: String) -> Component { Component(field: field) }
+        /// A descending component.
         public static func descending(_ field: String) -> Component { Component(field: field, descending: true) }
     }
 
+    /// The index name, unique within its entity.
     public var name: String
+    /// The components, most significant first.
     public var components: [Component]
     /// When true, no two members may share all component values (members with a nil component
     /// are exempt, as in SQL).
@@ -29,6 +37,7 @@ public struct IndexDefinition: Sendable, Hashable, Codable {
     /// When set, only records for which the condition holds are in the index.
     public var condition: IndexCondition?
 
+    /// Declares an index; see the type's description.
     public init(_ name: String, _ components: [Component], unique: Bool = false, where condition: IndexCondition? = nil) {
         self.name = name
         self.components = components

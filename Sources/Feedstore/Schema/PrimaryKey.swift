@@ -9,7 +9,9 @@ public protocol PrimaryKey: Hashable, Sendable, Codable {
 }
 
 extension Int64: PrimaryKey {
+    /// The key as a stored value.
     public var fieldValue: FieldValue { .int(self) }
+    /// The key from a stored value, or nil when the value has another kind.
     public init?(fieldValue: FieldValue) {
         switch fieldValue {
         case let .int(v): self = v
@@ -20,7 +22,9 @@ extension Int64: PrimaryKey {
 }
 
 extension Int: PrimaryKey {
+    /// The key as a stored value.
     public var fieldValue: FieldValue { .int(Int64(self)) }
+    /// The key from a stored value, or nil when the value has another kind.
     public init?(fieldValue: FieldValue) {
         guard let v = Int64(fieldValue: fieldValue), let i = Int(exactly: v) else { return nil }
         self = i
@@ -28,7 +32,9 @@ extension Int: PrimaryKey {
 }
 
 extension UInt64: PrimaryKey {
+    /// The key as a stored value.
     public var fieldValue: FieldValue { .uint(self) }
+    /// The key from a stored value, or nil when the value has another kind.
     public init?(fieldValue: FieldValue) {
         switch fieldValue {
         case let .uint(v): self = v
@@ -39,7 +45,9 @@ extension UInt64: PrimaryKey {
 }
 
 extension String: PrimaryKey {
+    /// The key as a stored value.
     public var fieldValue: FieldValue { .string(self) }
+    /// The key from a stored value, or nil when the value has another kind.
     public init?(fieldValue: FieldValue) {
         guard case let .string(s) = fieldValue else { return nil }
         self = s
@@ -47,7 +55,9 @@ extension String: PrimaryKey {
 }
 
 extension UUID: PrimaryKey {
+    /// The key as a stored value.
     public var fieldValue: FieldValue { .uuid(self) }
+    /// The key from a stored value, or nil when the value has another kind.
     public init?(fieldValue: FieldValue) {
         guard case let .uuid(u) = fieldValue else { return nil }
         self = u

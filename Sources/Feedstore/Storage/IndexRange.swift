@@ -8,23 +8,32 @@
 /// IndexRange(prefix: [1], from: .inclusive([.date(newest)]), to: .exclusive([.date(oldest)]))
 /// ```
 public struct IndexRange: Sendable, Hashable {
+    /// One end of a range, on the components after the prefix.
     public enum Bound: Sendable, Hashable {
+        /// Entries equal to the bound are in the range.
         case inclusive([FieldValue])
+        /// Entries equal to the bound are not in the range.
         case exclusive([FieldValue])
 
+        /// The bound's component values.
         public var values: [FieldValue] {
             switch self {
             case let .inclusive(v), let .exclusive(v): v
             }
         }
 
+        /// Whether entries equal to the bound are in the range.
         public var isInclusive: Bool { if case .inclusive = self { true } else { false } }
     }
 
+    /// Values the leading components must equal.
     public var prefix: [FieldValue]
+    /// The start of the range in index order (nil: from the first entry).
     public var lower: Bound?
+    /// The end of the range in index order (nil: to the last entry).
     public var upper: Bound?
 
+    /// A range of entries with `prefix`, between `lower` and `upper`.
     public init(prefix: [FieldValue] = [], from lower: Bound? = nil, to upper: Bound? = nil) {
         self.prefix = prefix
         self.lower = lower

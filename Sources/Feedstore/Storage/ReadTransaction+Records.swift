@@ -4,6 +4,7 @@ import Foundation
 public struct IndexEntry: Sendable, Hashable {
     /// The index components (empty in primary-key order).
     public var key: [FieldValue]
+    /// The primary key.
     public var id: FieldValue
     /// The record's fields by name.
     public var record: [String: FieldValue]

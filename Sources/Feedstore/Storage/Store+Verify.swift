@@ -2,8 +2,10 @@
 public struct VerificationIssue: Sendable, Hashable, CustomStringConvertible {
     /// What was checked: `records:Message`, `index:Message.byFolderDate`, `journal`.
     public var location: String
+    /// What is wrong.
     public var problem: String
 
+    /// `location: problem`.
     public var description: String { "\(location): \(problem)" }
 }
 

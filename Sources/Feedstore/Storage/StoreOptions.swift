@@ -16,6 +16,7 @@ public enum Durability: String, Sendable, Codable, CaseIterable {
 
 /// Options for opening a store.
 public struct StoreOptions: Sendable {
+    /// What a commit survives; see ``Durability``.
     public var durability: Durability = .full
     /// The map size to start with; the map grows by itself when full.
     public var initialMapSize: Int = 64 << 20
@@ -30,6 +31,7 @@ public struct StoreOptions: Sendable {
     /// Called while an index is built on open, with (records done, records in all).
     public var indexBuildProgress: (@Sendable (_ index: String, _ done: Int, _ total: Int) -> Void)? = nil
 
+    /// Options with the given settings; unspecified ones keep their defaults.
     public init(durability: Durability = .full, initialMapSize: Int = 64 << 20, maximumMapSize: Int? = nil,
                 fileMode: mode_t = 0o600, readOnly: Bool = false, journalRetention: JournalRetention = JournalRetention())
     {
