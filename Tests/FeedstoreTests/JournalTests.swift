@@ -81,6 +81,21 @@ import Testing
         }
     }
 
+    @Test func anAgeBoundTrimsOldCommits() throws {
+        try withTemporaryDirectory { dir in
+            let retention = JournalRetention(minimumCommits: 1, maximumAge: 0.2)
+            let store = try Store(path: dir + "/s", entities: [Item.self], options: StoreOptions(durability: .none, journalRetention: retention))
+            _ = try store.journalCursor(named: "stalled", start: .oldest)
+            try commit(store, 10)
+            #expect(try store.read { try $0.journalBounds() }.first == 1)
+            usleep(300_000)
+            try commit(store, 1, from: 100)
+            try store.trimJournal()
+            #expect(try store.read { try $0.journalBounds() } == JournalBounds(first: 11, last: 11))
+            #expect(try store.verify().isEmpty)
+        }
+    }
+
     @Test func hardBoundsTrimPastAStalledCursor() throws {
         try withTemporaryDirectory { dir in
             let retention = JournalRetention(minimumCommits: 5, maximumCommits: 15)

@@ -48,4 +48,21 @@ import Testing
             #expect(try store.verify().isEmpty)
         }
     }
+
+    /// Another process grows the map past this process's size (`MDB_MAP_RESIZED`); this
+    /// process adopts the new size and keeps reading and writing.
+    @Test func aMapGrownByAnotherProcessIsAdopted() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir + "/s"
+            let store = try Store(path: path, entities: DemoFeed.entities,
+                                  options: StoreOptions(durability: .none, initialMapSize: 256 << 10))
+            let before = try store.read { try $0.count(Message.self) }
+            let result = try runTool(storectlURL, ["demo", "populate", path, "--messages", "30000", "--contacts", "10"])
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(before == 0)
+            #expect(try store.read { try $0.count(Message.self) } == 30_000)
+            try store.write { tx in try tx.delete(Message.self, id: 1) }
+            #expect(try store.read { try $0.count(Message.self) } == 29_999)
+        }
+    }
 }

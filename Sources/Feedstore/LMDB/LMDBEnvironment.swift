@@ -27,6 +27,8 @@ final class LMDBEnvironment: @unchecked Sendable {
 
     let handle: OpaquePointer
     let path: String
+    /// The page size of the environment (`mdb_env_stat`).
+    let pageSize: Int
     private(set) var isClosed = false
 
     /// Opens (creating if allowed) the environment in directory `path`.
@@ -39,6 +41,9 @@ final class LMDBEnvironment: @unchecked Sendable {
             try lmdbCheck(mdb_env_set_maxreaders(env, maxReaders), "mdb_env_set_maxreaders")
             try lmdbCheck(mdb_env_set_mapsize(env, mapSize), "mdb_env_set_mapsize")
             try lmdbCheck(mdb_env_open(env, path, flags.union(.noThreadLocalStorage).rawValue, mode), "mdb_env_open(\(path))")
+            var stat = MDB_stat()
+            try lmdbCheck(mdb_env_stat(env, &stat), "mdb_env_stat")
+            self.pageSize = Int(stat.ms_psize)
         } catch {
             mdb_env_close(env)
             throw error
@@ -75,11 +80,6 @@ final class LMDBEnvironment: @unchecked Sendable {
                     maxReaders: Int(raw.me_maxreaders), readersUsed: Int(raw.me_numreaders))
     }
 
-    var pageSize: Int {
-        var stat = MDB_stat()
-        return mdb_env_stat(handle, &stat) == MDB_SUCCESS ? Int(stat.ms_psize) : 4096
-    }
-
     var maxKeySize: Int { Int(mdb_env_get_maxkeysize(handle)) }
 
     /// Clears reader slots left by dead processes; returns how many were cleared.
@@ -91,14 +91,16 @@ final class LMDBEnvironment: @unchecked Sendable {
     }
 
     /// The reader table as LMDB prints it, one line per slot in use.
-    func readerTable() -> [String] {
+    func readerTable() throws(LMDBError) -> [String] {
         final class Lines { var lines: [String] = [] }
         let box = Lines()
-        _ = mdb_reader_list(handle, { message, context in
+        let code = mdb_reader_list(handle, { message, context in
             guard let message, let context else { return 0 }
             Unmanaged<Lines>.fromOpaque(context).takeUnretainedValue().lines.append(String(cString: message))
             return 0
         }, Unmanaged.passUnretained(box).toOpaque())
+        // mdb_reader_list returns the last callback's result (0) or -1 when it cannot read the table.
+        if code < 0 { throw LMDBError(code: EIO, operation: "mdb_reader_list") }
         return box.lines
     }
 

@@ -131,15 +131,9 @@ struct LMDBTransaction: ~Copyable {
     // MARK: Cursors
 
     /// Opens a cursor on `db` for the duration of `body`; it is closed when `body` returns.
-    borrowing func withCursor<R, E: Error>(_ db: LMDBDatabase, _ body: (borrowing LMDBCursor) throws(E) -> R) throws(E) -> R {
+    borrowing func withCursor<R>(_ db: LMDBDatabase, _ body: (borrowing LMDBCursor) throws -> R) throws -> R {
         var raw: OpaquePointer?
-        let code = mdb_cursor_open(handle, db.dbi, &raw)
-        if code != MDB_SUCCESS {
-            // E is the caller's error type; LMDB errors reach it only when E can hold them.
-            let error = LMDBError(code: code, operation: "mdb_cursor_open")
-            if let typed = error as? E { throw typed }
-            fatalError("\(error)")
-        }
+        try lmdbCheck(mdb_cursor_open(handle, db.dbi, &raw), "mdb_cursor_open")
         let cursor = LMDBCursor(handle: raw!)
         return try body(cursor)
     }
