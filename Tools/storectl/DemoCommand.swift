@@ -12,6 +12,18 @@ struct DemoCommand: ParsableCommand {
     )
 }
 
+/// The size and seed of the generated demo feed.
+struct DemoFeedOptions: ParsableArguments {
+    @Option(help: "Messages to write.")
+    var messages: Int = 100_000
+
+    @Option(help: "Contacts to write.")
+    var contacts: Int = 1_000
+
+    @Option(help: "Seed of the generated data.")
+    var seed: UInt64 = 1
+}
+
 struct DemoRun: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "run",
@@ -22,25 +34,19 @@ struct DemoRun: ParsableCommand {
     @Argument(help: "The store directory (created when missing).")
     var path: String = "demo-store"
 
-    @Option(help: "Messages to write when the store is empty.")
-    var messages: Int = 100_000
-
-    @Option(help: "Contacts to write when the store is empty.")
-    var contacts: Int = 1_000
-
-    @Option(help: "Seed of the generated data.")
-    var seed: UInt64 = 1
+    @OptionGroup(title: "Demo feed (written when the store is empty)")
+    var feed: DemoFeedOptions
 
     func run() throws {
         let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(durability: .relaxed))
         defer { store.close() }
         if try store.read({ try $0.count(Message.self) }) == 0 {
-            print("Populating \(path) with \(messages.formatted()) messages and \(contacts.formatted()) contacts…")
+            print("Populating \(path) with \(feed.messages.formatted()) messages and \(feed.contacts.formatted()) contacts…")
             let start = Date()
-            var feed = DemoFeed(seed: seed)
-            try feed.populate(store, messages: messages, contacts: contacts)
+            var generator = DemoFeed(seed: feed.seed)
+            try generator.populate(store, messages: feed.messages, contacts: feed.contacts)
             let seconds = Date().timeIntervalSince(start)
-            print(String(format: "  written in %.2f s (%@ messages/s)", seconds, Int(Double(messages) / seconds).formatted()))
+            print(String(format: "  written in %.2f s (%@ messages/s)", seconds, Int(Double(feed.messages) / seconds).formatted()))
         }
         try store.read { tx in
             print("\nStore \(path)")
@@ -75,21 +81,14 @@ struct DemoPopulate: ParsableCommand {
     @Argument(help: "The store directory (created when missing).")
     var path: String
 
-    @Option(help: "Messages to write.")
-    var messages: Int = 100_000
-
-    @Option(help: "Contacts to write.")
-    var contacts: Int = 1_000
-
-    @Option(help: "Seed of the generated data.")
-    var seed: UInt64 = 1
+    @OptionGroup var feed: DemoFeedOptions
 
     func run() throws {
         let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(durability: .none))
         defer { store.close() }
-        var feed = DemoFeed(seed: seed)
-        try feed.populate(store, messages: messages, contacts: contacts)
-        print("populated \(messages) messages, \(contacts) contacts")
+        var generator = DemoFeed(seed: feed.seed)
+        try generator.populate(store, messages: feed.messages, contacts: feed.contacts)
+        print("populated \(feed.messages) messages, \(feed.contacts) contacts")
     }
 }
 

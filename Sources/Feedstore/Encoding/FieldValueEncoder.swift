@@ -93,7 +93,7 @@ private struct NodeEncoder: Encoder {
     }
 }
 
-/// Scalar encoding shared by the three container kinds.
+/// The scalar `encode` methods of the unkeyed and single-value containers, written once.
 private protocol ScalarEncoding {
     func put(_ value: FieldValue) throws
 }
@@ -102,6 +102,22 @@ private extension ScalarEncoding {
     func putInteger<T: BinaryInteger>(_ v: T) throws {
         if T.isSigned { try put(.int(Int64(v))) } else { try put(.uint(UInt64(v))) }
     }
+
+    func encodeNil() throws { try put(.null) }
+    func encode(_ value: Bool) throws { try put(.bool(value)) }
+    func encode(_ value: String) throws { try put(.string(value)) }
+    func encode(_ value: Double) throws { try put(.double(value)) }
+    func encode(_ value: Float) throws { try put(.double(Double(value))) }
+    func encode(_ value: Int) throws { try putInteger(value) }
+    func encode(_ value: Int8) throws { try putInteger(value) }
+    func encode(_ value: Int16) throws { try putInteger(value) }
+    func encode(_ value: Int32) throws { try putInteger(value) }
+    func encode(_ value: Int64) throws { try putInteger(value) }
+    func encode(_ value: UInt) throws { try putInteger(value) }
+    func encode(_ value: UInt8) throws { try putInteger(value) }
+    func encode(_ value: UInt16) throws { try putInteger(value) }
+    func encode(_ value: UInt32) throws { try putInteger(value) }
+    func encode(_ value: UInt64) throws { try putInteger(value) }
 }
 
 private struct KeyedNodeContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
@@ -157,21 +173,6 @@ private struct UnkeyedNodeContainer: UnkeyedEncodingContainer, ScalarEncoding {
 
     func put(_ value: FieldValue) throws { node.appendElement().value = value }
 
-    mutating func encodeNil() throws { try put(.null) }
-    mutating func encode(_ value: Bool) throws { try put(.bool(value)) }
-    mutating func encode(_ value: String) throws { try put(.string(value)) }
-    mutating func encode(_ value: Double) throws { try put(.double(value)) }
-    mutating func encode(_ value: Float) throws { try put(.double(Double(value))) }
-    mutating func encode(_ value: Int) throws { try putInteger(value) }
-    mutating func encode(_ value: Int8) throws { try putInteger(value) }
-    mutating func encode(_ value: Int16) throws { try putInteger(value) }
-    mutating func encode(_ value: Int32) throws { try putInteger(value) }
-    mutating func encode(_ value: Int64) throws { try putInteger(value) }
-    mutating func encode(_ value: UInt) throws { try putInteger(value) }
-    mutating func encode(_ value: UInt8) throws { try putInteger(value) }
-    mutating func encode(_ value: UInt16) throws { try putInteger(value) }
-    mutating func encode(_ value: UInt32) throws { try putInteger(value) }
-    mutating func encode(_ value: UInt64) throws { try putInteger(value) }
     mutating func encode<T: Encodable>(_ value: T) throws {
         try node.appendElement().set(value, codingPath: codingPath)
     }
@@ -195,20 +196,5 @@ private struct SingleNodeContainer: SingleValueEncodingContainer, ScalarEncoding
 
     func put(_ value: FieldValue) throws { node.value = value }
 
-    mutating func encodeNil() throws { try put(.null) }
-    mutating func encode(_ value: Bool) throws { try put(.bool(value)) }
-    mutating func encode(_ value: String) throws { try put(.string(value)) }
-    mutating func encode(_ value: Double) throws { try put(.double(value)) }
-    mutating func encode(_ value: Float) throws { try put(.double(Double(value))) }
-    mutating func encode(_ value: Int) throws { try putInteger(value) }
-    mutating func encode(_ value: Int8) throws { try putInteger(value) }
-    mutating func encode(_ value: Int16) throws { try putInteger(value) }
-    mutating func encode(_ value: Int32) throws { try putInteger(value) }
-    mutating func encode(_ value: Int64) throws { try putInteger(value) }
-    mutating func encode(_ value: UInt) throws { try putInteger(value) }
-    mutating func encode(_ value: UInt8) throws { try putInteger(value) }
-    mutating func encode(_ value: UInt16) throws { try putInteger(value) }
-    mutating func encode(_ value: UInt32) throws { try putInteger(value) }
-    mutating func encode(_ value: UInt64) throws { try putInteger(value) }
     mutating func encode<T: Encodable>(_ value: T) throws { try node.set(value, codingPath: codingPath) }
 }
