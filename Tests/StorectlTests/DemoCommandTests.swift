@@ -1,0 +1,52 @@
+import Feedstore
+import FeedstoreDemo
+import FeedstoreTestSupport
+import Foundation
+import Testing
+
+/// End-to-end runs of the built `storectl` binary's demo commands.
+@Suite struct DemoCommandTests {
+    @Test func demoRunPopulatesOnceAndPrintsTheFeed() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir + "/demo"
+            let first = try runTool(storectlURL, ["demo", "run", path, "--messages", "3000", "--contacts", "20"])
+            #expect(first.status == 0, "\(first.stderr)")
+            #expect(first.stdout.contains("Populating"))
+            #expect(first.stdout.contains("messages: 3,000"))
+            #expect(first.stdout.contains("Newest 10 messages in folder 1"))
+            // The per-folder counts add up to all messages.
+            let perFolder = first.stdout.split(separator: "\n").filter { $0.contains("folder ") && $0.contains(": ") }
+                .compactMap { Int($0.split(separator: ":").last!.trimmingCharacters(in: .whitespaces).replacingOccurrences(of: ",", with: "")) }
+            #expect(perFolder.count == Int(DemoFeed.folders) && perFolder.reduce(0, +) == 3_000)
+            let second = try runTool(storectlURL, ["demo", "run", path])
+            #expect(second.status == 0 && !second.stdout.contains("Populating"))
+        }
+    }
+
+    @Test func demoMutatePrintsEachCommittedSequence() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir + "/demo"
+            #expect(try runTool(storectlURL, ["demo", "populate", path, "--messages", "500", "--contacts", "5"]).status == 0)
+            let result = try runTool(storectlURL, ["demo", "mutate", path, "--commits", "25", "--per-commit", "2", "--seed", "9"])
+            #expect(result.status == 0, "\(result.stderr)")
+            let sequences = result.stdout.split(separator: "\n").compactMap { line -> UInt64? in
+                line.hasPrefix("committed ") ? UInt64(line.dropFirst("committed ".count)) : nil
+            }
+            #expect(sequences.count > 15 && sequences == sequences.sorted())
+            let store = try Store(path: path, options: StoreOptions(readOnly: true))
+            let journal = try store.read { try $0.journal(after: 0, limit: 1_000) }
+            #expect(Set(sequences).isSubset(of: Set(journal.map(\.sequence))))
+            #expect(try store.verify().isEmpty)
+        }
+    }
+
+    @Test func badArgumentsAndPathsFailWithAMessage() throws {
+        try withTemporaryDirectory { dir in
+            let bad = try runTool(storectlURL, ["demo", "mutate", dir + "/x", "--durability", "sometimes"])
+            #expect(bad.status != 0 && bad.stderr.contains("--durability"))
+            try Data("not a store".utf8).write(to: URL(fileURLWithPath: dir + "/file"))
+            let notAStore = try runTool(storectlURL, ["demo", "run", dir + "/file"])
+            #expect(notAStore.status != 0 && notAStore.stderr.contains("not a Feedstore store"))
+        }
+    }
+}
