@@ -101,10 +101,15 @@ struct KeyRange: Sendable, Equatable {
             let bytes = prefix + (try encode(upper.values, from: range.prefix.count))
             result.upper = upper.isInclusive ? KeyEncoding.successor(ofPrefix: bytes) : bytes
         }
-        if let l = result.lower, let u = result.upper, u.lexicographicallyPrecedes(l) {
-            if range.lower != nil && range.upper != nil { throw invalid("the lower bound is above the upper bound") }
-            result.isEmpty = true
+        if let lower = range.lower, let upper = range.upper {
+            // Only a lower bound strictly above the upper one (on the components both name) is a
+            // mistake; equal exclusive bounds are simply an empty range, as in SQL.
+            let shared = min(lower.values.count, upper.values.count)
+            let l = try encode(Array(lower.values.prefix(shared)), from: range.prefix.count)
+            let u = try encode(Array(upper.values.prefix(shared)), from: range.prefix.count)
+            if u.lexicographicallyPrecedes(l) { throw invalid("the lower bound is above the upper bound") }
         }
+        if let l = result.lower, let u = result.upper, !l.lexicographicallyPrecedes(u) { result.isEmpty = true }
         return result
     }
 }
