@@ -96,6 +96,28 @@ import Testing
         }
     }
 
+    @Test func aSizeBoundKeepsTheJournalSmall() throws {
+        try withTemporaryDirectory { dir in
+            let retention = JournalRetention(minimumCommits: 1, maximumBytes: 64 << 10)
+            let store = try Store(path: dir + "/s", entities: [Note.self], options: StoreOptions(durability: .none, journalRetention: retention))
+            _ = try store.journalCursor(named: "stalled", start: .oldest)
+            for i in 0..<400 {
+                try store.write { tx in
+                    try tx.put(Note(id: "n\(i % 50)", body: "body \(i) " + String(repeating: "x", count: 200), priority: 0,
+                                    when: Date(timeIntervalSinceReferenceDate: Double(i)), labels: []))
+                }
+            }
+            let bounds = try store.read { try $0.journalBounds() }
+            let bytes = try store.core.withReadTransaction { txn in
+                let stats = try txn.statistics(store.core.system.journal)
+                return stats.pages * stats.pageSize
+            }
+            #expect(bounds.last == 400 && bounds.first > 100, "\(bounds)")
+            #expect(bytes <= 96 << 10, "journal takes \(bytes) bytes")
+            #expect(try store.verify().isEmpty)
+        }
+    }
+
     @Test func hardBoundsTrimPastAStalledCursor() throws {
         try withTemporaryDirectory { dir in
             let retention = JournalRetention(minimumCommits: 5, maximumCommits: 15)

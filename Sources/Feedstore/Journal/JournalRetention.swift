@@ -13,11 +13,17 @@ public struct JournalRetention: Sendable, Hashable {
     public var maximumCommits: UInt64?
     /// When set, commits older than this many seconds are trimmed, even if a cursor has not read them.
     public var maximumAge: TimeInterval?
+    /// When set, the oldest commits are trimmed while the journal's pages take more than this many
+    /// bytes, even if a cursor has not read them.
+    public var maximumBytes: Int?
 
     /// A retention policy; by default keep 1,000 commits and whatever durable cursors still need.
-    public init(minimumCommits: UInt64 = 1_000, maximumCommits: UInt64? = nil, maximumAge: TimeInterval? = nil) {
+    public init(minimumCommits: UInt64 = 1_000, maximumCommits: UInt64? = nil, maximumAge: TimeInterval? = nil,
+                maximumBytes: Int? = nil)
+    {
         self.minimumCommits = minimumCommits
         self.maximumCommits = maximumCommits
         self.maximumAge = maximumAge
+        self.maximumBytes = maximumBytes
     }
 }

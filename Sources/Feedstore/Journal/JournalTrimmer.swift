@@ -6,7 +6,7 @@ struct JournalTrimmer {
     let core: StoreCore
 
     /// The first sequence retention keeps, given the newest sequence and the durable cursors.
-    func retainedFrom(in txn: borrowing LMDBTransaction, lastSequence: UInt64) throws -> UInt64 {
+    func retainedFrom(in txn: borrowing LMDBTransaction, firstSequence: UInt64, lastSequence: UInt64) throws -> UInt64 {
         let retention = core.retention
         var keepFrom = lastSequence > retention.minimumCommits ? lastSequence - retention.minimumCommits + 1 : 1
         // Soft rule: never past a durable cursor's position.
@@ -16,6 +16,17 @@ struct JournalTrimmer {
         // Hard bounds, which may pass a cursor.
         if let maximum = retention.maximumCommits, lastSequence > maximum {
             keepFrom = max(keepFrom, lastSequence - maximum + 1)
+        }
+        if let maximumBytes = retention.maximumBytes, lastSequence >= firstSequence {
+            // Drop the share of retained commits by which the journal exceeds its size
+            // (page counts are O(1) to read; commits are assumed to be of similar size).
+            let stats = try txn.statistics(core.system.journal)
+            let bytes = stats.pages * stats.pageSize
+            if bytes > maximumBytes {
+                let retained = Double(lastSequence - firstSequence + 1)
+                let excess = UInt64((retained * Double(bytes - maximumBytes) / Double(bytes)).rounded(.up))
+                keepFrom = max(keepFrom, min(lastSequence, firstSequence + max(1, excess)))
+            }
         }
         if let age = retention.maximumAge {
             let cutoff = Date().addingTimeInterval(-age)
@@ -39,7 +50,7 @@ struct JournalTrimmer {
     func trim(in txn: borrowing LMDBTransaction, lastSequence: UInt64, budgetCommits: UInt64) throws {
         guard lastSequence > 0 else { return }
         let first = try MetaKey.decodeUInt64(try txn.get(core.system.meta, key: MetaKey.firstRetained), what: "first retained") ?? 1
-        let keepFrom = try retainedFrom(in: txn, lastSequence: lastSequence)
+        let keepFrom = try retainedFrom(in: txn, firstSequence: first, lastSequence: lastSequence)
         guard keepFrom > first else { return }
         let stop = keepFrom - first <= budgetCommits ? keepFrom : first + budgetCommits
         try txn.withCursor(core.system.journal) { cursor in
