@@ -33,7 +33,9 @@ struct LMDBCursor: ~Copyable {
 
     /// Positions at the first entry whose key is >= `key`.
     borrowing func seek(atOrAfter key: [UInt8]) throws(LMDBError) -> Bool {
-        try withMDBValue(key) { (k: inout MDB_val) throws(LMDBError) -> Bool in
+        // LMDB refuses empty keys; every key is >= the empty one.
+        if key.isEmpty { return try first() }
+        return try withMDBValue(key) { (k: inout MDB_val) throws(LMDBError) -> Bool in
             entry.pointee.0 = k
             let found = try move(MDB_SET_RANGE)
             return found
@@ -51,6 +53,14 @@ struct LMDBCursor: ~Copyable {
     var key: UnsafeRawBufferPointer { entry.pointee.0.borrowedBytes }
     /// The current entry's value (borrowed).
     var value: UnsafeRawBufferPointer { entry.pointee.1.borrowedBytes }
+
+    /// Replaces the value of the current entry (`MDB_CURRENT`: no second descent).
+    borrowing func replaceCurrent(_ value: [UInt8]) throws(LMDBError) {
+        var key = entry.pointee.0
+        try withMDBValue(value) { (v: inout MDB_val) throws(LMDBError) in
+            try lmdbCheck(mdb_cursor_put(handle, &key, &v, UInt32(MDB_CURRENT)), "mdb_cursor_put(current)")
+        }
+    }
 
     /// Deletes the current entry.
     borrowing func deleteCurrent() throws(LMDBError) {

@@ -89,4 +89,6 @@ public struct CatalogIndex: Sendable, Codable, Equatable {
 
     /// The LMDB database holding the entries: key = components + primary key, value empty.
     public var databaseName: String { "index:\(entity).\(definition.name)" }
+    /// The LMDB database holding the index's counts (its counted B-tree of fence keys).
+    public var countsDatabaseName: String { "counts:\(entity).\(definition.name)" }
 }

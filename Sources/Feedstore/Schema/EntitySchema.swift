@@ -34,6 +34,8 @@ struct EntitySchema: Sendable {
 struct IndexSchema: Sendable {
     let catalog: CatalogIndex
     let database: LMDBDatabase
+    /// The index's order statistics.
+    let counted: CountedIndex
     /// Every top-level field the index reads (components and condition), to skip unaffected indexes.
     let fieldsRead: Set<String>
     /// The component fields, parsed once.
@@ -42,9 +44,10 @@ struct IndexSchema: Sendable {
     var definition: IndexDefinition { catalog.definition }
     var id: UInt32 { catalog.id }
 
-    init(catalog: CatalogIndex, database: LMDBDatabase) {
+    init(catalog: CatalogIndex, database: LMDBDatabase, counts: LMDBDatabase) {
         self.catalog = catalog
         self.database = database
+        self.counted = CountedIndex(entries: database, counts: counts)
         componentPaths = catalog.definition.components.map { FieldPath($0.field) }
         fieldsRead = Set(componentPaths.map(\.head) + (catalog.definition.condition?.fields ?? []).map { FieldPath($0).head })
     }

@@ -1,6 +1,6 @@
 /// Writes the entries of one secondary index. Every insertion and removal of an index entry
-/// goes through here, inside the writer's transaction, so structures kept beside the index
-/// (such as its counts) change in the same transaction as the entries.
+/// goes through here, inside the writer's transaction, so the index's counts
+/// (``CountedIndex``) change in the same transaction as its entries.
 struct IndexStorage {
     let index: IndexSchema
 
@@ -10,6 +10,7 @@ struct IndexStorage {
                 throw FeedstoreError.corruptData(what: "index \(index.catalog.entity).\(index.definition.name)",
                                                  reason: "entry already present before insertion")
             }
+            try index.counted.insert(key, in: txn)
         }
     }
 
@@ -19,6 +20,7 @@ struct IndexStorage {
                 throw FeedstoreError.corruptData(what: "index \(index.catalog.entity).\(index.definition.name)",
                                                  reason: "entry missing before removal")
             }
+            try index.counted.remove(key, in: txn)
         }
     }
 }

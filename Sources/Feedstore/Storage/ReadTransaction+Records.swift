@@ -43,15 +43,13 @@ extension ReadTransaction {
     }
 
     /// How many entries of `index` lie in `range`.
-    /// - Complexity: O(k) for k entries in the range.
+    /// - Complexity: O(log n), from the index's counts.
     public func count<E: Entity>(_ type: E.Type, index: String, range: IndexRange = .all) throws -> Int {
-        var n = 0
-        try scan(entity: E.entityName, index: index, range: range, reverse: false, offset: 0, limit: nil) { _, _ in n += 1 }
-        return n
+        try resolve(entity: E.entityName, index: index, range: range).count
     }
 
     /// Records in the order of `index` within `range`, skipping `offset` and taking at most `limit`.
-    /// - Complexity: O(log n + offset + k) for k records returned.
+    /// - Complexity: O(log n + k) for k records returned (the offset is found through the counts).
     public func query<E: Entity>(_ type: E.Type, index: String, range: IndexRange = .all, reverse: Bool = false,
                                  offset: Int = 0, limit: Int? = nil) throws -> [E]
     {
@@ -61,7 +59,8 @@ extension ReadTransaction {
 
     /// Entries with their records, read without the application's types: in the order of
     /// `index`, or in primary-key order when `index` is nil (then `range` is over the key).
-    /// - Complexity: O(log n + offset + k) for k entries returned.
+    /// - Complexity: O(log n + k) for k entries returned through an index; O(log n + offset + k)
+    ///   in primary-key order, which has no counts.
     public func entries(entity name: String, index: String?, range: IndexRange = .all, reverse: Bool = false,
                         offset: Int = 0, limit: Int? = nil) throws -> [IndexEntry]
     {
@@ -104,11 +103,19 @@ extension ReadTransaction {
         let entity = try entity(name)
         let database: LMDBDatabase
         let keyRange: KeyRange
+        // Where an index walk starts when an offset is skipped through the counts.
+        var startKey: [UInt8]?
+        var skip = offset
         if let index {
-            let schema = try entity.index(named: index)
-            database = schema.database
-            keyRange = try KeyRange.resolve(range, descending: schema.definition.components.map(\.descending),
-                                            entity: name, index: index)
+            let resolved = try resolve(entity: name, index: index, range: range)
+            database = resolved.index.database
+            keyRange = resolved.keys
+            if offset > 0 {
+                guard offset < resolved.count else { return }
+                let rank = reverse ? resolved.start + resolved.count - 1 - offset : resolved.start + offset
+                startKey = try access { try resolved.index.counted.entry(at: rank, in: $0) }
+                skip = 0
+            }
         } else {
             database = entity.records
             keyRange = try KeyRange.resolve(range, descending: [false], entity: name, index: "primary key")
@@ -120,7 +127,9 @@ extension ReadTransaction {
         try access { txn in
             try txn.withCursor(database) { cursor in
                 var found: Bool
-                if reverse {
+                if let startKey {
+                    found = try cursor.seek(atOrAfter: startKey)
+                } else if reverse {
                     found = try cursor.seek(before: keyRange.upper)
                 } else if let lower = keyRange.lower {
                     found = try cursor.seek(atOrAfter: lower)
@@ -130,7 +139,7 @@ extension ReadTransaction {
                 var skipped = 0
                 var taken = 0
                 while found, keyRange.contains(cursor.key) {
-                    if skipped < offset {
+                    if skipped < skip {
                         skipped += 1
                     } else {
                         try body(cursor.key, cursor.value)

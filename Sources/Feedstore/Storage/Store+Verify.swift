@@ -12,7 +12,8 @@ public struct VerificationIssue: Sendable, Hashable, CustomStringConvertible {
 extension Store {
     /// Checks every invariant of the store against a full scan: every record decodes; every
     /// index holds exactly the entries its records and condition call for, in order, with unique
-    /// indexes unique; the journal's commits are contiguous and complete. Returns every issue
+    /// indexes unique; every index's counts agree with its entries at every position; the
+    /// journal's commits are contiguous and complete. Returns every issue
     /// found (empty when consistent).
     /// - Complexity: O(n log n) time and O(n) memory for n index entries.
     public func verify() throws -> [VerificationIssue] {
@@ -75,6 +76,8 @@ struct StoreVerifier {
                     found.append(VerificationIssue(location: location, problem: "entry without a matching record \(describe(key))"))
                 }
             }
+            let countProblems = try tx.access { try index.counted.check(in: $0) }
+            found += countProblems.map { VerificationIssue(location: index.catalog.countsDatabaseName, problem: $0) }
             if index.definition.unique {
                 let count = index.definition.components.count
                 var previous: [FieldValue]?

@@ -126,10 +126,12 @@ final class StoreCore: @unchecked Sendable {
             }
             var indexes: [IndexSchema] = []
             for index in entity.indexes {
-                guard let db = try txn.openDatabase(named: index.databaseName, create: !txn.isReadOnly) else {
-                    throw FeedstoreError.corruptData(what: "store \(path)", reason: "database \(index.databaseName) is missing")
+                guard let db = try txn.openDatabase(named: index.databaseName, create: !txn.isReadOnly),
+                      let counts = try txn.openDatabase(named: index.countsDatabaseName, create: !txn.isReadOnly)
+                else {
+                    throw FeedstoreError.corruptData(what: "store \(path)", reason: "database \(index.databaseName) or its counts are missing")
                 }
-                indexes.append(IndexSchema(catalog: index, database: db))
+                indexes.append(IndexSchema(catalog: index, database: db, counts: counts))
             }
             entities[entity.name] = EntitySchema(catalog: entity, records: records, indexes: indexes)
         }

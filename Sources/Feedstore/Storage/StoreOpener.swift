@@ -171,18 +171,24 @@ enum StoreOpener {
         let existing = try tx.schema.entity(declared.name)
         // Drop indexes no longer declared, or declared differently (rebuilt below).
         for index in existing.indexes where !declared.indexes.contains(index.definition) {
-            try tx.access { try $0.drop(index.database, delete: true) }
+            try tx.access { txn in
+                try txn.drop(index.database, delete: true)
+                try txn.drop(index.counted.counts, delete: true)
+            }
             try tx.updateCatalog { catalog in
                 catalog.entities[declared.name]!.indexes.removeAll { $0.id == index.id }
             }
         }
         for definition in declared.indexes where tx.schema.entities[declared.name]!.catalog.index(named: definition.name) == nil {
             let index = CatalogIndex(id: tx.schema.catalog.nextIndexID, entity: declared.name, definition: definition)
-            databases[index.databaseName] = try tx.access { txn in
-                try txn.openDatabase(named: index.databaseName, create: true)!
+            for name in [index.databaseName, index.countsDatabaseName] {
+                databases[name] = try tx.access { txn in
+                    let db = try txn.openDatabase(named: name, create: true)!
+                    // A database left by an earlier definition under the same name starts empty.
+                    try txn.drop(db, delete: false)
+                    return db
+                }
             }
-            // A database left by an earlier definition under the same name starts empty.
-            try tx.access { try $0.drop(databases[index.databaseName]!, delete: false) }
             try tx.updateCatalog({ catalog in
                 catalog.nextIndexID += 1
                 catalog.entities[declared.name]!.indexes.append(index)
@@ -208,13 +214,17 @@ enum StoreOpener {
             done += 1
             if done % 10_000 == 0 { progress?(index.definition.name, done, total) }
         }
-        for (key, primaryKey, components) in keys {
-            try tx.checkKeySize(key, entity: entity, index: index.definition.name)
-            if index.definition.unique {
-                try tx.checkUnique(index, components: components, key: key, primaryKey: primaryKey, entity: entity)
+        // Entries go in key order (cheap appends); uniqueness shows as equal neighbours.
+        keys.sort { $0.key.lexicographicallyPrecedes($1.key) }
+        for (i, entry) in keys.enumerated() {
+            try tx.checkKeySize(entry.key, entity: entity, index: index.definition.name)
+            if index.definition.unique, i > 0, entry.components == keys[i - 1].components, !entry.components.contains(.null) {
+                throw FeedstoreError.uniqueViolation(entity: entity.name, index: index.definition.name, key: entry.components,
+                                                     existingID: try KeyDecoder.decode(keys[i - 1].primaryKey).first?.value ?? .null)
             }
-            try IndexStorage(index: index).insert(key, in: tx)
+            try tx.access { _ = try $0.put(index.database, key: entry.key, value: []) }
         }
+        try tx.access { try index.counted.rebuild(in: $0) }
         progress?(index.definition.name, total, total)
     }
 }

@@ -59,10 +59,10 @@ public final class WriteTransaction: ReadTransaction {
             let old = schema.entities[entity.name]
             guard let records = databases[entity.recordsDatabaseName] ?? old?.records else { continue }
             let indexes = entity.indexes.compactMap { index -> IndexSchema? in
-                guard let db = databases[index.databaseName] ?? old?.indexes.first(where: { $0.id == index.id })?.database else {
-                    return nil
-                }
-                return IndexSchema(catalog: index, database: db)
+                let known = old?.indexes.first(where: { $0.id == index.id })
+                guard let db = databases[index.databaseName] ?? known?.database,
+                      let counts = databases[index.countsDatabaseName] ?? known?.counted.counts else { return nil }
+                return IndexSchema(catalog: index, database: db, counts: counts)
             }
             entities[entity.name] = EntitySchema(catalog: entity, records: records, indexes: indexes)
         }

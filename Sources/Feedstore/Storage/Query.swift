@@ -1,0 +1,133 @@
+/// An ordered view of one entity: a range of one index, forward or reversed. Positions in a
+/// query count from 0 in its order; the counted index answers them in O(log n).
+///
+/// ```swift
+/// let folder = Query(Message.self, index: "byFolderDate", range: .prefix(1))
+/// let n = try tx.count(folder)                       // O(log n)
+/// let row = try tx.object(at: 500_000, in: folder)   // O(log n)
+/// let i = try tx.position(of: 42, in: folder)        // O(log n)
+/// ```
+public struct Query<E: Entity>: Sendable, Hashable {
+    /// The index whose order the query follows.
+    public var index: String
+    /// The part of the index in the query.
+    public var range: IndexRange
+    /// Whether the query runs in reverse index order.
+    public var reverse: Bool
+
+    /// A query over `range` of `index`, in index order unless `reverse`.
+    public init(_ type: E.Type = E.self, index: String, range: IndexRange = .all, reverse: Bool = false) {
+        self.index = index
+        self.range = range
+        self.reverse = reverse
+    }
+
+    /// The part of this query whose next leading components equal `values` (a section, when a
+    /// query is sectioned by its first components).
+    public func narrowed(to values: [FieldValue]) -> Query {
+        var narrowed = self
+        narrowed.range.prefix += values
+        return narrowed
+    }
+}
+
+extension ReadTransaction {
+    /// A query's range resolved to keys, and the rank of its first entry.
+    struct ResolvedQuery {
+        let index: IndexSchema
+        let keys: KeyRange
+        /// Entries before the range, and entries in it.
+        let start: Int
+        let count: Int
+    }
+
+    func resolve(entity name: String, index indexName: String, range: IndexRange) throws -> ResolvedQuery {
+        let entity = try entity(name)
+        let index = try entity.index(named: indexName)
+        let keys = try KeyRange.resolve(range, descending: index.definition.components.map(\.descending), entity: name, index: indexName)
+        if keys.isEmpty { return ResolvedQuery(index: index, keys: keys, start: 0, count: 0) }
+        return try access { txn in
+            let start = try keys.lower.map { try index.counted.rank(of: $0, in: txn) } ?? 0
+            let end = try keys.upper.map { try index.counted.rank(of: $0, in: txn) } ?? (try index.counted.total(in: txn))
+            return ResolvedQuery(index: index, keys: keys, start: start, count: max(0, end - start))
+        }
+    }
+
+    /// How many records a query holds.
+    /// - Complexity: O(log n).
+    public func count<E: Entity>(_ query: Query<E>) throws -> Int {
+        try resolve(entity: E.entityName, index: query.index, range: query.range).count
+    }
+
+    /// The record at `position` (from 0, in the query's order), or nil past the end.
+    /// - Complexity: O(log n).
+    public func object<E: Entity>(at position: Int, in query: Query<E>) throws -> E? {
+        guard let entry = try entry(entity: E.entityName, index: query.index, range: query.range, reverse: query.reverse, at: position) else {
+            return nil
+        }
+        return try Self.decode(E.self, from: entry.record, id: entry.id)
+    }
+
+    /// The position (from 0, in the query's order) of the record with `id`, or nil when the
+    /// record does not exist or is not in the query.
+    /// - Complexity: O(log n).
+    public func position<E: Entity>(of id: E.ID, in query: Query<E>) throws -> Int? {
+        try position(entity: E.entityName, index: query.index, range: query.range, reverse: query.reverse, of: id.fieldValue)
+    }
+
+    /// Records of a query from `offset`, at most `limit` of them.
+    /// - Complexity: O(log n + k) for k records returned.
+    public func objects<E: Entity>(in query: Query<E>, offset: Int = 0, limit: Int? = nil) throws -> [E] {
+        try self.query(E.self, index: query.index, range: query.range, reverse: query.reverse, offset: offset, limit: limit)
+    }
+
+    /// The entry at a position of a range, read without the application's types.
+    /// - Complexity: O(log n).
+    public func entry(entity name: String, index indexName: String, range: IndexRange = .all, reverse: Bool = false,
+                      at position: Int) throws -> IndexEntry?
+    {
+        let resolved = try resolve(entity: name, index: indexName, range: range)
+        guard position >= 0, position < resolved.count else { return nil }
+        let rank = reverse ? resolved.start + resolved.count - 1 - position : resolved.start + position
+        guard let key = try access({ try resolved.index.counted.entry(at: rank, in: $0) }) else { return nil }
+        return try indexEntry(forKey: key, entity: name, index: resolved.index)
+    }
+
+    /// The position of a record in a range, read without the application's types.
+    /// - Complexity: O(log n).
+    public func position(entity name: String, index indexName: String, range: IndexRange = .all, reverse: Bool = false,
+                         of id: FieldValue) throws -> Int?
+    {
+        let resolved = try resolve(entity: name, index: indexName, range: range)
+        guard let fields = try record(entity: name, id: id),
+              let key = try resolved.index.key(of: fields, primaryKey: try KeyEncoding.encode([id])),
+              key.withUnsafeBytes({ resolved.keys.contains($0) })
+        else { return nil }
+        let rank = try access { try resolved.index.counted.rank(of: key, in: $0) }
+        let forward = rank - resolved.start
+        return reverse ? resolved.count - 1 - forward : forward
+    }
+
+    /// How many entries of an index sort before `key` (components, possibly only the leading ones).
+    /// - Complexity: O(log n).
+    public func rank(entity name: String, index indexName: String, before key: [FieldValue]) throws -> Int {
+        let index = try entity(name).index(named: indexName)
+        let bytes = try index.encodePrefix(key)
+        return try access { try index.counted.rank(of: bytes, in: $0) }
+    }
+
+    func indexEntry(forKey key: [UInt8], entity name: String, index: IndexSchema) throws -> IndexEntry {
+        var entity = try entity(name)
+        let components = try KeyDecoder.decode(key).map(\.value)
+        let id = components.last ?? .null
+        let primaryKey = try key.withUnsafeBytes { raw in
+            Array(raw[try KeyDecoder.lengthOfComponents(index.definition.components.count, in: raw)...])
+        }
+        guard let fields = try access({ txn in
+            try txn.withValue(entity.records, key: primaryKey) { try decodeFields($0, of: &entity, id: id) }
+        }) else {
+            throw FeedstoreError.corruptData(what: "index \(name).\(index.definition.name)", reason: "entry for missing record \(id.jsonText)")
+        }
+        return IndexEntry(key: Array(components.dropLast()), id: id, record: fields)
+    }
+}
