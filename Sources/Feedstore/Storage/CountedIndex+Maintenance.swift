@@ -101,6 +101,9 @@ extension CountedIndex {
             left.children = half
         }
         let right = Node(count: node.count - left.count, children: level == 1 ? 0 : node.children - half)
+        guard right.count >= 0, right.children >= 0 else {
+            throw FeedstoreError.corruptData(what: "index counts", reason: "level \(level) counts fewer entries than its children hold")
+        }
         try put(level, fence, left, in: txn)
         try put(level, middle, right, in: txn)
 

@@ -28,8 +28,8 @@ struct CountedIndex {
 
         var encoded: [UInt8] {
             var out = [UInt8](repeating: 0, count: 12)
-            for i in 0..<8 { out[i] = UInt8(truncatingIfNeeded: UInt64(count) >> (8 * i)) }
-            for i in 0..<4 { out[8 + i] = UInt8(truncatingIfNeeded: UInt32(children) >> (8 * i)) }
+            for i in 0..<8 { out[i] = UInt8(truncatingIfNeeded: UInt64(truncatingIfNeeded: count) >> (8 * i)) }
+            for i in 0..<4 { out[8 + i] = UInt8(truncatingIfNeeded: UInt32(truncatingIfNeeded: children) >> (8 * i)) }
             return out
         }
 
