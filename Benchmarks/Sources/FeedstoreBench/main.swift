@@ -23,6 +23,13 @@ case "bulk-insert":
     if bench.feedstoreOnly { break }
     print("| raw LMDB, same number of puts (1 per row) | \(fmt(r.rawSamePuts)) | \(String(format: "%.2f", r.feedstore / r.rawSamePuts)) |")
     print("| raw LMDB, Feedstore's physical puts (4 per row) | \(fmt(r.rawAllPuts)) | \(String(format: "%.2f", r.feedstore / r.rawAllPuts)) |")
+case "counts":
+    let sizes = arguments.firstIndex(of: "--sizes").map { arguments[arguments.index(after: $0)].split(separator: ",").compactMap { Int($0) } }
+        ?? [10_000, 100_000, 1_000_000, 10_000_000]
+    let bench = CountedIndexBench(sizes: sizes, directory: NSTemporaryDirectory() + "feedstore-counts-\(getpid())")
+    print("counted index, one random Int64 key per record, durability none, 100,000 random operations per size")
+    print(CountedIndexBench.header)
+    _ = try bench.run(uncountedUpTo: option("--uncounted-up-to", default: 10_000_000))
 default:
-    print("usage: feedstore-bench bulk-insert [--rows N]")
+    print("usage: feedstore-bench bulk-insert [--rows N] | counts [--sizes 10000,100000,…] [--uncounted-up-to N]")
 }

@@ -18,15 +18,17 @@ extension CountedIndex {
         let height = try height(in: txn)
         return try txn.withCursor(counts) { cursor in
             var bucket: [UInt8] = []
+            var target = [0] + key
             for level in 1...height {
-                let fence = try locate(level, key, cursor)
+                target[0] = UInt8(level)
+                try position(cursor, atFenceFor: target, level: level)
                 var node = try Node(cursor.value)
                 node.count += delta
                 guard node.count >= 0 else {
                     throw FeedstoreError.corruptData(what: "index counts", reason: "level \(level) count below zero")
                 }
                 try cursor.replaceCurrent(node.encoded)
-                if level == 1 { bucket = fence }
+                if level == 1 { bucket = Array(cursor.key.dropFirst()) }
             }
             return bucket
         }
@@ -34,15 +36,19 @@ extension CountedIndex {
 
     /// Positions `cursor` on the level's greatest fence <= `key` and returns that fence.
     func locate(_ level: Int, _ key: [UInt8], _ cursor: borrowing LMDBCursor) throws -> [UInt8] {
-        let target = [UInt8(level)] + key
+        try position(cursor, atFenceFor: [UInt8(level)] + key, level: level)
+        return Array(cursor.key.dropFirst())
+    }
+
+    /// Positions `cursor` on the greatest counts key <= `target` (level byte + key) of `level`.
+    private func position(_ cursor: borrowing LMDBCursor, atFenceFor target: [UInt8], level: Int) throws {
         if try cursor.seek(atOrAfter: target) {
-            if cursor.key.elementsEqual(target) { return key }
+            if cursor.key.compare(with: target) == 0 { return }
             guard try cursor.previous() else { throw missingFence(level, []) }
         } else {
             guard try cursor.last() else { throw missingFence(level, []) }
         }
         guard cursor.key.first == UInt8(level) else { throw missingFence(level, []) }
-        return Array(cursor.key.dropFirst())
     }
 
     private func node(_ level: Int, _ fence: [UInt8], in txn: borrowing LMDBTransaction) throws -> Node {

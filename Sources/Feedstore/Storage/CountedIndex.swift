@@ -42,12 +42,10 @@ struct CountedIndex {
             guard bytes.count == 12 else {
                 throw FeedstoreError.corruptData(what: "index counts", reason: "node of \(bytes.count) bytes, expected 12")
             }
-            var c: UInt64 = 0, k: UInt32 = 0
-            for i in (0..<8).reversed() { c = c << 8 | UInt64(bytes[i]) }
-            for i in (0..<4).reversed() { k = k << 8 | UInt32(bytes[8 + i]) }
+            let c = UInt64(littleEndian: bytes.loadUnaligned(as: UInt64.self))
             guard c <= UInt64(Int.max) else { throw FeedstoreError.corruptData(what: "index counts", reason: "count overflow") }
             count = Int(c)
-            children = Int(k)
+            children = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 8, as: UInt32.self)))
         }
     }
 
@@ -74,27 +72,32 @@ struct CountedIndex {
     func rank(of key: [UInt8], in txn: borrowing LMDBTransaction) throws -> Int {
         let height = try height(in: txn)
         var rank = 0
-        var fence: [UInt8] = []
+        // The fence followed so far, with one leading byte for its level.
+        var target: [UInt8] = [0]
         try txn.withCursor(counts) { cursor in
             for level in stride(from: height, through: 1, by: -1) {
-                let prefix = [UInt8(level)]
-                guard try cursor.seek(atOrAfter: prefix + fence), cursor.key.elementsEqual(prefix + fence) else {
-                    throw missingFence(level, fence)
+                target[0] = UInt8(level)
+                guard try cursor.seek(atOrAfter: target), cursor.key.compare(with: target) == 0 else {
+                    throw missingFence(level, Array(target.dropFirst()))
                 }
                 var current = try Node(cursor.value)
-                // Step right while the next sibling's fence is still <= key.
-                while try cursor.next(), cursor.key.first == UInt8(level) {
-                    let next = cursor.key.dropFirst()
-                    if key.lexicographicallyPrecedes(next) { break }
+                var moved = false
+                // Step right while the next sibling's fence is still <= key. The height key
+                // (0xFF) follows every level, so `next` never runs off the end here.
+                while try cursor.next(), cursor.key.first == UInt8(level), cursor.key.compare(dropping: 1, with: key) <= 0 {
                     rank += current.count
                     current = try Node(cursor.value)
-                    fence = Array(next)
+                    moved = true
+                }
+                if moved {
+                    guard try cursor.previous() else { throw missingFence(level, key) }
+                    target = Array(cursor.key)
                 }
             }
         }
         try txn.withCursor(entries) { cursor in
-            var found = try cursor.seek(atOrAfter: fence)
-            while found, cursor.key.lexicographicallyPrecedes(key) {
+            var found = try cursor.seek(atOrAfter: Array(target.dropFirst()))
+            while found, cursor.key.compare(with: key) < 0 {
                 rank += 1
                 found = try cursor.next()
             }
@@ -108,26 +111,28 @@ struct CountedIndex {
         guard rank >= 0, rank < (try total(in: txn)) else { return nil }
         let height = try height(in: txn)
         var remaining = rank
-        var fence: [UInt8] = []
+        var target: [UInt8] = [0]
         try txn.withCursor(counts) { cursor in
             for level in stride(from: height, through: 1, by: -1) {
-                let prefix = [UInt8(level)]
-                guard try cursor.seek(atOrAfter: prefix + fence), cursor.key.elementsEqual(prefix + fence) else {
-                    throw missingFence(level, fence)
+                target[0] = UInt8(level)
+                guard try cursor.seek(atOrAfter: target), cursor.key.compare(with: target) == 0 else {
+                    throw missingFence(level, Array(target.dropFirst()))
                 }
                 var current = try Node(cursor.value)
+                var moved = false
                 while remaining >= current.count {
                     remaining -= current.count
                     guard try cursor.next(), cursor.key.first == UInt8(level) else {
                         throw FeedstoreError.corruptData(what: "index counts", reason: "level \(level) counts less than the index holds")
                     }
                     current = try Node(cursor.value)
-                    fence = Array(cursor.key.dropFirst())
+                    moved = true
                 }
+                if moved { target = Array(cursor.key) }
             }
         }
         return try txn.withCursor(entries) { cursor in
-            var found = try cursor.seek(atOrAfter: fence)
+            var found = try cursor.seek(atOrAfter: Array(target.dropFirst()))
             while found, remaining > 0 {
                 remaining -= 1
                 found = try cursor.next()

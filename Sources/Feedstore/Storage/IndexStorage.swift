@@ -10,7 +10,7 @@ struct IndexStorage {
                 throw FeedstoreError.corruptData(what: "index \(index.catalog.entity).\(index.definition.name)",
                                                  reason: "entry already present before insertion")
             }
-            try index.counted.insert(key, in: txn)
+            if tx.core.maintainsCounts { try index.counted.insert(key, in: txn) }
         }
     }
 
@@ -20,7 +20,7 @@ struct IndexStorage {
                 throw FeedstoreError.corruptData(what: "index \(index.catalog.entity).\(index.definition.name)",
                                                  reason: "entry missing before removal")
             }
-            try index.counted.remove(key, in: txn)
+            if tx.core.maintainsCounts { try index.counted.remove(key, in: txn) }
         }
     }
 }

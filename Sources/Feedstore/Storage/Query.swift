@@ -108,12 +108,33 @@ extension ReadTransaction {
         return reverse ? resolved.count - 1 - forward : forward
     }
 
+    /// The entry key (components, then primary key) at position `rank` of an index, without
+    /// reading the record; nil past the end.
+    /// - Complexity: O(log n).
+    public func indexKey(entity name: String, index indexName: String, at rank: Int) throws -> IndexKey? {
+        let index = try entity(name).index(named: indexName)
+        return try access { try index.counted.entry(at: rank, in: $0) }.map(IndexKey.init)
+    }
+
+    /// How many entries of an index sort before `key`.
+    /// - Complexity: O(log n).
+    public func rank(entity name: String, index indexName: String, of key: IndexKey) throws -> Int {
+        let index = try entity(name).index(named: indexName)
+        return try access { try index.counted.rank(of: key.bytes, in: $0) }
+    }
+
     /// How many entries of an index sort before `key` (components, possibly only the leading ones).
     /// - Complexity: O(log n).
     public func rank(entity name: String, index indexName: String, before key: [FieldValue]) throws -> Int {
         let index = try entity(name).index(named: indexName)
         let bytes = try index.encodePrefix(key)
         return try access { try index.counted.rank(of: bytes, in: $0) }
+    }
+
+    /// The number of levels of an index's counts (for tools and benchmarks).
+    public func indexHeight(entity name: String, index indexName: String) throws -> Int {
+        let index = try entity(name).index(named: indexName)
+        return try access { try index.counted.height(in: $0) }
     }
 
     func indexEntry(forKey key: [UInt8], entity name: String, index: IndexSchema) throws -> IndexEntry {

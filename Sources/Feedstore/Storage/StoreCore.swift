@@ -11,6 +11,8 @@ final class StoreCore: @unchecked Sendable {
     let system: SystemDatabases
     let maximumMapSize: Int?
     let retention: JournalRetention
+    /// False only in benchmarks that measure the cost of counting.
+    let maintainsCounts: Bool
     private(set) var durability: Durability
     private let schemaState: Protected<SchemaSnapshot>
     /// `mdb_dbi_open` must not run in two transactions at once.
@@ -23,6 +25,7 @@ final class StoreCore: @unchecked Sendable {
         self.isReadOnly = options.readOnly
         self.maximumMapSize = options.maximumMapSize
         self.retention = options.journalRetention
+        self.maintainsCounts = options.maintainsCounts
         self.durability = options.durability
         self.system = system
         self.schemaState = Protected(schema)

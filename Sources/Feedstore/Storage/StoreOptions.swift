@@ -28,6 +28,9 @@ public struct StoreOptions: Sendable {
     public var readOnly: Bool = false
     /// How many recent commits the journal keeps and when it trims.
     public var journalRetention: JournalRetention = JournalRetention()
+    /// Benchmarks only: skips maintaining index counts, to measure what counting costs. A store
+    /// written this way has wrong counts (`verify` reports them); never use it otherwise.
+    @_spi(Benchmarking) public var maintainsCounts: Bool = true
     /// Called while an index is built on open, with (records done, records in all).
     public var indexBuildProgress: (@Sendable (_ index: String, _ done: Int, _ total: Int) -> Void)? = nil
 

@@ -1,0 +1,147 @@
+import CLMDB
+@_spi(Benchmarking) import Feedstore
+import Foundation
+
+/// One record with one secondary index on a random key: what the counting benchmark writes.
+struct Sample: Entity {
+    var id: UInt64
+    var key: Int64
+    static let indexes: [IndexDefinition] = [IndexDefinition("byKey", ["key"])]
+}
+
+/// Order statistics at several sizes: rank, entry(at:) and count(range) per second, and bulk
+/// insert with counting against insert without it and against raw LMDB puts, in the same run.
+struct CountedIndexBench {
+    let sizes: [Int]
+    let directory: String
+    let operations = 100_000
+
+    struct Row {
+        var size: Int
+        var rankPerSecond: Double
+        var entryPerSecond: Double
+        var countPerSecond: Double
+        var insertCounted: Double
+        var insertUncounted: Double?
+        var insertRaw: Double
+        var height: Int
+    }
+
+    func run(uncountedUpTo: Int) throws -> [Row] {
+        var rows: [Row] = []
+        for size in sizes {
+            var rng = SplitMix(state: UInt64(size))
+            let samples = (1...size).map { Sample(id: UInt64($0), key: Int64.random(in: .min ... .max, using: &rng)) }
+            let counted = try insert(samples, counting: true, name: "counted-\(size)")
+            let uncounted = size <= uncountedUpTo ? try insert(samples, counting: false, name: "uncounted-\(size)").rate : nil
+            let raw = try rawInsert(samples, path: directory + "/raw-\(size)")
+            let reads = try measureReads(store: counted.store, size: size, rng: &rng)
+            counted.store.close()
+            try? FileManager.default.removeItem(atPath: directory)
+            rows.append(Row(size: size, rankPerSecond: reads.rank, entryPerSecond: reads.entry, countPerSecond: reads.count,
+                            insertCounted: counted.rate, insertUncounted: uncounted, insertRaw: raw, height: reads.height))
+            print(Self.format(rows.last!))
+        }
+        return rows
+    }
+
+    private func insert(_ samples: [Sample], counting: Bool, name: String) throws -> (store: Store, rate: Double) {
+        var options = StoreOptions(durability: .none, initialMapSize: 1 << 30)
+        options.maintainsCounts = counting
+        options.journalRetention = JournalRetention(minimumCommits: 10)
+        let store = try Store(path: directory + "/" + name, entities: [Sample.self], options: options)
+        let start = Date()
+        var i = 0
+        while i < samples.count {
+            let chunk = samples[i..<min(samples.count, i + 1_000)]
+            try store.write { tx in for s in chunk { try tx.insert(s) } }
+            i += 1_000
+        }
+        try store.sync()
+        let rate = Double(samples.count) / Date().timeIntervalSince(start)
+        if !counting { store.close() }
+        return (store, rate)
+    }
+
+    private func measureReads(store: Store, size: Int, rng: inout SplitMix) throws -> (rank: Double, entry: Double, count: Double, height: Int) {
+        let positions = (0..<operations).map { _ in Int.random(in: 0..<size, using: &rng) }
+        return try store.read { tx in
+            // entry(at:): random positions.
+            var start = Date()
+            var keys: [IndexKey] = []
+            keys.reserveCapacity(positions.count)
+            for p in positions {
+                guard let key = try tx.indexKey(entity: "Sample", index: "byKey", at: p) else { fatalError("missing entry") }
+                keys.append(key)
+            }
+            let entryRate = Double(positions.count) / Date().timeIntervalSince(start)
+            // rank: of those keys.
+            start = Date()
+            var sum = 0
+            for key in keys { sum &+= try tx.rank(entity: "Sample", index: "byKey", of: key) }
+            let rankRate = Double(keys.count) / Date().timeIntervalSince(start)
+            // count(range): between two random keys (decoded outside the timing).
+            let bounds = try keys.map { try $0.components()[0] }
+            start = Date()
+            for i in stride(from: 0, to: bounds.count - 1, by: 2) {
+                let (a, b) = bounds[i] < bounds[i + 1] ? (bounds[i], bounds[i + 1]) : (bounds[i + 1], bounds[i])
+                sum &+= try tx.count(Sample.self, index: "byKey", range: IndexRange(from: .inclusive([a]), to: .exclusive([b])))
+            }
+            let countRate = Double(keys.count / 2) / Date().timeIntervalSince(start)
+            if sum == 42 { print("") }  // keep the work observable
+            return (rankRate, entryRate, countRate, try tx.indexHeight(entity: "Sample", index: "byKey"))
+        }
+    }
+
+    /// Raw LMDB: the record put and the index-entry put per row, nothing else.
+    private func rawInsert(_ samples: [Sample], path: String) throws -> Double {
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        var env: OpaquePointer?
+        func check(_ code: Int32) throws { if code != 0 { throw LMDBError(code: code, operation: "raw LMDB") } }
+        try check(mdb_env_create(&env))
+        defer { mdb_env_close(env) }
+        try check(mdb_env_set_mapsize(env, 16 << 30))
+        try check(mdb_env_set_maxdbs(env, 4))
+        try check(mdb_env_open(env, path, UInt32(MDB_NOSYNC | MDB_NOTLS), 0o600))
+        var txn: OpaquePointer?
+        var records: MDB_dbi = 0, index: MDB_dbi = 0
+        try check(mdb_txn_begin(env, nil, 0, &txn))
+        try check(mdb_dbi_open(txn, "records", UInt32(MDB_CREATE), &records))
+        try check(mdb_dbi_open(txn, "index", UInt32(MDB_CREATE), &index))
+        try check(mdb_txn_commit(txn))
+        let start = Date()
+        var value = [UInt8](repeating: 1, count: 24)
+        var i = 0
+        while i < samples.count {
+            try check(mdb_txn_begin(env, nil, 0, &txn))
+            for s in samples[i..<min(samples.count, i + 1_000)] {
+                var id = s.id.bigEndian
+                var indexKey = (UInt64(bitPattern: s.key) ^ (1 << 63)).bigEndian
+                var empty = MDB_val(mv_size: 0, mv_data: nil)
+                var k = MDB_val(mv_size: 8, mv_data: &id)
+                try value.withUnsafeMutableBytes { bytes in
+                    var v = MDB_val(mv_size: bytes.count, mv_data: bytes.baseAddress)
+                    try check(mdb_put(txn, records, &k, &v, 0))
+                }
+                var ik = MDB_val(mv_size: 8, mv_data: &indexKey)
+                try check(mdb_put(txn, index, &ik, &empty, 0))
+            }
+            try check(mdb_txn_commit(txn))
+            i += 1_000
+        }
+        try check(mdb_env_sync(env, 1))
+        return Double(samples.count) / Date().timeIntervalSince(start)
+    }
+
+    static let header = """
+        | entries | height | rank/s | entry(at:)/s | count(range)/s | insert rows/s, counted | uncounted | counted ÷ uncounted | raw LMDB rows/s | counted ÷ raw |
+        |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
+        """
+
+    static func format(_ r: Row) -> String {
+        func n(_ x: Double) -> String { Int(x).formatted() }
+        let uncounted = r.insertUncounted.map(n) ?? "–"
+        let ratio = r.insertUncounted.map { String(format: "%.2f", r.insertCounted / $0) } ?? "–"
+        return "| \(r.size.formatted()) | \(r.height) | \(n(r.rankPerSecond)) | \(n(r.entryPerSecond)) | \(n(r.countPerSecond)) | \(n(r.insertCounted)) | \(uncounted) | \(ratio) | \(n(r.insertRaw)) | \(String(format: "%.2f", r.insertCounted / r.insertRaw)) |"
+    }
+}
