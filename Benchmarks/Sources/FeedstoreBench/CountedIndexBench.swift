@@ -24,6 +24,8 @@ struct CountedIndexBench {
         var insertCounted: Double
         var insertUncounted: Double?
         var insertRaw: Double
+        /// Raw LMDB random cursor seeks per second on an index of the same size: the floor of any lookup.
+        var rawSeekPerSecond: Double
         var height: Int
     }
 
@@ -34,12 +36,13 @@ struct CountedIndexBench {
             let samples = (1...size).map { Sample(id: UInt64($0), key: Int64.random(in: .min ... .max, using: &rng)) }
             let counted = try insert(samples, counting: true, name: "counted-\(size)")
             let uncounted = size <= uncountedUpTo ? try insert(samples, counting: false, name: "uncounted-\(size)").rate : nil
-            let raw = try rawInsert(samples, path: directory + "/raw-\(size)")
+            let raw = try rawInsert(samples, path: directory + "/raw-\(size)", rng: &rng)
             let reads = try measureReads(store: counted.store, size: size, rng: &rng)
             counted.store.close()
             try? FileManager.default.removeItem(atPath: directory)
             rows.append(Row(size: size, rankPerSecond: reads.rank, entryPerSecond: reads.entry, countPerSecond: reads.count,
-                            insertCounted: counted.rate, insertUncounted: uncounted, insertRaw: raw, height: reads.height))
+                            insertCounted: counted.rate, insertUncounted: uncounted, insertRaw: raw.insert,
+                            rawSeekPerSecond: raw.seek, height: reads.height))
             print(Self.format(rows.last!))
         }
         return rows
@@ -94,7 +97,7 @@ struct CountedIndexBench {
     }
 
     /// Raw LMDB: the record put and the index-entry put per row, nothing else.
-    private func rawInsert(_ samples: [Sample], path: String) throws -> Double {
+    private func rawInsert(_ samples: [Sample], path: String, rng: inout SplitMix) throws -> (insert: Double, seek: Double) {
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         var env: OpaquePointer?
         func check(_ code: Int32) throws { if code != 0 { throw LMDBError(code: code, operation: "raw LMDB") } }
@@ -130,18 +133,35 @@ struct CountedIndexBench {
             i += 1_000
         }
         try check(mdb_env_sync(env, 1))
-        return Double(samples.count) / Date().timeIntervalSince(start)
+        let insertRate = Double(samples.count) / Date().timeIntervalSince(start)
+        // Random seeks on the index: one cursor positioning per operation, as a lookup needs.
+        try check(mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &txn))
+        defer { mdb_txn_abort(txn) }
+        var cursor: OpaquePointer?
+        try check(mdb_cursor_open(txn, index, &cursor))
+        defer { mdb_cursor_close(cursor) }
+        let probes = (0..<operations).map { _ in (UInt64(bitPattern: samples[Int.random(in: 0..<samples.count, using: &rng)].key) ^ (1 << 63)).bigEndian }
+        let seekStart = Date()
+        var found = 0
+        for var probe in probes {
+            var k = MDB_val(mv_size: 8, mv_data: &probe)
+            var v = MDB_val()
+            if mdb_cursor_get(cursor, &k, &v, MDB_SET_RANGE) == 0 { found += 1 }
+        }
+        let seekRate = Double(probes.count) / Date().timeIntervalSince(seekStart)
+        if found != probes.count { print("raw seeks missed \(probes.count - found)") }
+        return (insertRate, seekRate)
     }
 
     static let header = """
-        | entries | height | rank/s | entry(at:)/s | count(range)/s | insert rows/s, counted | uncounted | counted ÷ uncounted | raw LMDB rows/s | counted ÷ raw |
-        |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
+        | entries | height | rank/s | entry(at:)/s | count(range)/s | raw LMDB seek/s | entry(at:) ÷ raw seek | insert rows/s, counted | uncounted | counted ÷ uncounted | raw LMDB rows/s | counted ÷ raw |
+        |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
         """
 
     static func format(_ r: Row) -> String {
         func n(_ x: Double) -> String { Int(x).formatted() }
         let uncounted = r.insertUncounted.map(n) ?? "–"
         let ratio = r.insertUncounted.map { String(format: "%.2f", r.insertCounted / $0) } ?? "–"
-        return "| \(r.size.formatted()) | \(r.height) | \(n(r.rankPerSecond)) | \(n(r.entryPerSecond)) | \(n(r.countPerSecond)) | \(n(r.insertCounted)) | \(uncounted) | \(ratio) | \(n(r.insertRaw)) | \(String(format: "%.2f", r.insertCounted / r.insertRaw)) |"
+        return "| \(r.size.formatted()) | \(r.height) | \(n(r.rankPerSecond)) | \(n(r.entryPerSecond)) | \(n(r.countPerSecond)) | \(n(r.rawSeekPerSecond)) | \(String(format: "%.2f", r.entryPerSecond / r.rawSeekPerSecond)) | \(n(r.insertCounted)) | \(uncounted) | \(ratio) | \(n(r.insertRaw)) | \(String(format: "%.2f", r.insertCounted / r.insertRaw)) |"
     }
 }

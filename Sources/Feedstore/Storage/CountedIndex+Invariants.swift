@@ -1,12 +1,48 @@
 extension CountedIndex {
-    /// Compares the counting structure with a full scan of the entries: every level's fences
-    /// nest, every count and children number is exact and within bounds, and `rank` and
-    /// `entry(at:)` agree with the entries' order at every position. Returns what is wrong.
-    /// - Complexity: O(n log n).
+    /// Compares the tree with a full scan of the entries: every node is reachable from the root
+    /// and nothing else is stored; each node's fence is its first child's, its children's fences
+    /// ascend, and every count equals what lies below; buckets and nodes are within bounds; and
+    /// (optionally) `rank` and `entry(at:)` agree with the entries' order at every position.
+    /// Returns what is wrong.
+    /// - Complexity: O(n log n) with every position, O(n) without.
     func check(in txn: borrowing LMDBTransaction, checkEveryPosition: Bool = true) throws -> [String] {
         var problems: [String] = []
         let height: Int
         do { height = try self.height(in: txn) } catch { return ["\(error)"] }
+        var buckets: [(fence: [UInt8], count: Int)] = []
+        var nodes = 0
+
+        /// Visits a node and returns the entries below it.
+        func visit(_ level: Int, _ fence: [UInt8], in txn: borrowing LMDBTransaction) throws -> Int {
+            nodes += 1
+            let node: CountNode
+            do { node = try withNode(level, fence, in: txn) { CountNode($0) } } catch {
+                problems.append("\(error)")
+                return 0
+            }
+            if node.fences.first != fence { problems.append("level \(level) node's fence is not its first child's") }
+            for (a, b) in zip(node.fences, node.fences.dropFirst()) where !a.lexicographicallyPrecedes(b) {
+                problems.append("level \(level) node's children are out of order")
+            }
+            if node.counts.count > limits.maximumChildren || !fits(node, fence: fence) {
+                problems.append("level \(level) node holds \(node.counts.count) children in \(node.byteCount) bytes")
+            }
+            for (childFence, count) in zip(node.fences, node.counts) {
+                if level == 1 {
+                    buckets.append((childFence, count))
+                } else {
+                    let below = try visit(level - 1, childFence, in: txn)
+                    if below != count { problems.append("level \(level) child counts \(count), holds \(below)") }
+                }
+            }
+            return node.total
+        }
+
+        let total = try visit(height, [], in: txn)
+        if height > 1, try withNode(height, [], in: txn, { $0.count }) < 2 { problems.append("the root has a single child") }
+        let stored = try txn.statistics(counts).entries
+        if stored != nodes + 1 { problems.append("\(stored - 1) nodes stored, \(nodes) reachable from the root") }
+
         var keys: [[UInt8]] = []
         try txn.withCursor(entries) { cursor in
             var found = try cursor.first()
@@ -15,58 +51,20 @@ extension CountedIndex {
                 found = try cursor.next()
             }
         }
-        var levels: [[(fence: [UInt8], node: Node)]] = Array(repeating: [], count: height + 1)
-        try txn.withCursor(counts) { cursor in
-            var found = try cursor.first()
-            while found {
-                let level = Int(cursor.key.first ?? 0)
-                if level == 0xFF {
-                    // the height
-                } else if level < 1 || level > height {
-                    problems.append("fence on level \(level) above the height \(height)")
-                } else {
-                    levels[level].append((Array(cursor.key.dropFirst()), try Node(cursor.value)))
-                }
-                found = try cursor.next()
-            }
-        }
-        for level in 1...height where levels[level].first?.fence != [] {
-            problems.append("level \(level) does not start with the empty fence")
-        }
-        if !problems.isEmpty { return problems }
-        // Level 1: each bucket's count is the number of entries in its span.
+        if total != keys.count { problems.append("the root counts \(total) entries; the index holds \(keys.count)") }
         var k = 0
-        for (i, bucket) in levels[1].enumerated() {
-            let end = i + 1 < levels[1].count ? levels[1][i + 1].fence : nil
+        for (i, bucket) in buckets.enumerated() {
+            let end = i + 1 < buckets.count ? buckets[i + 1].fence : nil
+            if k < keys.count, keys[k].lexicographicallyPrecedes(bucket.fence) { problems.append("entry before bucket \(i)'s fence") }
             var n = 0
-            while k < keys.count, end.map({ keys[k].lexicographicallyPrecedes($0) }) ?? true { n += 1; k += 1 }
-            if n != bucket.node.count { problems.append("level 1 fence #\(i) counts \(bucket.node.count), holds \(n)") }
-            if n > Self.maximumBucket { problems.append("level 1 fence #\(i) holds \(n) entries") }
-        }
-        // Upper levels: counts are sums of the children's, children are the lower fences in span.
-        for level in stride(from: 2, through: height, by: 1) {
-            let lower = levels[level - 1]
-            var j = 0
-            for (i, item) in levels[level].enumerated() {
-                let end = i + 1 < levels[level].count ? levels[level][i + 1].fence : nil
-                guard j < lower.count, lower[j].fence == item.fence else {
-                    problems.append("level \(level) fence #\(i) is not a level \(level - 1) fence")
-                    break
-                }
-                var sum = 0, children = 0
-                while j < lower.count, end.map({ lower[j].fence.lexicographicallyPrecedes($0) }) ?? true {
-                    sum += lower[j].node.count
-                    children += 1
-                    j += 1
-                }
-                if sum != item.node.count || children != item.node.children {
-                    problems.append("level \(level) fence #\(i) says \(item.node.count)/\(item.node.children), children hold \(sum)/\(children)")
-                }
-                if children > Self.maximumChildren { problems.append("level \(level) fence #\(i) has \(children) children") }
+            while k < keys.count, end.map({ keys[k].lexicographicallyPrecedes($0) }) ?? true {
+                n += 1
+                k += 1
             }
+            if n != bucket.count { problems.append("bucket \(i) counts \(bucket.count), holds \(n)") }
+            if n > limits.maximumBucket { problems.append("bucket \(i) holds \(n) entries") }
+            if problems.count > 20 { return problems }
         }
-        if levels[height].count > Self.maximumChildren { problems.append("top level has \(levels[height].count) fences") }
-        if height > 1 && levels[height].count == 1 { problems.append("top level has a single fence") }
         if checkEveryPosition && problems.isEmpty {
             for (i, key) in keys.enumerated() {
                 let r = try rank(of: key, in: txn)

@@ -1,200 +1,201 @@
 extension CountedIndex {
+    /// One node on the way from the root to a bucket, and the child taken there.
+    struct PathStep {
+        var level: Int
+        var fence: [UInt8]
+        var child: Int
+    }
+
     /// Counts a new entry; the entry itself must already be in ``entries``.
     /// - Complexity: O(log n) amortized (one count per level, and a rare split).
     func insert(_ key: [UInt8], in txn: borrowing LMDBTransaction) throws {
-        let bucket = try adjust(key, by: 1, in: txn)
-        try splitIfNeeded(level: 1, fence: bucket, in: txn)
+        let (path, size) = try adjust(key, by: 1, in: txn)
+        guard size > limits.maximumBucket else { return }
+        let leaf = path[path.count - 1]
+        var node = try withNode(1, leaf.fence, in: txn) { CountNode($0) }
+        // Split the bucket in half at a separator between its two middle entries.
+        let half = size / 2
+        let separator: [UInt8] = try txn.withCursor(entries) { cursor in
+            guard try cursor.seek(atOrAfter: node.fences[leaf.child]) else { throw shortBucket() }
+            for _ in 0..<(half - 1) { guard try cursor.next() else { throw shortBucket() } }
+            let previous = Array(cursor.key)
+            guard try cursor.next() else { throw shortBucket() }
+            return Self.shortestSeparator(after: previous, upTo: Array(cursor.key))
+        }
+        node.counts[leaf.child] = half
+        node.fences.insert(separator, at: leaf.child + 1)
+        node.counts.insert(size - half, at: leaf.child + 1)
+        try store(node, at: path.count - 1, of: path, in: txn)
     }
 
     /// Uncounts a removed entry; the entry itself must already be gone from ``entries``.
     /// - Complexity: O(log n) amortized.
     func remove(_ key: [UInt8], in txn: borrowing LMDBTransaction) throws {
-        let bucket = try adjust(key, by: -1, in: txn)
-        try mergeIfSmall(level: 1, fence: bucket, in: txn)
+        let (path, _) = try adjust(key, by: -1, in: txn)
+        let leaf = path[path.count - 1]
+        var node = try withNode(1, leaf.fence, in: txn) { CountNode($0) }
+        // Merge the bucket with a neighbour when both together are at most half full.
+        let left = leaf.child > 0 ? leaf.child - 1 : 0
+        guard left + 1 < node.counts.count, node.counts[left] + node.counts[left + 1] <= limits.maximumBucket / 2 else { return }
+        node.counts[left] += node.counts[left + 1]
+        node.counts.remove(at: left + 1)
+        node.fences.remove(at: left + 1)
+        try storeShrunk(node, at: path.count - 1, of: path, in: txn)
     }
 
-    /// Adds `delta` to the count of every fence above `key`; returns its bucket's fence.
-    private func adjust(_ key: [UInt8], by delta: Int, in txn: borrowing LMDBTransaction) throws -> [UInt8] {
+    /// Adds `delta` to the count of every node's child on the way to `key`'s bucket, patching
+    /// each node in place; returns the path, root first, and the bucket's new size.
+    private func adjust(_ key: [UInt8], by delta: Int, in txn: borrowing LMDBTransaction) throws -> (path: [PathStep], bucket: Int) {
         let height = try height(in: txn)
         return try txn.withCursor(counts) { cursor in
-            var bucket: [UInt8] = []
-            var target = [0] + key
-            for level in 1...height {
-                target[0] = UInt8(level)
-                try position(cursor, atFenceFor: target, level: level)
-                var node = try Node(cursor.value)
-                node.count += delta
-                guard node.count >= 0 else {
-                    throw FeedstoreError.corruptData(what: "index counts", reason: "level \(level) count below zero")
+            var bucket = 0
+            var path: [PathStep] = []
+            path.reserveCapacity(height)
+            var fence: [UInt8] = []
+            for level in stride(from: height, through: 1, by: -1) {
+                let nodeKey = Self.nodeKey(level, fence)
+                guard try cursor.seek(atOrAfter: nodeKey), cursor.key.compare(with: nodeKey) == 0 else {
+                    throw FeedstoreError.corruptData(what: "index counts", reason: "level \(level) lacks a node of fence \(fence.count) bytes")
                 }
-                try cursor.replaceCurrent(node.encoded)
-                if level == 1 { bucket = Array(cursor.key.dropFirst()) }
+                let view = try CountNodeView(cursor.value)
+                let child = view.child(containing: key)
+                let updated = view.entries(child) + delta
+                guard updated >= 0 else { throw FeedstoreError.corruptData(what: "index counts", reason: "level \(level) count below zero") }
+                var bytes = Array(cursor.value)
+                withUnsafeBytes(of: UInt64(updated).littleEndian) { new in
+                    for b in 0..<8 { bytes[CountNode.countOffset(child) + b] = new[b] }
+                }
+                let next = view.fence(child)
+                try cursor.replaceCurrent(bytes)
+                path.append(PathStep(level: level, fence: fence, child: child))
+                fence = next
+                bucket = updated
             }
-            return bucket
+            return (path, bucket)
         }
     }
 
-    /// Positions `cursor` on the level's greatest fence <= `key` and returns that fence.
-    func locate(_ level: Int, _ key: [UInt8], _ cursor: borrowing LMDBCursor) throws -> [UInt8] {
-        try position(cursor, atFenceFor: [UInt8(level)] + key, level: level)
-        return Array(cursor.key.dropFirst())
-    }
-
-    /// Positions `cursor` on the greatest counts key <= `target` (level byte + key) of `level`.
-    private func position(_ cursor: borrowing LMDBCursor, atFenceFor target: [UInt8], level: Int) throws {
-        if try cursor.seek(atOrAfter: target) {
-            if cursor.key.compare(with: target) == 0 { return }
-            guard try cursor.previous() else { throw missingFence(level, []) }
-        } else {
-            guard try cursor.last() else { throw missingFence(level, []) }
-        }
-        guard cursor.key.first == UInt8(level) else { throw missingFence(level, []) }
-    }
-
-    private func node(_ level: Int, _ fence: [UInt8], in txn: borrowing LMDBTransaction) throws -> Node {
-        guard let node = try txn.withValue(counts, key: [UInt8(level)] + fence, { try Node($0) }) else {
-            throw missingFence(level, fence)
-        }
-        return node
-    }
-
-    private func put(_ level: Int, _ fence: [UInt8], _ node: Node, in txn: borrowing LMDBTransaction) throws {
-        try txn.put(counts, key: [UInt8(level)] + fence, value: node.encoded)
+    private func shortBucket() -> FeedstoreError {
+        .corruptData(what: "index counts", reason: "bucket holds fewer entries than counted")
     }
 
     private func setHeight(_ height: Int, in txn: borrowing LMDBTransaction) throws {
         try txn.put(counts, key: Self.heightKey, value: [UInt8(height)])
     }
 
-    /// The number of fences on a level (only used on the top level, which is small).
-    private func fenceCount(_ level: Int, in txn: borrowing LMDBTransaction) throws -> Int {
-        try txn.withCursor(counts) { cursor in
-            var n = 0
-            var found = try cursor.seek(atOrAfter: [UInt8(level)])
-            while found, cursor.key.first == UInt8(level) {
-                n += 1
-                found = try cursor.next()
-            }
-            return n
-        }
+    func fits(_ node: CountNode, fence: [UInt8]) -> Bool {
+        node.counts.count <= limits.maximumChildren && node.byteCount + fence.count + 1 <= limits.maximumNodeBytes
     }
 
-    /// Splits a fence's span in two when it holds too many entries (level 1) or children.
-    private func splitIfNeeded(level: Int, fence: [UInt8], in txn: borrowing LMDBTransaction) throws {
-        let node = try node(level, fence, in: txn)
-        let size = level == 1 ? node.count : node.children
-        guard size > (level == 1 ? Self.maximumBucket : Self.maximumChildren) else { return }
-        let half = size / 2
-        var left = Node(count: 0, children: 0)
-        let middle: [UInt8]
-        if level == 1 {
-            middle = try txn.withCursor(entries) { cursor in
-                var found = try cursor.seek(atOrAfter: fence)
-                for _ in 0..<half where found { found = try cursor.next() }
-                guard found else { throw FeedstoreError.corruptData(what: "index counts", reason: "bucket shorter than its count") }
-                return Array(cursor.key)
-            }
-            left.count = half
-        } else {
-            middle = try txn.withCursor(counts) { cursor in
-                guard try cursor.seek(atOrAfter: [UInt8(level - 1)] + fence) else { throw missingFence(level - 1, fence) }
-                for _ in 0..<half {
-                    left.count += try Node(cursor.value).count
-                    guard try cursor.next(), cursor.key.first == UInt8(level - 1) else { throw missingFence(level - 1, fence) }
-                }
-                return Array(cursor.key.dropFirst())
-            }
-            left.children = half
-        }
-        let right = Node(count: node.count - left.count, children: level == 1 ? 0 : node.children - half)
-        guard right.count >= 0, right.children >= 0 else {
-            throw FeedstoreError.corruptData(what: "index counts", reason: "level \(level) counts fewer entries than its children hold")
-        }
-        try put(level, fence, left, in: txn)
-        try put(level, middle, right, in: txn)
-
-        let height = try height(in: txn)
-        if level == height {
-            let fences = try fenceCount(level, in: txn)
-            if fences > Self.maximumChildren {
-                try put(level + 1, [], Node(count: try total(in: txn), children: fences), in: txn)
-                try setHeight(level + 1, in: txn)
-                try splitIfNeeded(level: level + 1, fence: [], in: txn)
-            }
+    /// Writes `path[step]`'s node after it gained a child, splitting it (and its ancestors) when
+    /// it no longer fits; a root split adds a level.
+    private func store(_ node: CountNode, at step: Int, of path: [PathStep], in txn: borrowing LMDBTransaction) throws {
+        let level = path[step].level, fence = path[step].fence
+        if fits(node, fence: fence) {
+            try txn.put(counts, key: Self.nodeKey(level, fence), value: node.encoded())
             return
         }
-        let parent = try txn.withCursor(counts) { try locate(level + 1, fence, $0) }
-        var parentNode = try self.node(level + 1, parent, in: txn)
-        parentNode.children += 1
-        try put(level + 1, parent, parentNode, in: txn)
-        try splitIfNeeded(level: level + 1, fence: parent, in: txn)
-    }
-
-    /// Merges a fence's span into its left sibling when both together are at most half full.
-    /// The first fence under a parent (itself a fence one level up) never merges left.
-    private func mergeIfSmall(level: Int, fence: [UInt8], in txn: borrowing LMDBTransaction) throws {
-        let height = try height(in: txn)
-        guard !fence.isEmpty else { return try shrinkIfSingle(height, in: txn) }
-        if level < height, try txn.get(counts, key: [UInt8(level + 1)] + fence) != nil { return }
-        let node = try node(level, fence, in: txn)
-        let (leftFence, leftNode) = try txn.withCursor(counts) { cursor -> ([UInt8], Node) in
-            guard try cursor.seek(atOrAfter: [UInt8(level)] + fence), try cursor.previous(), cursor.key.first == UInt8(level) else {
-                throw missingFence(level, fence)
-            }
-            return (Array(cursor.key.dropFirst()), try Node(cursor.value))
+        let middle = node.counts.count / 2
+        let left = CountNode(fences: Array(node.fences[..<middle]), counts: Array(node.counts[..<middle]))
+        let right = CountNode(fences: Array(node.fences[middle...]), counts: Array(node.counts[middle...]))
+        try txn.put(counts, key: Self.nodeKey(level, fence), value: left.encoded())
+        try txn.put(counts, key: Self.nodeKey(level, right.fences[0]), value: right.encoded())
+        if step == 0 {
+            let root = CountNode(fences: [[], right.fences[0]], counts: [left.total, right.total])
+            try txn.put(counts, key: Self.nodeKey(level + 1, []), value: root.encoded())
+            return try setHeight(level + 1, in: txn)
         }
-        let combined = level == 1 ? node.count + leftNode.count : node.children + leftNode.children
-        guard combined <= (level == 1 ? Self.maximumBucket : Self.maximumChildren) / 2 else { return }
-        try put(level, leftFence, Node(count: leftNode.count + node.count, children: leftNode.children + node.children), in: txn)
-        try txn.delete(counts, key: [UInt8(level)] + fence)
-        if level == height { return try shrinkIfSingle(height, in: txn) }
-        let parent = try txn.withCursor(counts) { try locate(level + 1, fence, $0) }
-        var parentNode = try self.node(level + 1, parent, in: txn)
-        parentNode.children -= 1
-        try put(level + 1, parent, parentNode, in: txn)
-        try mergeIfSmall(level: level + 1, fence: parent, in: txn)
+        let parentStep = path[step - 1]
+        var parent = try withNode(parentStep.level, parentStep.fence, in: txn) { CountNode($0) }
+        parent.counts[parentStep.child] = left.total
+        parent.fences.insert(right.fences[0], at: parentStep.child + 1)
+        parent.counts.insert(right.total, at: parentStep.child + 1)
+        try store(parent, at: step - 1, of: path, in: txn)
     }
 
-    /// Removes the top level while it holds a single fence (over a level that can stand alone).
-    private func shrinkIfSingle(_ height: Int, in txn: borrowing LMDBTransaction) throws {
-        var height = height
-        while height > 1, try fenceCount(height, in: txn) == 1 {
-            try txn.delete(counts, key: [UInt8(height)])
+    /// Writes `path[step]`'s node after it lost a child, merging it with a sibling when both
+    /// together fit in one node; a root left with one child gives way to that child.
+    private func storeShrunk(_ node: CountNode, at step: Int, of path: [PathStep], in txn: borrowing LMDBTransaction) throws {
+        let level = path[step].level, fence = path[step].fence
+        try txn.put(counts, key: Self.nodeKey(level, fence), value: node.encoded())
+        if step == 0 { return try shrinkRoot(in: txn) }
+        guard node.counts.count <= limits.maximumChildren / 4 else { return }
+        let parentStep = path[step - 1]
+        var parent = try withNode(parentStep.level, parentStep.fence, in: txn) { CountNode($0) }
+        guard parent.counts.count > 1 else { return }
+        let leftIndex = parentStep.child > 0 ? parentStep.child - 1 : 0
+        let leftFence = parent.fences[leftIndex], rightFence = parent.fences[leftIndex + 1]
+        var left = try withNode(level, leftFence, in: txn) { CountNode($0) }
+        let right = try withNode(level, rightFence, in: txn) { CountNode($0) }
+        left.fences += right.fences
+        left.counts += right.counts
+        guard left.counts.count <= limits.maximumChildren / 2, fits(left, fence: leftFence) else { return }
+        try txn.put(counts, key: Self.nodeKey(level, leftFence), value: left.encoded())
+        try txn.delete(counts, key: Self.nodeKey(level, rightFence))
+        parent.counts[leftIndex] += parent.counts[leftIndex + 1]
+        parent.counts.remove(at: leftIndex + 1)
+        parent.fences.remove(at: leftIndex + 1)
+        try storeShrunk(parent, at: step - 1, of: path, in: txn)
+    }
+
+    /// While the root has a single child node, that child (fence "") becomes the root.
+    private func shrinkRoot(in txn: borrowing LMDBTransaction) throws {
+        var height = try height(in: txn)
+        while height > 1, try withNode(height, [], in: txn, { $0.count }) == 1 {
+            try txn.delete(counts, key: Self.nodeKey(height, []))
             height -= 1
             try setHeight(height, in: txn)
         }
     }
 
-    /// Rebuilds every level from the entries, in one pass: buckets and groups filled to ¾.
+    /// The shortest key that sorts after `previous` and at or before `next` (a prefix of `next`),
+    /// which keeps fences, and so nodes, small.
+    static func shortestSeparator(after previous: [UInt8], upTo next: [UInt8]) -> [UInt8] {
+        var i = 0
+        while i < previous.count, i < next.count, previous[i] == next[i] { i += 1 }
+        return Array(next.prefix(i + 1))
+    }
+
+    /// Rebuilds the tree from the entries in one pass, filling buckets and nodes to ¾.
     /// - Complexity: O(n).
     func rebuild(in txn: borrowing LMDBTransaction) throws {
         try txn.drop(counts, delete: false)
-        let bucketFill = Self.maximumBucket * 3 / 4
-        var level: [(fence: [UInt8], node: Node)] = [([], Node(count: 0, children: 0))]
+        let bucketFill = limits.maximumBucket * 3 / 4
+        var children: [(fence: [UInt8], count: Int)] = [([], 0)]
         try txn.withCursor(entries) { cursor in
+            var previous: [UInt8] = []
             var found = try cursor.first()
             while found {
-                if level[level.count - 1].node.count == bucketFill {
-                    level.append((Array(cursor.key), Node(count: 0, children: 0)))
+                let key = Array(cursor.key)
+                if children[children.count - 1].count == bucketFill {
+                    children.append((Self.shortestSeparator(after: previous, upTo: key), 0))
                 }
-                level[level.count - 1].node.count += 1
+                children[children.count - 1].count += 1
+                previous = key
                 found = try cursor.next()
             }
         }
-        var height = 1
-        for item in level { try put(height, item.fence, item.node, in: txn) }
-        let groupFill = Self.maximumChildren * 3 / 4
-        while level.count > Self.maximumChildren {
-            var upper: [(fence: [UInt8], node: Node)] = []
-            for (i, item) in level.enumerated() {
-                if i % groupFill == 0 { upper.append((item.fence, Node(count: 0, children: 0))) }
-                upper[upper.count - 1].node.count += item.node.count
-                upper[upper.count - 1].node.children += 1
+        var level = 1
+        while true {
+            // Group this level's children into nodes filled to ¾ (or to the byte limit).
+            var nodes: [CountNode] = []
+            var current = CountNode(fences: [], counts: [])
+            for child in children {
+                let candidate = CountNode(fences: current.fences + [child.fence], counts: current.counts + [child.count])
+                if !current.counts.isEmpty,
+                   current.counts.count >= limits.maximumChildren * 3 / 4 || !fits(candidate, fence: current.fences[0]) {
+                    nodes.append(current)
+                    current = CountNode(fences: [child.fence], counts: [child.count])
+                } else {
+                    current = candidate
+                }
             }
-            height += 1
-            for item in upper { try put(height, item.fence, item.node, in: txn) }
-            level = upper
+            nodes.append(current)
+            for node in nodes { try txn.put(counts, key: Self.nodeKey(level, node.fences[0]), value: node.encoded()) }
+            if nodes.count == 1 { break }
+            children = nodes.map { ($0.fences[0], $0.total) }
+            level += 1
         }
-        try setHeight(height, in: txn)
+        try setHeight(level, in: txn)
     }
 }

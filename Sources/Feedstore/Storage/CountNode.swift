@@ -1,0 +1,100 @@
+/// The stored form of one node of a ``CountedIndex``:
+/// `n: UInt16 | n × entries: UInt64 | n × fence end: UInt16 | fence bytes`, little-endian.
+/// Entry counts sit at fixed offsets, so counting an insertion patches 8 bytes in place.
+struct CountNode: Equatable {
+    var fences: [[UInt8]]
+    var counts: [Int]
+
+    var total: Int { counts.reduce(0, +) }
+    var byteCount: Int { 2 + fences.count * 10 + fences.reduce(0) { $0 + $1.count } }
+
+    func encoded() -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(byteCount)
+        withUnsafeBytes(of: UInt16(fences.count).littleEndian) { out.append(contentsOf: $0) }
+        for c in counts { withUnsafeBytes(of: UInt64(c).littleEndian) { out.append(contentsOf: $0) } }
+        var end = 0
+        for f in fences {
+            end += f.count
+            withUnsafeBytes(of: UInt16(end).littleEndian) { out.append(contentsOf: $0) }
+        }
+        for f in fences { out.append(contentsOf: f) }
+        return out
+    }
+
+    init(fences: [[UInt8]], counts: [Int]) {
+        self.fences = fences
+        self.counts = counts
+    }
+
+    init(_ view: CountNodeView) {
+        fences = (0..<view.count).map { Array(view.fenceBytes($0)) }
+        counts = (0..<view.count).map { view.entries($0) }
+    }
+
+    /// The byte offset of child `i`'s count in the stored form.
+    static func countOffset(_ i: Int) -> Int { 2 + 8 * i }
+}
+
+/// A read-only view of a stored node, over bytes lent by LMDB; validated on creation so that
+/// corrupt bytes give a typed error, never an out-of-bounds read.
+struct CountNodeView {
+    let bytes: UnsafeRawBufferPointer
+    let count: Int
+    private let fencesStart: Int
+
+    init(_ bytes: UnsafeRawBufferPointer) throws {
+        func corrupt(_ reason: String) -> FeedstoreError { .corruptData(what: "index counts", reason: reason) }
+        guard bytes.count >= 2 else { throw corrupt("node of \(bytes.count) bytes") }
+        let n = Int(UInt16(littleEndian: bytes.loadUnaligned(as: UInt16.self)))
+        guard n >= 1, bytes.count >= 2 + 10 * n else { throw corrupt("node claims \(n) children in \(bytes.count) bytes") }
+        self.bytes = bytes
+        self.count = n
+        self.fencesStart = 2 + 10 * n
+        var previous = 0
+        for i in 0..<n {
+            let end = fenceEnd(i)
+            guard end >= previous, fencesStart + end <= bytes.count else { throw corrupt("fence \(i) out of bounds") }
+            previous = end
+        }
+        guard fencesStart + previous == bytes.count else { throw corrupt("node has trailing bytes") }
+    }
+
+    private func fenceEnd(_ i: Int) -> Int {
+        Int(UInt16(littleEndian: bytes.loadUnaligned(fromByteOffset: 2 + 8 * count + 2 * i, as: UInt16.self)))
+    }
+
+    /// Entries below child `i`.
+    func entries(_ i: Int) -> Int {
+        Int(truncatingIfNeeded: UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: 2 + 8 * i, as: UInt64.self)))
+    }
+
+    func fenceBytes(_ i: Int) -> UnsafeRawBufferPointer {
+        let start = i == 0 ? 0 : fenceEnd(i - 1)
+        return UnsafeRawBufferPointer(rebasing: bytes[(fencesStart + start)..<(fencesStart + fenceEnd(i))])
+    }
+
+    func fence(_ i: Int) -> [UInt8] { Array(fenceBytes(i)) }
+
+    func sum(before i: Int) -> Int {
+        var s = 0
+        for j in 0..<i { s += entries(j) }
+        return s
+    }
+
+    /// The last child whose fence is <= `key` (child 0 when none is).
+    func child(containing key: [UInt8]) -> Int {
+        var low = 1, high = count  // children in [low, high) may still qualify; child 0 always does
+        var best = 0
+        while low < high {
+            let mid = (low + high) / 2
+            if fenceBytes(mid).compare(with: key) <= 0 {
+                best = mid
+                low = mid + 1
+            } else {
+                high = mid
+            }
+        }
+        return best
+    }
+}

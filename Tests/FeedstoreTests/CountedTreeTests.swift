@@ -1,0 +1,102 @@
+@testable import Feedstore
+import FeedstoreDemo
+import FeedstoreTestSupport
+import Foundation
+import Testing
+
+/// The counted tree on its own, with tiny buckets and nodes so that a few thousand entries make
+/// a deep tree: random inserts and deletes of keys of random length (some long enough to split
+/// nodes by size), with the invariant checker and a sorted model after every transaction.
+@Suite struct CountedTreeTests {
+    func withTree(_ limits: CountedIndex.Limits, _ body: (LMDBEnvironment, CountedIndex) throws -> Void) throws {
+        try withTemporaryDirectory { dir in
+            let env = try LMDBEnvironment(path: dir, flags: .noSync, mapSize: 256 << 20, maxDatabases: 4, maxReaders: 8, mode: 0o600)
+            let txn = try LMDBTransaction(environment: env, readOnly: false)
+            var tree = CountedIndex(entries: try txn.openDatabase(named: "entries", create: true)!,
+                                    counts: try txn.openDatabase(named: "counts", create: true)!)
+            tree.limits = limits
+            try tree.rebuild(in: txn)
+            try txn.commit()
+            try body(env, tree)
+        }
+    }
+
+    static func randomKey(_ rng: inout SeededGenerator) -> [UInt8] {
+        let length = Int.random(in: 0..<10, using: &rng) == 0 ? Int.random(in: 100...400, using: &rng) : Int.random(in: 1...6, using: &rng)
+        // A small alphabet makes shared prefixes (and so long separators) common.
+        return (0..<length).map { _ in [0x00, 0x01, 0x7F, 0xFE, 0xFF].randomElement(using: &rng)! }
+    }
+
+    @Test(arguments: testSeeds(4))
+    func randomInsertsAndDeletesKeepEveryInvariant(seed: UInt64) throws {
+        let limits = CountedIndex.Limits(maximumBucket: 4, maximumChildren: 4, maximumNodeBytes: 600)
+        try withTree(limits) { env, tree in
+            var rng = SeededGenerator(seed: seed)
+            var model = Set<[UInt8]>()
+            var maxHeight = 1
+            for round in 0..<120 {
+                let txn = try LMDBTransaction(environment: env, readOnly: false)
+                // Grow for a while, then shrink, so that merges and root removal happen too.
+                let growing = round < 70
+                for _ in 0..<Int.random(in: 1...40, using: &rng) {
+                    if growing ? Int.random(in: 0..<4, using: &rng) != 0 : Int.random(in: 0..<4, using: &rng) == 0 {
+                        let key = Self.randomKey(&rng)
+                        guard !model.contains(key) else { continue }
+                        try txn.put(tree.entries, key: key.isEmpty ? [0] : key, value: [])
+                        try tree.insert(key.isEmpty ? [0] : key, in: txn)
+                        model.insert(key.isEmpty ? [0] : key)
+                    } else if let key = model.randomElement(using: &rng) {
+                        try txn.delete(tree.entries, key: key)
+                        try tree.remove(key, in: txn)
+                        model.remove(key)
+                    }
+                }
+                maxHeight = max(maxHeight, try tree.height(in: txn))
+                let problems = try tree.check(in: txn)
+                #expect(problems.isEmpty, "seed \(seed) round \(round): \(problems.prefix(3))")
+                let sorted = model.sorted { $0.lexicographicallyPrecedes($1) }
+                for _ in 0..<20 where !sorted.isEmpty {
+                    let i = Int.random(in: 0..<sorted.count, using: &rng)
+                    #expect(try tree.entry(at: i, in: txn) == sorted[i])
+                    let probe = Self.randomKey(&rng)
+                    #expect(try tree.rank(of: probe, in: txn) == sorted.filter { $0.lexicographicallyPrecedes(probe) }.count)
+                }
+                try txn.commit()
+                if !problems.isEmpty { return }
+            }
+            #expect(maxHeight >= 4, "seed \(seed): the tree only reached height \(maxHeight)")
+        }
+    }
+
+    @Test func rebuildMakesAValidTreeAtEverySize() throws {
+        let limits = CountedIndex.Limits(maximumBucket: 4, maximumChildren: 4, maximumNodeBytes: 600)
+        try withTree(limits) { env, tree in
+            var rng = SeededGenerator(seed: 3)
+            for size in [0, 1, 3, 4, 5, 17, 64, 65, 300, 1_000] {
+                let txn = try LMDBTransaction(environment: env, readOnly: false)
+                try txn.drop(tree.entries, delete: false)
+                var keys = Set<[UInt8]>()
+                while keys.count < size { keys.insert(Self.randomKey(&rng) + [1]) }
+                for key in keys { try txn.put(tree.entries, key: key, value: []) }
+                try tree.rebuild(in: txn)
+                let problems = try tree.check(in: txn)
+                #expect(problems.isEmpty, "size \(size): \(problems.prefix(3))")
+                try txn.commit()
+            }
+        }
+    }
+
+    @Test func corruptNodesAreTypedErrors() throws {
+        try withTree(.standard) { env, tree in
+            let txn = try LMDBTransaction(environment: env, readOnly: false)
+            try txn.put(tree.entries, key: [1], value: [])
+            try tree.insert([1], in: txn)
+            for bad: [UInt8] in [[], [1], [5, 0, 1, 2], [1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 9, 0]] {
+                try txn.put(tree.counts, key: CountedIndex.nodeKey(1, []), value: bad)
+                #expect(throws: FeedstoreError.self) { try tree.rank(of: [1], in: txn) }
+                #expect(throws: FeedstoreError.self) { try tree.insert([2], in: txn) }
+            }
+            txn.abort()
+        }
+    }
+}
