@@ -18,6 +18,8 @@ final class StoreCore: @unchecked Sendable {
     /// `mdb_dbi_open` must not run in two transactions at once.
     private let databaseOpenLock = NSLock()
     private(set) lazy var writer = WriteQueue(core: self)
+    /// Wakes watchers when the journal advances.
+    private(set) lazy var commits = CommitMonitor(core: self)
 
     init(path: String, environment: LMDBEnvironment, options: StoreOptions, system: SystemDatabases, schema: SchemaSnapshot) {
         self.path = path
@@ -161,6 +163,7 @@ final class StoreCore: @unchecked Sendable {
     // MARK: Closing
 
     func close() {
+        commits.close()
         writer.shutdown()
         if durability != .full, !isReadOnly { try? environment.sync(force: true) }
         environment.close()

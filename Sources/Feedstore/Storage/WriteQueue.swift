@@ -173,6 +173,7 @@ final class WriteQueue: @unchecked Sendable {
         try JournalTrimmer(core: core).trim(in: top, lastSequence: lastSequence, budgetCommits: 2 * UInt64(batch.count) + 2)
         try top.commit()
         core.publish(schema)
+        core.commits.published(lastSequence)
         return outcomes
     }
 }

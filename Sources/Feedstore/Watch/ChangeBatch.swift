@@ -1,0 +1,88 @@
+/// A position in a watched query: a section and a row within it.
+public struct RowPath: Sendable, Hashable, Comparable, CustomStringConvertible {
+    public var section: Int
+    public var row: Int
+
+    /// The path of `row` in `section`.
+    public init(section: Int, row: Int) {
+        self.section = section
+        self.row = row
+    }
+
+    /// Section order, then row order.
+    public static func < (a: RowPath, b: RowPath) -> Bool { (a.section, a.row) < (b.section, b.row) }
+
+    /// `[section, row]`.
+    public var description: String { "[\(section), \(row)]" }
+}
+
+/// The changes that take a watcher's snapshot from one journal sequence to a later one, in the
+/// shape table and collection views apply (see DESIGN.md, "Change batches: the contract").
+///
+/// Every list is sorted ascending by its path. Deletes and move sources use old paths; inserts
+/// and move destinations use new paths. Apply: remove rows at deletes and move sources, remove the
+/// deleted sections, insert the new sections, then insert rows at inserts and move destinations.
+/// No row appears twice across the lists.
+public struct ChangeBatch<E: Entity>: Sendable {
+    /// A row that left the snapshot.
+    public struct Delete: Sendable {
+        public var path: RowPath
+        public var id: E.ID
+    }
+
+    /// A row that joined the snapshot, with its value.
+    public struct Insert: Sendable {
+        public var path: RowPath
+        public var id: E.ID
+        public var value: E
+    }
+
+    /// A row whose own sort key changed so that its order among the other rows changed; its
+    /// new value, and the fields that changed.
+    public struct Move: Sendable {
+        public var from: RowPath
+        public var to: RowPath
+        public var id: E.ID
+        public var fields: [String]
+        public var value: E
+    }
+
+    /// A row that stayed in order but whose content changed; its old and new paths, changed
+    /// fields and new value.
+    public struct Update: Sendable {
+        public var from: RowPath
+        public var to: RowPath
+        public var id: E.ID
+        public var fields: [String]
+        public var value: E
+    }
+
+    /// A section of the new snapshot, with the index components it groups by.
+    public struct SectionInsert: Sendable {
+        public var index: Int
+        public var key: [FieldValue]
+    }
+
+    /// The sequence of the snapshot this batch starts from (0 for an initial batch).
+    public var fromSequence: UInt64
+    /// The sequence of the snapshot this batch produces.
+    public var toSequence: UInt64
+    /// The first batch of a watcher: the whole snapshot as inserts.
+    public var isInitial: Bool
+    /// The watcher fell behind the journal's retention: this is the whole new snapshot as
+    /// inserts; discard everything shown before.
+    public var isReset: Bool
+    /// Old indexes of sections that are gone.
+    public var sectionDeletes: [Int] = []
+    /// New sections, by new index.
+    public var sectionInserts: [SectionInsert] = []
+    public var deletes: [Delete] = []
+    public var inserts: [Insert] = []
+    public var moves: [Move] = []
+    public var updates: [Update] = []
+
+    /// Whether the batch changes nothing (such batches are not delivered).
+    public var isEmpty: Bool {
+        sectionDeletes.isEmpty && sectionInserts.isEmpty && deletes.isEmpty && inserts.isEmpty && moves.isEmpty && updates.isEmpty
+    }
+}

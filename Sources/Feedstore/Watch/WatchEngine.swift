@@ -1,0 +1,226 @@
+/// Computes a watcher's batches. Cycle: journal → positions → batch. The changes since the
+/// last snapshot come from the journal; old and new positions come from the counted index in
+/// one read transaction, never from re-running the query. Cost: O(k log n) for k changed rows.
+final class WatchEngine<E: Entity> {
+    let query: Query<E>
+    let options: WatchOptions
+    /// The journal sequence of the snapshot the consumer holds.
+    private(set) var sequence: UInt64 = 0
+    /// The sections of that snapshot; nil until the initial batch.
+    private var sections: SectionList?
+    /// More changed records than this in one span give a reset instead, bounding memory.
+    var backlogLimit = 100_000
+
+    init(query: Query<E>, options: WatchOptions) {
+        self.query = query
+        self.options = options
+    }
+
+    /// The batch from the consumer's snapshot to the store's current state, or nil when nothing
+    /// the query shows changed (the watcher still advances to the current sequence).
+    func nextBatch(in tx: ReadTransaction) throws -> ChangeBatch<E>? {
+        let head = try tx.journalBounds().last
+        guard let old = sections else { return try snapshot(in: tx, head: head, reset: false) }
+        if head == sequence { return nil }
+        let net: NetChanges?
+        do {
+            net = try NetChanges.collect(tx, after: sequence, through: head, entity: E.entityName, index: query.index, limit: backlogLimit)
+        } catch FeedstoreError.journalBehindRetention {
+            return try snapshot(in: tx, head: head, reset: true)
+        }
+        guard let net else { return try snapshot(in: tx, head: head, reset: true) }
+        let batch = try build(net, from: old, in: tx, head: head)
+        return batch.isEmpty ? nil : batch
+    }
+
+    // MARK: Whole snapshots
+
+    /// The whole snapshot as inserts: the initial batch, or a reset.
+    private func snapshot(in tx: ReadTransaction, head: UInt64, reset: Bool) throws -> ChangeBatch<E> {
+        let resolved = try tx.resolve(entity: E.entityName, index: query.index, range: query.range)
+        let list = try sectionList(in: tx, resolved)
+        var batch = ChangeBatch<E>(fromSequence: reset ? sequence : 0, toSequence: head, isInitial: !reset, isReset: reset)
+        batch.sectionInserts = list.sections.enumerated().map { .init(index: $0.offset, key: $0.element.key) }
+        let rows = try tx.query(E.self, index: query.index, range: query.range, reverse: query.reverse)
+        batch.inserts = rows.enumerated().map { .init(path: list.path(ofFlat: $0.offset), id: $0.element.id, value: $0.element) }
+        sections = list
+        sequence = head
+        return batch
+    }
+
+    /// The snapshot's sections, found one per O(log n) step (one section when unsectioned).
+    private func sectionList(in tx: ReadTransaction, _ resolved: ReadTransaction.ResolvedQuery) throws -> SectionList {
+        guard options.sectionBy > 0 else {
+            return SectionList([.init(prefix: [], key: [], count: resolved.count)], descending: query.reverse)
+        }
+        var sections: [SectionList.Section] = []
+        var consumed = 0
+        while consumed < resolved.count {
+            let key = try tx.access { try resolved.index.counted.entry(at: resolved.start + consumed, in: $0) }!
+            let prefix = try sectionPrefix(of: key)
+            let count = try countInRange(prefix: prefix, tx, resolved)
+            guard count > 0 else { throw FeedstoreError.corruptData(what: "index counts", reason: "an entry's section counts 0") }
+            sections.append(.init(prefix: prefix, key: try KeyDecoder.decode(prefix).map(\.value), count: count))
+            consumed += count
+        }
+        return SectionList(query.reverse ? sections.reversed() : sections, descending: query.reverse)
+    }
+
+    private func sectionPrefix(of key: [UInt8]) throws -> [UInt8] {
+        guard options.sectionBy > 0 else { return [] }
+        return try key.withUnsafeBytes { Array($0.prefix(try KeyDecoder.lengthOfComponents(options.sectionBy, in: $0))) }
+    }
+
+    /// Rows of the query whose key starts with `prefix`.
+    private func countInRange(prefix: [UInt8], _ tx: ReadTransaction, _ resolved: ReadTransaction.ResolvedQuery) throws -> Int {
+        var low: [UInt8]? = prefix
+        if let lower = resolved.keys.lower, prefix.lexicographicallyPrecedes(lower) { low = lower }
+        var high = KeyEncoding.successor(ofPrefix: prefix)
+        if let upper = resolved.keys.upper, high.map({ upper.lexicographicallyPrecedes($0) }) ?? true { high = upper }
+        return try tx.access { txn in
+            let a = try low.map { try resolved.index.counted.rank(of: $0, in: txn) } ?? 0
+            let b = try high.map { try resolved.index.counted.rank(of: $0, in: txn) } ?? (try resolved.index.counted.total(in: txn))
+            return max(0, b - a)
+        }
+    }
+
+    // MARK: Incremental batches
+
+    private func build(_ net: NetChanges, from oldSections: SectionList, in tx: ReadTransaction, head: UInt64) throws -> ChangeBatch<E> {
+        let resolved = try tx.resolve(entity: E.entityName, index: query.index, range: query.range)
+        let range = resolved.keys
+        func inRange(_ key: [UInt8]?) -> [UInt8]? {
+            guard let key, key.withUnsafeBytes({ range.contains($0) }) else { return nil }
+            return key
+        }
+        // Classify each changed record by membership before and after.
+        var changes: [(change: NetChanges.Change, old: [UInt8]?, new: [UInt8]?)] = []
+        for change in net.changes.values {
+            let old = inRange(change.oldKey), new = inRange(change.newKey)
+            if old == nil && new == nil { continue }
+            if old == new && !change.allFields && change.fields.isEmpty { continue }
+            changes.append((change, old, new))
+        }
+        let oldKeys = changes.compactMap(\.old).sorted { $0.lexicographicallyPrecedes($1) }
+        let newKeys = changes.compactMap(\.new).sorted { $0.lexicographicallyPrecedes($1) }
+        let newCount = resolved.count
+        let oldCount = newCount - newKeys.count + oldKeys.count
+
+        // Positions: new ones from the counted index; old ones from the new ones, correcting for
+        // the changed rows (the old index is the new one minus their new keys plus their old).
+        func below(_ sorted: [[UInt8]], _ key: [UInt8]) -> Int {
+            var low = 0, high = sorted.count
+            while low < high {
+                let mid = (low + high) / 2
+                if sorted[mid].lexicographicallyPrecedes(key) { low = mid + 1 } else { high = mid }
+            }
+            return low
+        }
+        func rank(_ key: [UInt8]) throws -> Int { try tx.access { try resolved.index.counted.rank(of: key, in: $0) } - resolved.start }
+        func newPosition(_ key: [UInt8]) throws -> Int {
+            let forward = try rank(key)
+            return query.reverse ? newCount - 1 - forward : forward
+        }
+        func oldPosition(_ key: [UInt8]) throws -> Int {
+            let forward = try rank(key) - below(newKeys, key) + below(oldKeys, key)
+            return query.reverse ? oldCount - 1 - forward : forward
+        }
+
+        // Sections of the new snapshot: recount only the sections changed rows touch.
+        var newSections = oldSections
+        if options.sectionBy == 0 {
+            newSections.setCount(newCount, of: [], key: [])
+            if newCount == 0 { newSections = SectionList([.init(prefix: [], key: [], count: 0)], descending: query.reverse) }
+        } else {
+            var touched = Set<[UInt8]>()
+            for c in changes {
+                if let old = c.old { touched.insert(try sectionPrefix(of: old)) }
+                if let new = c.new { touched.insert(try sectionPrefix(of: new)) }
+            }
+            for prefix in touched {
+                try newSections.setCount(try countInRange(prefix: prefix, tx, resolved), of: prefix,
+                                         key: try KeyDecoder.decode(prefix).map(\.value))
+            }
+        }
+        var batch = ChangeBatch<E>(fromSequence: sequence, toSequence: head, isInitial: false, isReset: false)
+        if options.sectionBy > 0 {
+            batch.sectionDeletes = oldSections.sections.enumerated().filter { newSections.index(of: $0.element.prefix) == nil }.map(\.offset)
+            batch.sectionInserts = newSections.sections.enumerated().filter { oldSections.index(of: $0.element.prefix) == nil }
+                .map { .init(index: $0.offset, key: $0.element.key) }
+        }
+
+        // Rows: deletes, inserts, and survivors (moves and updates).
+        var deletedOld: [Int] = [], insertedNew: [Int] = []
+        var candidates: [MoveDetection.Candidate] = []
+        var changedKeyRows: [Int] = []
+        var sameKeyRows: [Int] = []
+        var positions: [(old: Int?, new: Int?)] = []
+        for (i, c) in changes.enumerated() {
+            let old = try c.old.map(oldPosition), new = try c.new.map(newPosition)
+            positions.append((old, new))
+            switch (old, new) {
+            case let (o?, nil): deletedOld.append(o)
+            case let (nil, n?): insertedNew.append(n)
+            case let (o?, n?):
+                if c.old != c.new {
+                    candidates.append(.init(old: o, new: n))
+                    changedKeyRows.append(i)
+                } else {
+                    sameKeyRows.append(i)
+                }
+            default: break
+            }
+        }
+        deletedOld.sort()
+        insertedNew.sort()
+        let moved = MoveDetection.moves(changedKeys: candidates, deletedOld: deletedOld, insertedNew: insertedNew)
+        func typedID(_ id: FieldValue) throws -> E.ID {
+            guard let typed = E.ID(fieldValue: id) else {
+                throw FeedstoreError.decodingFailed(entity: E.entityName, id: id, reason: "the id is not a \(E.ID.self)")
+            }
+            return typed
+        }
+        func value(_ id: FieldValue) throws -> E {
+            guard let value = try tx.get(E.self, id: try typedID(id)) else {
+                throw FeedstoreError.corruptData(what: "journal", reason: "\(E.entityName) \(id.jsonText) is in the index but not stored")
+            }
+            return value
+        }
+        func fields(_ c: NetChanges.Change) -> [String] { c.allFields ? [] : c.fields.sorted() }
+        func shown(_ c: NetChanges.Change) -> Bool {
+            guard let filter = options.fields, !c.allFields else { return true }
+            return !c.fields.isDisjoint(with: filter)
+        }
+        for (i, c) in changes.enumerated() {
+            let (old, new) = positions[i]
+            switch (old, new) {
+            case let (o?, nil):
+                batch.deletes.append(.init(path: oldSections.path(ofFlat: o), id: try typedID(c.change.id)))
+            case let (nil, n?):
+                batch.inserts.append(.init(path: newSections.path(ofFlat: n), id: try typedID(c.change.id), value: try value(c.change.id)))
+            default: break
+            }
+        }
+        for (j, i) in changedKeyRows.enumerated() {
+            let c = changes[i].change
+            let from = oldSections.path(ofFlat: positions[i].old!), to = newSections.path(ofFlat: positions[i].new!)
+            if moved.contains(j) {
+                batch.moves.append(.init(from: from, to: to, id: try typedID(c.id), fields: fields(c), value: try value(c.id)))
+            } else if shown(c) {
+                batch.updates.append(.init(from: from, to: to, id: try typedID(c.id), fields: fields(c), value: try value(c.id)))
+            }
+        }
+        for i in sameKeyRows where shown(changes[i].change) {
+            let c = changes[i].change
+            batch.updates.append(.init(from: oldSections.path(ofFlat: positions[i].old!), to: newSections.path(ofFlat: positions[i].new!),
+                                       id: try typedID(c.id), fields: fields(c), value: try value(c.id)))
+        }
+        batch.deletes.sort { $0.path < $1.path }
+        batch.inserts.sort { $0.path < $1.path }
+        batch.moves.sort { $0.from < $1.from }
+        batch.updates.sort { $0.from < $1.from }
+        sections = newSections
+        sequence = head
+        return batch
+    }
+}

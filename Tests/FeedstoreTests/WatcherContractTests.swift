@@ -1,0 +1,83 @@
+@testable import Feedstore
+import FeedstoreDemo
+import FeedstoreTestSupport
+import Foundation
+import Testing
+
+/// The change-batch contract, checked the only way that matters: every batch is applied to a
+/// mirror, and after every commit the mirror must equal a fresh query (sections and rows, with
+/// values). Random commits of the demo feed's changes, in every watcher configuration.
+@Suite struct WatcherContractTests {
+    struct Configuration: CustomTestStringConvertible, Sendable {
+        var name: String
+        var query: Query<Message>
+        var options: WatchOptions
+        var testDescription: String { name }
+    }
+
+    static let configurations: [Configuration] = [
+        Configuration(name: "byFolderDate, one section", query: Query(index: "byFolderDate"), options: WatchOptions()),
+        Configuration(name: "byFolderDate, a section per folder", query: Query(index: "byFolderDate"), options: WatchOptions(sectionBy: 1)),
+        Configuration(name: "byFolderDate reversed, sectioned", query: Query(index: "byFolderDate", reverse: true), options: WatchOptions(sectionBy: 1)),
+        Configuration(name: "one folder", query: Query(index: "byFolderDate", range: .prefix(2)), options: WatchOptions()),
+        Configuration(name: "folders 2...5, sectioned", query: Query(index: "byFolderDate", range: IndexRange(from: .inclusive([2]), to: .inclusive([5]))),
+                      options: WatchOptions(sectionBy: 1)),
+        Configuration(name: "unread (partial, descending)", query: Query(index: "unreadByDate"), options: WatchOptions()),
+        Configuration(name: "by contact, sectioned", query: Query(index: "byContact"), options: WatchOptions(sectionBy: 1)),
+    ]
+
+    /// The expected snapshot: a fresh query grouped into sections.
+    static func expected(_ store: Store, _ c: Configuration) throws -> [(key: [FieldValue], rows: [Message])] {
+        try store.read { tx in
+            let entries = try tx.entries(entity: "Message", index: c.query.index, range: c.query.range, reverse: c.query.reverse)
+            let rows = try tx.query(Message.self, index: c.query.index, range: c.query.range, reverse: c.query.reverse)
+            guard c.options.sectionBy > 0 else { return [([], rows)] }
+            var sections: [(key: [FieldValue], rows: [Message])] = []
+            for (entry, row) in zip(entries, rows) {
+                let key = Array(entry.key.prefix(c.options.sectionBy))
+                if sections.last?.key == key { sections[sections.count - 1].rows.append(row) } else { sections.append((key, [row])) }
+            }
+            return sections
+        }
+    }
+
+    static func check(_ mirror: SectionedMirror<Message>, _ store: Store, _ c: Configuration, _ context: String) throws {
+        let want = try expected(store, c)
+        let got = mirror.sections
+        #expect(got.map(\.key) == want.map(\.key), "\(context): section keys")
+        #expect(got.map { $0.rows.map(\.id) } == want.map { $0.rows.map(\.id) }, "\(context): row order")
+        #expect(got.map(\.rows) == want.map(\.rows), "\(context): row values")
+    }
+
+    @Test(arguments: configurations, testSeeds(2))
+    func batchesKeepAMirrorEqualToAFreshQuery(configuration c: Configuration, seed: UInt64) throws {
+        try withTemporaryDirectory { dir in
+            let store = try Store(path: dir + "/s", entities: DemoFeed.entities, options: StoreOptions(durability: .none))
+            var feed = DemoFeed(seed: seed)
+            try feed.populate(store, messages: 400, contacts: 12)
+            let watcher = store.watch(c.query, options: c.options)
+            var mirror = SectionedMirror<Message>()
+            let initial = try watcher.poll()
+            #expect(initial?.isInitial == true)
+            try mirror.apply(try #require(initial))
+            try Self.check(mirror, store, c, "\(c.name) seed \(seed) initial")
+            var delivered = 0
+            for commit in 0..<150 {
+                let size = Int.random(in: 1...6, using: &feed.generator)
+                try store.write { tx in try feed.mutate(tx, count: size, contacts: 12) }
+                // Sometimes let commits pile up, so one batch spans several.
+                if Int.random(in: 0..<4, using: &feed.generator) == 0 { continue }
+                if let batch = try watcher.poll() {
+                    #expect(!batch.isEmpty && !batch.isInitial && !batch.isReset)
+                    do { try mirror.apply(batch) } catch {
+                        Issue.record("\(c.name) seed \(seed) commit \(commit): \(error)")
+                        return
+                    }
+                    delivered += 1
+                }
+                try Self.check(mirror, store, c, "\(c.name) seed \(seed) commit \(commit)")
+            }
+            #expect(delivered > 20)
+        }
+    }
+}
