@@ -1,12 +1,15 @@
 /// Which surviving rows must be reported as moves. A row whose key did not change keeps its
 /// order among the other such rows, so only rows whose key changed can move. A row whose key
-/// changed moves when the number of unchanged rows before it differs between the old and new
-/// snapshots. Among the rest, all but a longest run already in new order move, so the fewest rows
-/// move and every row that does not move keeps its relative order.
+/// changed moves when it changed section (its old section may be deleted), or when the number
+/// of unchanged rows before it differs between the old and new snapshots. Among the rest, all
+/// but a longest run already in new order move, so the fewest rows move and every row that does
+/// not move keeps its relative order.
 enum MoveDetection {
     struct Candidate {
         var old: Int
         var new: Int
+        /// The row changed section, so it moves whatever its order.
+        var changedSection = false
     }
 
     /// Returns the indexes into `changedKeys` of the rows that move.
@@ -23,7 +26,7 @@ enum MoveDetection {
             // Unchanged survivors before the row, in the old and the new snapshot.
             let before0 = c.old - lowerBound(deletedOld, c.old) - lowerBound(oldSorted, c.old)
             let before1 = c.new - lowerBound(insertedNew, c.new) - lowerBound(newSorted, c.new)
-            if before0 != before1 { moved.insert(i) } else { stay.append(i) }
+            if c.changedSection || before0 != before1 { moved.insert(i) } else { stay.append(i) }
         }
         stay.sort { changedKeys[$0].old < changedKeys[$1].old }
         let keep = Set(longestIncreasingRun(stay.map { changedKeys[$0].new }).map { stay[$0] })

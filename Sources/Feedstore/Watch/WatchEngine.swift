@@ -163,7 +163,8 @@ final class WatchEngine<E: Entity> {
             case let (nil, n?): insertedNew.append(n)
             case let (o?, n?):
                 if c.old != c.new {
-                    candidates.append(.init(old: o, new: n))
+                    let changedSection = try sectionPrefix(of: c.old!) != sectionPrefix(of: c.new!)
+                    candidates.append(.init(old: o, new: n, changedSection: changedSection))
                     changedKeyRows.append(i)
                 } else {
                     sameKeyRows.append(i)
