@@ -15,16 +15,25 @@ import Testing
             try feed.populate(store, messages: 1_000, contacts: 20)
             let query = Query(Message.self, index: "byFolderDate")
             let watcher = store.watch(query, options: options)
-            // When each batch arrived, by the sequence it reaches.
+            // The watcher runs on its own thread (blocking `next`), so the measurement does not
+            // depend on how busy Swift concurrency's shared threads are with other tests.
             let arrivals = Protected<[(sequence: UInt64, at: Date)]>([])
-            let reader = Task { () -> SectionedMirror<Message> in
-                var mirror = SectionedMirror<Message>()
-                for try await batch in watcher {
-                    try mirror.apply(batch)
-                    arrivals.withLock { $0.append((batch.toSequence, Date())) }
+            let mirrorBox = Protected(SectionedMirror<Message>())
+            let failure = Protected<(any Error)?>(nil)
+            let finished = DispatchSemaphore(value: 0)
+            let thread = Thread {
+                do {
+                    while !watcher.isCancelled {
+                        guard let batch = try watcher.next(timeout: 0.2) else { continue }
+                        try mirrorBox.withLock { try $0.apply(batch) }
+                        arrivals.withLock { $0.append((batch.toSequence, Date())) }
+                    }
+                } catch {
+                    failure.withLock { $0 = error }
                 }
-                return mirror
+                finished.signal()
             }
+            thread.start()
             // The child prints `committed N` right after each commit; note when each line came.
             let committed = Protected<[UInt64: Date]>([:])
             let child = Process()
@@ -53,7 +62,9 @@ import Testing
             while watcher.sequence < head && Date() < deadline { try await Task.sleep(for: .milliseconds(5)) }
             pipe.fileHandleForReading.readabilityHandler = nil
             watcher.cancel()
-            let mirror = try await reader.value
+            finished.wait()
+            if let error = failure.current { throw error }
+            let mirror = mirrorBox.current
             let c = WatcherContractTests.Configuration(name: "", query: query, options: options)
             try WatcherContractTests.check(mirror, store, c, "cross-process")
 

@@ -125,6 +125,39 @@ import Testing
         }
     }
 
+    @Test func aWindowShiftedByAnInsertBeforeIt() throws {
+        try withFeed { store in
+            let query = Query(Message.self, index: "byFolderDate", range: .prefix(1))
+            let options = WatchOptions(window: WatchWindow(offset: 2, limit: 3))
+            var (watcher, mirror) = try start(store, query, options)
+            #expect(mirror.rows.map(\.id) == [4, 3, 2])
+            // A new newest message pushes every row down one place.
+            try store.write { tx in try tx.put(Self.message(10, minute: 100)) }
+            let batch = try #require(try watcher.poll())
+            #expect(batch.inserts.map(\.id) == [5] && batch.inserts.first?.path == RowPath(section: 0, row: 0))
+            #expect(batch.deletes.map(\.id) == [2] && batch.deletes.first?.path == RowPath(section: 0, row: 2))
+            try mirror.apply(batch)
+            #expect(mirror.rows.map(\.id) == [5, 4, 3])
+            // A change after the window changes nothing shown.
+            try store.write { tx in try tx.put(Self.message(1, minute: 1, title: "far away")) }
+            #expect(try watcher.poll() == nil)
+        }
+    }
+
+    @Test func pagingAWindowIsABatch() throws {
+        try withFeed { store in
+            let query = Query(Message.self, index: "byFolderDate")
+            var (watcher, mirror) = try start(store, query, WatchOptions(sectionBy: 1, window: WatchWindow(offset: 0, limit: 4)))
+            #expect(mirror.rows.map(\.id) == [6, 5, 4, 3])
+            watcher.setWindow(offset: 4, limit: 4)
+            let batch = try #require(try watcher.poll())
+            #expect(batch.deletes.count == 4 && batch.inserts.map(\.id) == [2, 1, 7])
+            #expect(batch.sectionInserts.map(\.key) == [[3]])
+            try mirror.apply(batch)
+            #expect(mirror.sections.map(\.key) == [[1], [3]] && mirror.rows.map(\.id) == [2, 1, 7])
+        }
+    }
+
     @Test func aBurstOfTenThousandCommitsIsOneCoalescedBatch() throws {
         try withFeed { store in
             let query = Query(Message.self, index: "byFolderDate")

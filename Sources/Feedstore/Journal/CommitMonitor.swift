@@ -10,7 +10,8 @@ final class CommitMonitor: @unchecked Sendable {
 
     private struct Waiter {
         var after: UInt64
-        var continuation: CheckedContinuation<Void, Never>
+        /// Resumes a suspended task or signals a blocked thread.
+        var resume: @Sendable () -> Void
     }
 
     private struct State {
@@ -35,7 +36,7 @@ final class CommitMonitor: @unchecked Sendable {
             for key in ready.keys { s.waiters[key] = nil }
             return Array(ready.values)
         }
-        for waiter in ready { waiter.continuation.resume() }
+        for waiter in ready { waiter.resume() }
     }
 
     /// Returns once the journal is past `sequence`, the task is cancelled, or the store closes.
@@ -46,19 +47,45 @@ final class CommitMonitor: @unchecked Sendable {
         }
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let resumeNow = state.withLock { s -> Bool in
-                    if s.head > sequence || s.closed || Task.isCancelled { return true }
-                    s.waiters[id] = Waiter(after: sequence, continuation: continuation)
-                    if !s.polling {
-                        s.polling = true
-                        startPolling()
-                    }
-                    return false
+                guard enqueue(id, after: sequence, resume: { continuation.resume() }) else {
+                    return continuation.resume()  // already past, or closed
                 }
-                if resumeNow { continuation.resume() }
+                // Cancelled before the waiter was queued: the handler found nothing to resume.
+                // Whoever removes the waiter resumes it, exactly once.
+                if Task.isCancelled { state.withLock { $0.waiters.removeValue(forKey: id) }?.resume() }
             }
         } onCancel: {
-            state.withLock { $0.waiters.removeValue(forKey: id) }?.continuation.resume()
+            state.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
+        }
+    }
+
+    /// Blocks the calling thread until the journal is past `sequence`, the store closes, or
+    /// `timeout` seconds pass; returns false on timeout.
+    func waitBlocking(after sequence: UInt64, timeout: TimeInterval) -> Bool {
+        let id: UInt64 = state.withLock { s in
+            s.nextWaiter += 1
+            return s.nextWaiter
+        }
+        let signal = DispatchSemaphore(value: 0)
+        guard enqueue(id, after: sequence, resume: { signal.signal() }) else { return true }
+        if signal.wait(timeout: .now() + timeout) == .success { return true }
+        // Timed out, unless a wake-up raced the timeout.
+        if state.withLock({ $0.waiters.removeValue(forKey: id) }) != nil { return false }
+        signal.wait()
+        return true
+    }
+
+    /// Registers a waiter unless the journal is already past `sequence` or the store is closed
+    /// (then returns false and the caller must not wait); starts polling when needed.
+    private func enqueue(_ id: UInt64, after sequence: UInt64, resume: @escaping @Sendable () -> Void) -> Bool {
+        state.withLock { s -> Bool in
+            if s.head > sequence || s.closed { return false }
+            s.waiters[id] = Waiter(after: sequence, resume: resume)
+            if !s.polling {
+                s.polling = true
+                startPolling()
+            }
+            return true
         }
     }
 
@@ -91,7 +118,7 @@ final class CommitMonitor: @unchecked Sendable {
             defer { s.waiters = [:] }
             return Array(s.waiters.values)
         }
-        for waiter in all { waiter.continuation.resume() }
+        for waiter in all { waiter.resume() }
     }
 
     /// Wakes every waiter for good (the store is closing).
@@ -101,6 +128,6 @@ final class CommitMonitor: @unchecked Sendable {
             defer { s.waiters = [:] }
             return Array(s.waiters.values)
         }
-        for waiter in all { waiter.continuation.resume() }
+        for waiter in all { waiter.resume() }
     }
 }

@@ -3,13 +3,22 @@
 /// one read transaction, never from re-running the query. Cost: O(k log n) for k changed rows.
 final class WatchEngine<E: Entity> {
     let query: Query<E>
-    let options: WatchOptions
+    var options: WatchOptions
     /// The journal sequence of the snapshot the consumer holds.
-    private(set) var sequence: UInt64 = 0
+    var sequence: UInt64 = 0
     /// The sections of that snapshot; nil until the initial batch.
     private var sections: SectionList?
     /// More changed records than this in one span give a reset instead, bounding memory.
     var backlogLimit = 100_000
+    /// The rows of a windowed snapshot, in order (nil when not windowed or before the first batch).
+    var windowRows: [WindowRow]?
+    /// A window the consumer asked for, shown by the next batch.
+    var pendingWindow: WatchWindow?
+
+    struct WindowRow {
+        var id: FieldValue
+        var key: [FieldValue]
+    }
 
     init(query: Query<E>, options: WatchOptions) {
         self.query = query
@@ -19,6 +28,7 @@ final class WatchEngine<E: Entity> {
     /// The batch from the consumer's snapshot to the store's current state, or nil when nothing
     /// the query shows changed (the watcher still advances to the current sequence).
     func nextBatch(in tx: ReadTransaction) throws -> ChangeBatch<E>? {
+        if options.window != nil { return try nextWindowBatch(in: tx) }
         let head = try tx.journalBounds().last
         guard let old = sections else { return try snapshot(in: tx, head: head, reset: false) }
         if head == sequence { return nil }
@@ -175,23 +185,7 @@ final class WatchEngine<E: Entity> {
         deletedOld.sort()
         insertedNew.sort()
         let moved = MoveDetection.moves(changedKeys: candidates, deletedOld: deletedOld, insertedNew: insertedNew)
-        func typedID(_ id: FieldValue) throws -> E.ID {
-            guard let typed = E.ID(fieldValue: id) else {
-                throw FeedstoreError.decodingFailed(entity: E.entityName, id: id, reason: "the id is not a \(E.ID.self)")
-            }
-            return typed
-        }
-        func value(_ id: FieldValue) throws -> E {
-            guard let value = try tx.get(E.self, id: try typedID(id)) else {
-                throw FeedstoreError.corruptData(what: "journal", reason: "\(E.entityName) \(id.jsonText) is in the index but not stored")
-            }
-            return value
-        }
-        func fields(_ c: NetChanges.Change) -> [String] { c.allFields ? [] : c.fields.sorted() }
-        func shown(_ c: NetChanges.Change) -> Bool {
-            guard let filter = options.fields, !c.allFields else { return true }
-            return !c.fields.isDisjoint(with: filter)
-        }
+        func value(_ id: FieldValue) throws -> E { try self.value(id, in: tx) }
         for (i, c) in changes.enumerated() {
             let (old, new) = positions[i]
             switch (old, new) {
@@ -223,5 +217,30 @@ final class WatchEngine<E: Entity> {
         sections = newSections
         sequence = head
         return batch
+    }
+
+    // MARK: Shared helpers
+
+    func typedID(_ id: FieldValue) throws -> E.ID {
+        guard let typed = E.ID(fieldValue: id) else {
+            throw FeedstoreError.decodingFailed(entity: E.entityName, id: id, reason: "the id is not a \(E.ID.self)")
+        }
+        return typed
+    }
+
+    func value(_ id: FieldValue, in tx: ReadTransaction) throws -> E {
+        guard let value = try tx.get(E.self, id: try typedID(id)) else {
+            throw FeedstoreError.corruptData(what: "journal", reason: "\(E.entityName) \(id.jsonText) is in the index but not stored")
+        }
+        return value
+    }
+
+    /// The changed fields an update or move reports (empty when any field may have changed).
+    func fields(_ c: NetChanges.Change) -> [String] { c.allFields ? [] : c.fields.sorted() }
+
+    /// Whether an update passes the field filter.
+    func shown(_ c: NetChanges.Change) -> Bool {
+        guard let filter = options.fields, !c.allFields else { return true }
+        return !c.fields.isDisjoint(with: filter)
     }
 }

@@ -44,6 +44,29 @@ public final class Watcher<E: Entity>: AsyncSequence, @unchecked Sendable {
         return try store.read { tx in try engine.nextBatch(in: tx) }
     }
 
+    /// Waits up to `timeout` seconds for the next batch, blocking the calling thread; nil on
+    /// timeout or cancellation. For consumers that run on their own threads (command-line tools,
+    /// or code that must not depend on Swift concurrency's shared threads).
+    public func next(timeout: TimeInterval) throws -> ChangeBatch<E>? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while !isCancelled {
+            if let batch = try poll() { return batch }
+            let remaining = deadline.timeIntervalSinceNow
+            guard remaining > 0, store.core.commits.waitBlocking(after: sequence, timeout: remaining) else { return nil }
+        }
+        return nil
+    }
+
+    /// Moves a windowed watcher's window (paging): the next batch takes the consumer from the
+    /// old window to the new one. Has no effect on a watcher opened without a window.
+    /// - Complexity: the next batch costs O(log n + w) for a window of w rows.
+    public func setWindow(offset: Int, limit: Int) {
+        lock.lock()
+        if engine.options.window != nil { engine.pendingWindow = WatchWindow(offset: offset, limit: limit) }
+        lock.unlock()
+        store.core.commits.wakeAll()
+    }
+
     /// Stops the watcher: iteration ends.
     public func cancel() {
         cancelled.withLock { $0 = true }
