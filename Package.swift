@@ -9,6 +9,8 @@ let package = Package(
         .executable(name: "storectl", targets: ["storectl"]),
         // LMDB's C API, for the benchmarks' raw-LMDB peer; the library itself uses it only in LMDB/.
         .library(name: "CLMDB", targets: ["CLMDB"]),
+        // The demo feed, for the benchmarks.
+        .library(name: "FeedstoreDemo", targets: ["FeedstoreDemo"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),

@@ -20,6 +20,7 @@ let package = Package(
             dependencies: [
                 .product(name: "Feedstore", package: root),
                 .product(name: "CLMDB", package: root),
+                .product(name: "FeedstoreDemo", package: root),
             ],
             path: "Sources/FeedstoreBench",
             swiftSettings: [.swiftLanguageMode(.v6)]

@@ -15,7 +15,7 @@ struct DemoCommand: ParsableCommand {
 /// The size and seed of the generated demo feed.
 struct DemoFeedOptions: ParsableArguments {
     @Option(help: "Messages to write.")
-    var messages: Int = 100_000
+    var messages: Int = 1_000_000
 
     @Option(help: "Contacts to write.")
     var contacts: Int = 1_000
@@ -27,8 +27,13 @@ struct DemoFeedOptions: ParsableArguments {
 struct DemoRun: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "run",
-        abstract: "Populate the demo feed if the store is empty, then print an index range and counts.",
-        discussion: "Example: storectl demo run ./demo-store --messages 100000"
+        abstract: "Populate the demo feed if the store is empty, print an index range and counts, then watch it change.",
+        discussion: """
+        A sectioned, windowed watcher follows byFolderDate (one section per folder, 20 rows around
+        the first folder boundary) while a second writer commits random changes; each batch is
+        printed with its index paths and how long it took to compute.
+        Example: storectl demo run ./demo-store --messages 100000 --commits 10
+        """
     )
 
     @Argument(help: "The store directory (created when missing).")
@@ -36,6 +41,9 @@ struct DemoRun: ParsableCommand {
 
     @OptionGroup(title: "Demo feed (written when the store is empty)")
     var feed: DemoFeedOptions
+
+    @Option(help: "Commits the second writer makes while the watcher runs.")
+    var commits: Int = 12
 
     func run() throws {
         let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(durability: .relaxed))
@@ -68,6 +76,62 @@ struct DemoRun: ParsableCommand {
                 print("  \(formatter.string(from: m.date))  #\(String(m.id).padding(toLength: 8, withPad: " ", startingAt: 0)) \(m.isRead ? " " : "●") \(title) from \(contact)")
             }
         }
+        try watchLive(store)
+    }
+
+    /// A windowed, sectioned watcher across the first folder boundary, while another thread writes.
+    func watchLive(_ store: Store) throws {
+        let query = Query(Message.self, index: "byFolderDate")
+        let firstFolder = try store.read { try $0.count(Message.self, index: "byFolderDate", range: .prefix(0)) }
+        let window = WatchWindow(offset: max(0, firstFolder - 10), limit: 20)
+        let watcher = store.watch(query, options: WatchOptions(sectionBy: 1, window: window))
+        var start = DispatchTime.now().uptimeNanoseconds
+        guard let initial = try watcher.poll() else { return }
+        var micros = Double(DispatchTime.now().uptimeNanoseconds - start) / 1_000
+        print("\nWatching byFolderDate rows \(window.offset)..<\(window.offset + window.limit), a section per folder")
+        print(String(format: "initial batch at sequence %llu (%.0f µs): %d sections, %d rows", initial.toSequence, micros,
+                     initial.sectionInserts.count, initial.inserts.count))
+        for section in initial.sectionInserts {
+            let rows = initial.inserts.filter { $0.path.section == section.index }
+            print("  section \(section.index) [folder \(BatchPrinter.describe(section.key))]: rows \(rows.map { "#\($0.id)" }.joined(separator: " "))")
+        }
+
+        // The second writer: random changes, plus changes aimed at the rows on screen.
+        let shown = initial.inserts.map(\.value)
+        let commits = commits, seed = feed.seed
+        let writer = Thread {
+            var generator = DemoFeed(seed: seed &+ 99)
+            for i in 0..<commits {
+                usleep(150_000)
+                _ = try? store.write { tx -> Void in
+                    try generator.mutate(tx, count: 3, contacts: 1_000)
+                    var target = shown[(i * 7) % shown.count]
+                    guard let current = try tx.get(Message.self, id: target.id) else { return }
+                    target = current
+                    switch i % 4 {
+                    case 0: target.isRead.toggle()
+                    case 1: target.date = target.date.addingTimeInterval(86_400 * 30)
+                    case 2: target.folder = (target.folder + 1) % DemoFeed.folders
+                    default: target.title = "edited " + target.title
+                    }
+                    try tx.put(target)
+                }
+            }
+        }
+        writer.start()
+        let deadline = Date().addingTimeInterval(Double(commits) * 0.15 + 2)
+        while Date() < deadline {
+            // Poll every 2 ms so the printed time is the batch's computation alone.
+            start = DispatchTime.now().uptimeNanoseconds
+            guard let batch = try watcher.poll() else {
+                usleep(2_000)
+                continue
+            }
+            micros = Double(DispatchTime.now().uptimeNanoseconds - start) / 1_000
+            print(String(format: "batch %llu→%llu (%.0f µs)", batch.fromSequence, batch.toSequence, micros))
+            for line in BatchPrinter.lines(batch) { print(line) }
+        }
+        watcher.cancel()
     }
 }
 

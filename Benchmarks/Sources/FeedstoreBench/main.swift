@@ -30,6 +30,13 @@ case "counts":
     print("counted index, one random Int64 key per record, durability none, 100,000 random operations per size")
     print(CountedIndexBench.header)
     _ = try bench.run(uncountedUpTo: option("--uncounted-up-to", default: 10_000_000))
+case "watch":
+    let sizes = arguments.firstIndex(of: "--sizes").map { arguments[arguments.index(after: $0)].split(separator: ",").compactMap { Int($0) } }
+        ?? [10_000, 100_000, 1_000_000, 10_000_000]
+    let bench = WatcherBench(sizes: sizes, directory: NSTemporaryDirectory() + "feedstore-watch-\(getpid())")
+    print("watcher over the demo feed's byFolderDate index (all messages), durability none, 2,000 one-row updates per size")
+    print(WatcherBench.header)
+    _ = try bench.run()
 default:
-    print("usage: feedstore-bench bulk-insert [--rows N] | counts [--sizes 10000,100000,…] [--uncounted-up-to N]")
+    print("usage: feedstore-bench bulk-insert [--rows N] | counts [--sizes …] [--uncounted-up-to N] | watch [--sizes …]")
 }

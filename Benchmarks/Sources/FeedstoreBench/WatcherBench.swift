@@ -1,0 +1,92 @@
+import Feedstore
+import FeedstoreDemo
+import Foundation
+
+/// Watchers over the demo feed at several sizes: a one-row update → the batch delivered (p50,
+/// p99; the commit and the batch computation separately), and opening a watcher with a first
+/// window of 100 rows.
+struct WatcherBench {
+    let sizes: [Int]
+    let directory: String
+    let updates = 2_000
+
+    struct Row {
+        var size: Int
+        var commit: (p50: Double, p99: Double)
+        var batch: (p50: Double, p99: Double)
+        var total: (p50: Double, p99: Double)
+        var open: (p50: Double, p99: Double)
+        var sectionedBatch: (p50: Double, p99: Double)
+    }
+
+    static func percentiles(_ samples: [Double]) -> (p50: Double, p99: Double) {
+        let sorted = samples.sorted()
+        return (sorted[sorted.count / 2], sorted[min(sorted.count - 1, sorted.count * 99 / 100)])
+    }
+
+    func run() throws -> [Row] {
+        var rows: [Row] = []
+        for size in sizes {
+            let path = directory + "/watch-\(size)"
+            let store = try Store(path: path, entities: DemoFeed.entities,
+                                  options: StoreOptions(durability: .none, initialMapSize: 1 << 30,
+                                                        journalRetention: JournalRetention(minimumCommits: 100)))
+            var feed = DemoFeed(seed: 1)
+            try feed.populate(store, messages: size, contacts: 1_000, batch: 5_000)
+            let query = Query(Message.self, index: "byFolderDate")
+            var rng = SplitMix(state: UInt64(size))
+
+            // Opening with a first window of 100 rows in the middle.
+            var open: [Double] = []
+            for _ in 0..<200 {
+                let start = DispatchTime.now().uptimeNanoseconds
+                let watcher = store.watch(query, options: WatchOptions(window: WatchWindow(offset: size / 2, limit: 100)))
+                guard let first = try watcher.poll(), first.inserts.count == 100 else { fatalError("no first window") }
+                open.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1_000)
+            }
+
+            // One-row updates: a random message's date changes (it moves), then the batch.
+            func measure(_ options: WatchOptions) throws -> (commit: [Double], batch: [Double]) {
+                let watcher = store.watch(query, options: options)
+                _ = try watcher.poll()  // the initial snapshot, not measured
+                var commit: [Double] = [], batch: [Double] = []
+                for _ in 0..<updates {
+                    let id = UInt64.random(in: 1...UInt64(size), using: &rng)
+                    let t0 = DispatchTime.now().uptimeNanoseconds
+                    try store.write { tx in
+                        guard var m = try tx.get(Message.self, id: id) else { return }
+                        m.date = m.date.addingTimeInterval(Double(Int.random(in: 1...3_600, using: &rng)) * (Bool.random(using: &rng) ? 1 : -1))
+                        try tx.put(m)
+                    }
+                    let t1 = DispatchTime.now().uptimeNanoseconds
+                    guard let b = try watcher.poll(), b.moves.count + b.updates.count == 1 else { fatalError("missing batch") }
+                    let t2 = DispatchTime.now().uptimeNanoseconds
+                    commit.append(Double(t1 - t0) / 1_000)
+                    batch.append(Double(t2 - t1) / 1_000)
+                }
+                watcher.cancel()
+                return (commit, batch)
+            }
+            let plain = try measure(WatchOptions())
+            let sectioned = try measure(WatchOptions(sectionBy: 1))
+            store.close()
+            try? FileManager.default.removeItem(atPath: path)
+            let row = Row(size: size, commit: Self.percentiles(plain.commit), batch: Self.percentiles(plain.batch),
+                          total: Self.percentiles(zip(plain.commit, plain.batch).map { $0 + $1 }), open: Self.percentiles(open),
+                          sectionedBatch: Self.percentiles(sectioned.batch))
+            print(Self.format(row))
+            rows.append(row)
+        }
+        return rows
+    }
+
+    static let header = """
+        | rows | commit p50 / p99 µs | batch p50 / p99 µs | update → batch p50 / p99 µs | sectioned batch p50 / p99 µs | open + first 100 rows p50 / p99 µs |
+        |---:|---:|---:|---:|---:|---:|
+        """
+
+    static func format(_ r: Row) -> String {
+        func f(_ p: (p50: Double, p99: Double)) -> String { String(format: "%.0f / %.0f", p.p50, p.p99) }
+        return "| \(r.size.formatted()) | \(f(r.commit)) | \(f(r.batch)) | \(f(r.total)) | \(f(r.sectionedBatch)) | \(f(r.open)) |"
+    }
+}
