@@ -17,7 +17,8 @@ extension WatchEngine {
             } catch FeedstoreError.journalBehindRetention {
                 return try windowSnapshot(in: tx, head: head, reset: true)
             }
-            guard let collected else { return try windowSnapshot(in: tx, head: head, reset: true) }
+            guard var collected else { return try windowSnapshot(in: tx, head: head, reset: true) }
+            try includeRelated(&collected, in: tx, through: head)
             net = collected
         }
         if let window = pendingWindow {

@@ -38,7 +38,8 @@ final class WatchEngine<E: Entity> {
         } catch FeedstoreError.journalBehindRetention {
             return try snapshot(in: tx, head: head, reset: true)
         }
-        guard let net else { return try snapshot(in: tx, head: head, reset: true) }
+        guard var net else { return try snapshot(in: tx, head: head, reset: true) }
+        try includeRelated(&net, in: tx, through: head)
         let batch = try build(net, from: old, in: tx, head: head)
         return batch.isEmpty ? nil : batch
     }
@@ -220,6 +221,30 @@ final class WatchEngine<E: Entity> {
     }
 
     // MARK: Shared helpers
+
+    /// Adds, for every related record changed since the snapshot, the rows that refer to it: an
+    /// update whose changed field is the related entity's name. The rows are found through the
+    /// foreign-key index, O(log n) each.
+    func includeRelated(_ net: inout NetChanges, in tx: ReadTransaction, through head: UInt64) throws {
+        guard !options.related.isEmpty else { return }
+        let watched = try tx.entity(E.entityName).index(named: query.index)
+        for related in options.related {
+            guard let changed = try NetChanges.collect(tx, after: sequence, through: head, entity: related.entity, index: "",
+                                                      limit: backlogLimit) else { continue }
+            for relatedID in changed.changes.keys {
+                for id in try tx.ids(entity: E.entityName, index: related.foreignKeyIndex, range: .prefix(relatedID)) {
+                    if var existing = net.changes[id] {
+                        existing.fields.insert(related.entity)
+                        net.changes[id] = existing
+                        continue
+                    }
+                    guard let fields = try tx.record(entity: E.entityName, id: id),
+                          let key = try watched.key(of: fields, primaryKey: try KeyEncoding.encode([id])) else { continue }
+                    net.changes[id] = NetChanges.Change(id: id, oldKey: key, newKey: key, fields: [related.entity])
+                }
+            }
+        }
+    }
 
     func typedID(_ id: FieldValue) throws -> E.ID {
         guard let typed = E.ID(fieldValue: id) else {

@@ -9,11 +9,31 @@ public struct WatchOptions: Sendable, Hashable {
     /// When set, the watcher shows only these positions of the full order (then sectioned):
     /// rows pushed in or out by changes elsewhere are inserts and deletes.
     public var window: WatchWindow?
+    /// Entities the rows display through a foreign key: a change to one of their records is an
+    /// update of exactly the rows that refer to it.
+    public var related: [RelatedRecords]
 
-    public init(sectionBy: Int = 0, fields: Set<String>? = nil, window: WatchWindow? = nil) {
+    public init(sectionBy: Int = 0, fields: Set<String>? = nil, window: WatchWindow? = nil, related: [RelatedRecords] = []) {
         self.sectionBy = sectionBy
         self.fields = fields
         self.window = window
+        self.related = related
+    }
+}
+
+/// A related entity shown by a watcher's rows: `RelatedRecords(Contact.self, through: "byContact")`
+/// for messages that show their contact, where `byContact` is the watched entity's index whose
+/// first component is the foreign key (`contactId`).
+public struct RelatedRecords: Sendable, Hashable {
+    /// The related entity's name.
+    public var entity: String
+    /// The watched entity's index on the foreign key.
+    public var foreignKeyIndex: String
+
+    /// Rows refer to records of `type` through the foreign key leading `index`.
+    public init<R: Entity>(_ type: R.Type, through index: String) {
+        entity = R.entityName
+        foreignKeyIndex = index
     }
 }
 
