@@ -4,7 +4,7 @@
 /// and reports the difference, so rows pushed across the window's edges by changes elsewhere
 /// are deletes and inserts, and moving the window is a batch like any other.
 extension WatchEngine {
-    func nextWindowBatch(in tx: ReadTransaction) throws -> ChangeBatch<E>? {
+    func nextWindowBatch(in tx: ReadTransaction) throws -> RowChanges? {
         let head = try tx.journalBounds().last
         guard let oldRows = windowRows else { return try windowSnapshot(in: tx, head: head, reset: false) }
         let moved = pendingWindow != nil
@@ -41,29 +41,34 @@ extension WatchEngine {
         return batch.isEmpty ? nil : batch
     }
 
-    private func fetchWindow(in tx: ReadTransaction) throws -> (rows: [WindowRow], values: [E]) {
+    /// The window's rows, and their values unless indexes-only.
+    private func fetchWindow(in tx: ReadTransaction) throws -> (rows: [WindowRow], values: [FieldValue: Any]) {
         let window = options.window!
         let entries = try tx.entries(entity: E.entityName, index: query.index, range: query.range, reverse: query.reverse,
                                      offset: window.offset, limit: window.limit)
-        let values = try entries.map { try ReadTransaction.decode(E.self, from: $0.record, id: $0.id) }
+        var values: [FieldValue: Any] = [:]
+        if !indexesOnly {
+            for entry in entries { values[entry.id] = try ReadTransaction.decode(E.self, from: entry.record, id: entry.id) }
+        }
         return (entries.map { WindowRow(id: $0.id, key: $0.key) }, values)
     }
 
-    private func windowSnapshot(in tx: ReadTransaction, head: UInt64, reset: Bool) throws -> ChangeBatch<E> {
+    private func windowSnapshot(in tx: ReadTransaction, head: UInt64, reset: Bool) throws -> RowChanges {
         pendingWindow.map { options.window = $0 }
         pendingWindow = nil
         let (rows, values) = try fetchWindow(in: tx)
         let sections = windowSections(rows)
-        var batch = ChangeBatch<E>(fromSequence: reset ? sequence : 0, toSequence: head, isInitial: !reset, isReset: reset)
-        batch.sectionInserts = sections.keys.enumerated().map { .init(index: $0.offset, key: $0.element) }
-        batch.inserts = try values.enumerated().map { .init(path: sections.paths[$0.offset], id: try typedID(rows[$0.offset].id), value: $0.element) }
+        var batch = RowChanges(fromSequence: reset ? sequence : 0, toSequence: head, isInitial: !reset, isReset: reset)
+        batch.sectionInserts = sections.keys.enumerated().map { ($0.offset, $0.element) }
+        batch.inserts = rows.enumerated().map { .init(path: sections.paths[$0.offset], id: $0.element.id) }
+        batch.values = values
         windowRows = rows
         sequence = head
         return batch
     }
 
     /// Section keys of a window's rows (runs of equal leading components), and each row's path.
-    private func windowSections(_ rows: [WindowRow]) -> (keys: [[FieldValue]], paths: [RowPath]) {
+    func windowSections(_ rows: [WindowRow]) -> (keys: [[FieldValue]], paths: [RowPath]) {
         var keys: [[FieldValue]] = []
         var paths: [RowPath] = []
         var row = 0
@@ -81,13 +86,16 @@ extension WatchEngine {
     }
 
     /// The batch from one window's rows to another's.
-    private func difference(from old: [WindowRow], to new: [WindowRow], values: [E], net: NetChanges, head: UInt64) throws -> ChangeBatch<E> {
+    private func difference(from old: [WindowRow], to new: [WindowRow], values: [FieldValue: Any], net: NetChanges,
+                            head: UInt64) throws -> RowChanges
+    {
         let oldSections = windowSections(old), newSections = windowSections(new)
-        var batch = ChangeBatch<E>(fromSequence: sequence, toSequence: head, isInitial: false, isReset: false)
+        var batch = RowChanges(fromSequence: sequence, toSequence: head, isInitial: false, isReset: false)
+        batch.values = values
         if options.sectionBy > 0 {
             batch.sectionDeletes = oldSections.keys.enumerated().filter { !newSections.keys.contains($0.element) }.map(\.offset)
             batch.sectionInserts = newSections.keys.enumerated().filter { !oldSections.keys.contains($0.element) }
-                .map { .init(index: $0.offset, key: $0.element) }
+                .map { ($0.offset, $0.element) }
         }
         var oldPosition: [FieldValue: Int] = [:]
         for (i, r) in old.enumerated() { oldPosition[r.id] = i }
@@ -101,7 +109,7 @@ extension WatchEngine {
         for (i, r) in old.enumerated() {
             guard let j = newPosition[r.id] else {
                 deletedOld.append(i)
-                batch.deletes.append(.init(path: oldSections.paths[i], id: try typedID(r.id)))
+                batch.deletes.append(.init(path: oldSections.paths[i], id: r.id))
                 continue
             }
             if r.key != new[j].key {
@@ -114,28 +122,24 @@ extension WatchEngine {
         }
         for (j, r) in new.enumerated() where oldPosition[r.id] == nil {
             insertedNew.append(j)
-            batch.inserts.append(.init(path: newSections.paths[j], id: try typedID(r.id), value: values[j]))
+            batch.inserts.append(.init(path: newSections.paths[j], id: r.id))
         }
         let moves = MoveDetection.moves(changedKeys: candidates, deletedOld: deletedOld, insertedNew: insertedNew)
         for (k, rows) in candidateRows.enumerated() {
             let id = new[rows.new].id
             let change = net.changes[id] ?? NetChanges.Change(id: id, allFields: true)
             if moves.contains(k) {
-                batch.moves.append(.init(from: oldSections.paths[rows.old], to: newSections.paths[rows.new], id: try typedID(id),
-                                         fields: fields(change), value: values[rows.new]))
+                batch.moves.append(.init(from: oldSections.paths[rows.old], to: newSections.paths[rows.new], id: id, fields: fields(change)))
             } else if shown(change) {
-                batch.updates.append(.init(from: oldSections.paths[rows.old], to: newSections.paths[rows.new], id: try typedID(id),
-                                           fields: fields(change), value: values[rows.new]))
+                batch.updates.append(.init(from: oldSections.paths[rows.old], to: newSections.paths[rows.new], id: id, fields: fields(change)))
             }
         }
         for rows in sameKey {
             let id = new[rows.new].id
             guard let change = net.changes[id], change.allFields || !change.fields.isEmpty, shown(change) else { continue }
-            batch.updates.append(.init(from: oldSections.paths[rows.old], to: newSections.paths[rows.new], id: try typedID(id),
-                                       fields: fields(change), value: values[rows.new]))
+            batch.updates.append(.init(from: oldSections.paths[rows.old], to: newSections.paths[rows.new], id: id, fields: fields(change)))
         }
-        batch.moves.sort { $0.from < $1.from }
-        batch.updates.sort { $0.from < $1.from }
+        batch.sort()
         return batch
     }
 }

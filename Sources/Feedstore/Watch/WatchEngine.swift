@@ -27,7 +27,7 @@ final class WatchEngine<E: Entity> {
 
     /// The batch from the consumer's snapshot to the store's current state, or nil when nothing
     /// the query shows changed (the watcher still advances to the current sequence).
-    func nextBatch(in tx: ReadTransaction) throws -> ChangeBatch<E>? {
+    func nextBatch(in tx: ReadTransaction) throws -> RowChanges? {
         if options.window != nil { return try nextWindowBatch(in: tx) }
         let head = try tx.journalBounds().last
         guard let old = sections else { return try snapshot(in: tx, head: head, reset: false) }
@@ -47,13 +47,19 @@ final class WatchEngine<E: Entity> {
     // MARK: Whole snapshots
 
     /// The whole snapshot as inserts: the initial batch, or a reset.
-    private func snapshot(in tx: ReadTransaction, head: UInt64, reset: Bool) throws -> ChangeBatch<E> {
+    /// In indexes-only mode the rows are not listed (one run per section), so this is O(sections).
+    private func snapshot(in tx: ReadTransaction, head: UInt64, reset: Bool) throws -> RowChanges {
         let resolved = try tx.resolve(entity: E.entityName, index: query.index, range: query.range)
         let list = try sectionList(in: tx, resolved)
-        var batch = ChangeBatch<E>(fromSequence: reset ? sequence : 0, toSequence: head, isInitial: !reset, isReset: reset)
-        batch.sectionInserts = list.sections.enumerated().map { .init(index: $0.offset, key: $0.element.key) }
-        let rows = try tx.query(E.self, index: query.index, range: query.range, reverse: query.reverse)
-        batch.inserts = rows.enumerated().map { .init(path: list.path(ofFlat: $0.offset), id: $0.element.id, value: $0.element) }
+        var batch = RowChanges(fromSequence: reset ? sequence : 0, toSequence: head, isInitial: !reset, isReset: reset)
+        batch.sectionInserts = list.sections.enumerated().map { ($0.offset, $0.element.key) }
+        if indexesOnly {
+            batch.insertedSections = list.sections.enumerated().map { ($0.offset, $0.element.count) }
+        } else {
+            let rows = try tx.query(E.self, index: query.index, range: query.range, reverse: query.reverse)
+            batch.inserts = rows.enumerated().map { .init(path: list.path(ofFlat: $0.offset), id: $0.element.id.fieldValue) }
+            for row in rows { batch.values[row.id.fieldValue] = row }
+        }
         sections = list
         sequence = head
         return batch
@@ -97,7 +103,7 @@ final class WatchEngine<E: Entity> {
 
     // MARK: Incremental batches
 
-    private func build(_ net: NetChanges, from oldSections: SectionList, in tx: ReadTransaction, head: UInt64) throws -> ChangeBatch<E> {
+    private func build(_ net: NetChanges, from oldSections: SectionList, in tx: ReadTransaction, head: UInt64) throws -> RowChanges {
         let resolved = try tx.resolve(entity: E.entityName, index: query.index, range: query.range)
         let range = resolved.keys
         func inRange(_ key: [UInt8]?) -> [UInt8]? {
@@ -153,11 +159,11 @@ final class WatchEngine<E: Entity> {
                                          key: try KeyDecoder.decode(prefix).map(\.value))
             }
         }
-        var batch = ChangeBatch<E>(fromSequence: sequence, toSequence: head, isInitial: false, isReset: false)
+        var batch = RowChanges(fromSequence: sequence, toSequence: head, isInitial: false, isReset: false)
         if options.sectionBy > 0 {
             batch.sectionDeletes = oldSections.sections.enumerated().filter { newSections.index(of: $0.element.prefix) == nil }.map(\.offset)
             batch.sectionInserts = newSections.sections.enumerated().filter { oldSections.index(of: $0.element.prefix) == nil }
-                .map { .init(index: $0.offset, key: $0.element.key) }
+                .map { ($0.offset, $0.element.key) }
         }
 
         // Rows: deletes, inserts, and survivors (moves and updates).
@@ -186,14 +192,13 @@ final class WatchEngine<E: Entity> {
         deletedOld.sort()
         insertedNew.sort()
         let moved = MoveDetection.moves(changedKeys: candidates, deletedOld: deletedOld, insertedNew: insertedNew)
-        func value(_ id: FieldValue) throws -> E { try self.value(id, in: tx) }
         for (i, c) in changes.enumerated() {
             let (old, new) = positions[i]
             switch (old, new) {
             case let (o?, nil):
-                batch.deletes.append(.init(path: oldSections.path(ofFlat: o), id: try typedID(c.change.id)))
+                batch.deletes.append(.init(path: oldSections.path(ofFlat: o), id: c.change.id))
             case let (nil, n?):
-                batch.inserts.append(.init(path: newSections.path(ofFlat: n), id: try typedID(c.change.id), value: try value(c.change.id)))
+                batch.inserts.append(.init(path: newSections.path(ofFlat: n), id: c.change.id))
             default: break
             }
         }
@@ -201,26 +206,29 @@ final class WatchEngine<E: Entity> {
             let c = changes[i].change
             let from = oldSections.path(ofFlat: positions[i].old!), to = newSections.path(ofFlat: positions[i].new!)
             if moved.contains(j) {
-                batch.moves.append(.init(from: from, to: to, id: try typedID(c.id), fields: fields(c), value: try value(c.id)))
+                batch.moves.append(.init(from: from, to: to, id: c.id, fields: fields(c)))
             } else if shown(c) {
-                batch.updates.append(.init(from: from, to: to, id: try typedID(c.id), fields: fields(c), value: try value(c.id)))
+                batch.updates.append(.init(from: from, to: to, id: c.id, fields: fields(c)))
             }
         }
         for i in sameKeyRows where shown(changes[i].change) {
             let c = changes[i].change
             batch.updates.append(.init(from: oldSections.path(ofFlat: positions[i].old!), to: newSections.path(ofFlat: positions[i].new!),
-                                       id: try typedID(c.id), fields: fields(c), value: try value(c.id)))
+                                       id: c.id, fields: fields(c)))
         }
-        batch.deletes.sort { $0.path < $1.path }
-        batch.inserts.sort { $0.path < $1.path }
-        batch.moves.sort { $0.from < $1.from }
-        batch.updates.sort { $0.from < $1.from }
+        batch.sort()
         sections = newSections
         sequence = head
         return batch
     }
 
     // MARK: Shared helpers
+
+    /// Indexes-only watchers list no values, and their snapshots no rows.
+    var indexesOnly: Bool { options.mode == .indexesOnly }
+
+    /// The snapshot's sections (for indexes-only watchers' counts and positions).
+    var currentSections: SectionList? { sections }
 
     /// Adds, for every related record changed since the snapshot, the rows that refer to it: an
     /// update whose changed field is the related entity's name. The rows are found through the
@@ -244,20 +252,6 @@ final class WatchEngine<E: Entity> {
                 }
             }
         }
-    }
-
-    func typedID(_ id: FieldValue) throws -> E.ID {
-        guard let typed = E.ID(fieldValue: id) else {
-            throw FeedstoreError.decodingFailed(entity: E.entityName, id: id, reason: "the id is not a \(E.ID.self)")
-        }
-        return typed
-    }
-
-    func value(_ id: FieldValue, in tx: ReadTransaction) throws -> E {
-        guard let value = try tx.get(E.self, id: try typedID(id)) else {
-            throw FeedstoreError.corruptData(what: "journal", reason: "\(E.entityName) \(id.jsonText) is in the index but not stored")
-        }
-        return value
     }
 
     /// The changed fields an update or move reports (empty when any field may have changed).

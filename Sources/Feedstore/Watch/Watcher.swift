@@ -41,7 +41,9 @@ public final class Watcher<E: Entity>: AsyncSequence, @unchecked Sendable {
     public func poll() throws -> ChangeBatch<E>? {
         lock.lock()
         defer { lock.unlock() }
-        return try store.read { tx in try engine.nextBatch(in: tx) }
+        return try store.read { tx in
+            try engine.nextBatch(in: tx).map { try ChangeBatch($0, in: tx) }
+        }
     }
 
     /// Waits up to `timeout` seconds for the next batch, blocking the calling thread; nil on
