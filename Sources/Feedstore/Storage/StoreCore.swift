@@ -15,6 +15,8 @@ final class StoreCore: @unchecked Sendable {
     let maintainsCounts: Bool
     private(set) var durability: Durability
     private let schemaState: Protected<SchemaSnapshot>
+    /// Read transactions held open between calls (indexes-only watchers).
+    let pinned = Protected<[ObjectIdentifier: WeakSnapshot]>([:])
     /// `mdb_dbi_open` must not run in two transactions at once.
     private let databaseOpenLock = NSLock()
     private(set) lazy var writer = WriteQueue(core: self)
@@ -75,7 +77,10 @@ final class StoreCore: @unchecked Sendable {
     }
 
     func adoptResizedMap() throws {
-        try mapLock.withExclusive { try environment.setMapSize(0) }
+        try mapLock.withExclusive {
+            releasePinnedSnapshots()
+            try environment.setMapSize(0)
+        }
     }
 
     /// Grows the map after `MDB_MAP_FULL`: doubles it (by at most 1 GiB), within the maximum.
@@ -88,6 +93,7 @@ final class StoreCore: @unchecked Sendable {
                 guard current < maximum else { throw FeedstoreError.mapFull(path: path, limit: maximum) }
                 next = min(next, maximum)
             }
+            releasePinnedSnapshots()
             try environment.setMapSize(next)
         }
     }
@@ -164,6 +170,7 @@ final class StoreCore: @unchecked Sendable {
 
     func close() {
         commits.close()
+        mapLock.withExclusive { releasePinnedSnapshots() }
         writer.shutdown()
         if durability != .full, !isReadOnly { try? environment.sync(force: true) }
         environment.close()

@@ -32,6 +32,9 @@ struct SectionList: Equatable {
 
     var count: Int { sections.count }
 
+    /// The flat position of a section's first row.
+    func start(of section: Int) -> Int { starts[section] }
+
     func index(of prefix: [UInt8]) -> Int? { sections.firstIndex { $0.prefix == prefix } }
 
     /// The path of the row at flat position `position`.

@@ -7,6 +7,10 @@ extension WatchEngine {
     func nextWindowBatch(in tx: ReadTransaction) throws -> RowChanges? {
         let head = try tx.journalBounds().last
         guard let oldRows = windowRows else { return try windowSnapshot(in: tx, head: head, reset: false) }
+        if resetPending {
+            resetPending = false
+            return try windowSnapshot(in: tx, head: head, reset: true)
+        }
         let moved = pendingWindow != nil
         if head == sequence && !moved { return nil }
         var net = NetChanges()

@@ -14,6 +14,8 @@ final class WatchEngine<E: Entity> {
     var windowRows: [WindowRow]?
     /// A window the consumer asked for, shown by the next batch.
     var pendingWindow: WatchWindow?
+    /// The next batch must be a reset (the consumer's snapshot could not be kept).
+    var resetPending = false
 
     struct WindowRow {
         var id: FieldValue
@@ -31,6 +33,10 @@ final class WatchEngine<E: Entity> {
         if options.window != nil { return try nextWindowBatch(in: tx) }
         let head = try tx.journalBounds().last
         guard let old = sections else { return try snapshot(in: tx, head: head, reset: false) }
+        if resetPending {
+            resetPending = false
+            return try snapshot(in: tx, head: head, reset: true)
+        }
         if head == sequence { return nil }
         let net: NetChanges?
         do {

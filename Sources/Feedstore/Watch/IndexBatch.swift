@@ -1,0 +1,72 @@
+/// A change batch without values, for indexes-only watchers: the same contract as
+/// ``ChangeBatch``, with consecutive rows grouped into ranges so a batch costs O(runs). Rows
+/// are read on demand with ``IndexWatcher/object(at:)``.
+public struct IndexBatch: Sendable {
+    /// Consecutive rows of one section.
+    public struct RowRange: Sendable, Hashable {
+        public var section: Int
+        public var rows: Range<Int>
+    }
+
+    /// A row that moved: old path, new path.
+    public struct Move: Sendable, Hashable {
+        public var from: RowPath
+        public var to: RowPath
+    }
+
+    /// A row whose content changed: old path, new path, changed fields.
+    public struct Update: Sendable, Hashable {
+        public var from: RowPath
+        public var to: RowPath
+        public var fields: [String]
+    }
+
+    public var fromSequence: UInt64
+    public var toSequence: UInt64
+    public var isInitial: Bool
+    public var isReset: Bool
+    /// Old indexes of sections that are gone.
+    public var sectionDeletes: [Int] = []
+    /// New sections: index and the index components they group by.
+    public var sectionInserts: [(index: Int, key: [FieldValue])] = []
+    /// Rows that left, as ranges of old paths.
+    public var deletes: [RowRange] = []
+    /// Rows that joined, as ranges of new paths.
+    public var inserts: [RowRange] = []
+    public var moves: [Move] = []
+    public var updates: [Update] = []
+
+    /// Whether the batch changes nothing.
+    public var isEmpty: Bool {
+        sectionDeletes.isEmpty && sectionInserts.isEmpty && deletes.isEmpty && inserts.isEmpty && moves.isEmpty && updates.isEmpty
+    }
+
+    init(_ rows: RowChanges) {
+        fromSequence = rows.fromSequence
+        toSequence = rows.toSequence
+        isInitial = rows.isInitial
+        isReset = rows.isReset
+        sectionDeletes = rows.sectionDeletes
+        sectionInserts = rows.sectionInserts
+        deletes = Self.ranges(rows.deletes.map(\.path))
+        inserts = Self.ranges(rows.inserts.map(\.path)) + rows.insertedSections.filter { $0.count > 0 }.map {
+            RowRange(section: $0.section, rows: 0..<$0.count)
+        }
+        inserts.sort { ($0.section, $0.rows.lowerBound) < ($1.section, $1.rows.lowerBound) }
+        moves = rows.moves.map { Move(from: $0.from, to: $0.to) }
+        updates = rows.updates.map { Update(from: $0.from, to: $0.to, fields: $0.fields) }
+    }
+
+    /// Groups sorted paths into runs of consecutive rows.
+    static func ranges(_ paths: [RowPath]) -> [RowRange] {
+        var result: [RowRange] = []
+        for path in paths {
+            if let last = result.last, last.section == path.section, last.rows.upperBound == path.row {
+                result[result.count - 1].rows = last.rows.lowerBound..<(path.row + 1)
+            } else {
+                result.append(RowRange(section: path.section, rows: path.row..<(path.row + 1)))
+            }
+        }
+        return result
+    }
+}
