@@ -68,6 +68,8 @@ import Testing
             let store = try Store(path: dir + "/s", entities: DemoFeed.entities, options: StoreOptions(durability: .none))
             var feed = DemoFeed(seed: seed)
             try feed.populate(store, messages: messages, contacts: 12)
+            // Odd runs write through a second handle on the same files.
+            let writer = run % 2 == 1 ? try Store(path: dir + "/s", entities: DemoFeed.entities) : store
             let watcher = store.watch(c.query, options: c.options)
             var mirror = SectionedMirror<Message>()
             let initial = try watcher.poll()
@@ -77,7 +79,7 @@ import Testing
             var delivered = 0
             for commit in 0..<150 {
                 let size = Int.random(in: 1...6, using: &feed.generator)
-                try store.write { tx in try feed.mutate(tx, count: size, contacts: 12) }
+                try writer.write { tx in try feed.mutate(tx, count: size, contacts: 12) }
                 // Sometimes let commits pile up, so one batch spans several.
                 if Int.random(in: 0..<4, using: &feed.generator) == 0 { continue }
                 if let batch = try watcher.poll() {

@@ -17,6 +17,15 @@ struct WatcherBench {
         var total: (p50: Double, p99: Double)
         var open: (p50: Double, p99: Double)
         var sectionedBatch: (p50: Double, p99: Double)
+        /// Anonymous memory added by an indexes-only watcher after its initial batch and 200 batches.
+        var indexesOnlyMemory: Int
+    }
+
+    /// Anonymous memory of this process (not the store's mapped file), in bytes.
+    static func anonymousMemory() -> Int {
+        let text = (try? String(contentsOfFile: "/proc/self/smaps_rollup", encoding: .utf8)) ?? ""
+        let line = text.split(separator: "\n").first { $0.hasPrefix("Anonymous:") } ?? ""
+        return (Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0) * 1024
     }
 
     static func percentiles(_ samples: [Double]) -> (p50: Double, p99: Double) {
@@ -69,11 +78,27 @@ struct WatcherBench {
             }
             let plain = try measure(WatchOptions())
             let sectioned = try measure(WatchOptions(sectionBy: 1))
+            // An indexes-only watcher over every row: memory beyond the mapped file.
+            let memoryBefore = Self.anonymousMemory()
+            let indexes = store.watchIndexes(query, options: WatchOptions(sectionBy: 1))
+            _ = try indexes.poll()
+            for _ in 0..<200 {
+                let id = UInt64.random(in: 1...UInt64(size), using: &rng)
+                try store.write { tx in
+                    guard var m = try tx.get(Message.self, id: id) else { return }
+                    m.isRead.toggle()
+                    try tx.put(m)
+                }
+                _ = try indexes.poll()
+                _ = try indexes.object(at: RowPath(section: 0, row: 0))
+            }
+            let indexesOnlyMemory = Self.anonymousMemory() - memoryBefore
+            indexes.cancel()
             store.close()
             try? FileManager.default.removeItem(atPath: path)
             let row = Row(size: size, commit: Self.percentiles(plain.commit), batch: Self.percentiles(plain.batch),
                           total: Self.percentiles(zip(plain.commit, plain.batch).map { $0 + $1 }), open: Self.percentiles(open),
-                          sectionedBatch: Self.percentiles(sectioned.batch))
+                          sectionedBatch: Self.percentiles(sectioned.batch), indexesOnlyMemory: indexesOnlyMemory)
             print(Self.format(row))
             rows.append(row)
         }
@@ -81,12 +106,12 @@ struct WatcherBench {
     }
 
     static let header = """
-        | rows | commit p50 / p99 µs | batch p50 / p99 µs | update → batch p50 / p99 µs | sectioned batch p50 / p99 µs | open + first 100 rows p50 / p99 µs |
-        |---:|---:|---:|---:|---:|---:|
+        | rows | commit p50 / p99 µs | batch p50 / p99 µs | update → batch p50 / p99 µs | sectioned batch p50 / p99 µs | open + first 100 rows p50 / p99 µs | indexes-only watcher memory |
+        |---:|---:|---:|---:|---:|---:|---:|
         """
 
     static func format(_ r: Row) -> String {
         func f(_ p: (p50: Double, p99: Double)) -> String { String(format: "%.0f / %.0f", p.p50, p.p99) }
-        return "| \(r.size.formatted()) | \(f(r.commit)) | \(f(r.batch)) | \(f(r.total)) | \(f(r.sectionedBatch)) | \(f(r.open)) |"
+        return "| \(r.size.formatted()) | \(f(r.commit)) | \(f(r.batch)) | \(f(r.total)) | \(f(r.sectionedBatch)) | \(f(r.open)) | \(r.indexesOnlyMemory / 1024) KB |"
     }
 }
