@@ -1,6 +1,8 @@
 /// A position in a watched query: a section and a row within it.
 public struct RowPath: Sendable, Hashable, Comparable, CustomStringConvertible {
+    /// The section index.
     public var section: Int
+    /// The row within the section.
     public var row: Int
 
     /// The path of `row` in `section`.
@@ -26,40 +28,57 @@ public struct RowPath: Sendable, Hashable, Comparable, CustomStringConvertible {
 public struct ChangeBatch<E: Entity>: Sendable {
     /// A row that left the snapshot.
     public struct Delete: Sendable {
+        /// The row's path (old for deletes, new for inserts).
         public var path: RowPath
+        /// The row's primary key.
         public var id: E.ID
     }
 
     /// A row that joined the snapshot, with its value.
     public struct Insert: Sendable {
+        /// The row's path (old for deletes, new for inserts).
         public var path: RowPath
+        /// The row's primary key.
         public var id: E.ID
+        /// The row's value after the change.
         public var value: E
     }
 
     /// A row whose own sort key changed so that its order among the other rows changed; its
     /// new value, and the fields that changed.
     public struct Move: Sendable {
+        /// The row's old path.
         public var from: RowPath
+        /// The row's new path.
         public var to: RowPath
+        /// The row's primary key.
         public var id: E.ID
+        /// The fields that changed (empty when any may have: a delete and re-insert).
         public var fields: [String]
+        /// The row's value after the change.
         public var value: E
     }
 
     /// A row that stayed in order but whose content changed; its old and new paths, changed
     /// fields and new value.
     public struct Update: Sendable {
+        /// The row's old path.
         public var from: RowPath
+        /// The row's new path.
         public var to: RowPath
+        /// The row's primary key.
         public var id: E.ID
+        /// The fields that changed (empty when any may have: a delete and re-insert).
         public var fields: [String]
+        /// The row's value after the change.
         public var value: E
     }
 
     /// A section of the new snapshot, with the index components it groups by.
     public struct SectionInsert: Sendable {
+        /// The section's new index.
         public var index: Int
+        /// The index components the section groups by.
         public var key: [FieldValue]
     }
 
@@ -76,9 +95,13 @@ public struct ChangeBatch<E: Entity>: Sendable {
     public var sectionDeletes: [Int] = []
     /// New sections, by new index.
     public var sectionInserts: [SectionInsert] = []
+    /// Rows that left, at old paths.
     public var deletes: [Delete] = []
+    /// Rows that joined, at new paths.
     public var inserts: [Insert] = []
+    /// Rows that moved, old path to new path.
     public var moves: [Move] = []
+    /// Rows whose content changed, with old and new path.
     public var updates: [Update] = []
 
     /// Whether the batch changes nothing (such batches are not delivered).

@@ -4,26 +4,37 @@
 public struct IndexBatch: Sendable {
     /// Consecutive rows of one section.
     public struct RowRange: Sendable, Hashable {
+        /// The section index.
         public var section: Int
+        /// The row within the section.
         public var rows: Range<Int>
     }
 
     /// A row that moved: old path, new path.
     public struct Move: Sendable, Hashable {
+        /// The row's old path.
         public var from: RowPath
+        /// The row's new path.
         public var to: RowPath
     }
 
     /// A row whose content changed: old path, new path, changed fields.
     public struct Update: Sendable, Hashable {
+        /// The row's old path.
         public var from: RowPath
+        /// The row's new path.
         public var to: RowPath
+        /// The fields that changed (empty when any may have: a delete and re-insert).
         public var fields: [String]
     }
 
+    /// The row's old path.
     public var fromSequence: UInt64
+    /// The row's new path.
     public var toSequence: UInt64
+    /// The first batch: the whole snapshot, one range per section.
     public var isInitial: Bool
+    /// The watcher fell behind: the whole new snapshot; discard what was shown.
     public var isReset: Bool
     /// Old indexes of sections that are gone.
     public var sectionDeletes: [Int] = []
@@ -33,7 +44,9 @@ public struct IndexBatch: Sendable {
     public var deletes: [RowRange] = []
     /// Rows that joined, as ranges of new paths.
     public var inserts: [RowRange] = []
+    /// Rows that moved, old path to new path.
     public var moves: [Move] = []
+    /// Rows whose content changed, with old and new path.
     public var updates: [Update] = []
 
     /// Whether the batch changes nothing.

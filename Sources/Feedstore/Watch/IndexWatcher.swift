@@ -14,6 +14,7 @@ import Foundation
 /// let row = try feed.object(at: RowPath(section: 0, row: 250_000))
 /// ```
 public final class IndexWatcher<E: Entity>: AsyncSequence, @unchecked Sendable {
+    /// The values the sequence delivers.
     public typealias Element = IndexBatch
 
     let store: Store
@@ -147,6 +148,7 @@ public final class IndexWatcher<E: Entity>: AsyncSequence, @unchecked Sendable {
         store.core.commits.wakeAll()
     }
 
+    /// Waits for and delivers the next value.
     public struct AsyncIterator: AsyncIteratorProtocol {
         let watcher: IndexWatcher
 
@@ -160,6 +162,7 @@ public final class IndexWatcher<E: Entity>: AsyncSequence, @unchecked Sendable {
         }
     }
 
+    /// An iterator over the values.
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(watcher: self) }
 }
 

@@ -15,9 +15,11 @@ public enum RecordChange<E: Entity>: Sendable {
 /// Observes one record by id: an `AsyncSequence` delivering its current value, then each change.
 /// Changes spanning several commits are coalesced (the value is always the latest).
 public final class RecordObserver<E: Entity>: AsyncSequence, @unchecked Sendable {
+    /// The values the sequence delivers.
     public typealias Element = RecordChange<E>
 
     let store: Store
+    /// The id of the observed record.
     public let id: E.ID
     private let lock = NSLock()
     private var sequence: UInt64?
@@ -79,6 +81,7 @@ public final class RecordObserver<E: Entity>: AsyncSequence, @unchecked Sendable
         store.core.commits.wakeAll()
     }
 
+    /// Waits for and delivers the next value.
     public struct AsyncIterator: AsyncIteratorProtocol {
         let observer: RecordObserver
 
@@ -98,6 +101,7 @@ public final class RecordObserver<E: Entity>: AsyncSequence, @unchecked Sendable
         return sequence ?? 0
     }
 
+    /// An iterator over the values.
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(observer: self) }
 }
 

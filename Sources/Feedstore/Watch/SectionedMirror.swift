@@ -8,24 +8,31 @@
 public struct SectionedMirror<E: Entity>: Sendable {
     /// One section: its key (the grouped index components) and rows.
     public struct Section: Sendable {
+        /// The index components the section groups by.
         public var key: [FieldValue]
+        /// The row within the section.
         public var rows: [E]
     }
 
     /// Why a batch could not be applied.
     public struct InvalidBatch: Error, CustomStringConvertible {
+        /// What is wrong with the batch.
         public var description: String
     }
 
+    /// The sections, in order, as of ``sequence``.
     public private(set) var sections: [Section] = []
     /// The sequence of the last batch applied.
     public private(set) var sequence: UInt64 = 0
 
+    /// An empty mirror, ready for an initial batch.
     public init() {}
 
     /// All rows, section after section.
     public var rows: [E] { sections.flatMap(\.rows) }
 
+    /// Applies a batch by the contract's rules; throws ``InvalidBatch`` when one is broken. The
+    /// mirror is then partly changed: start again from a new watcher's initial batch.
     public mutating func apply(_ batch: ChangeBatch<E>) throws {
         func fail(_ reason: String) -> InvalidBatch { InvalidBatch(description: "batch \(batch.fromSequence)→\(batch.toSequence): \(reason)") }
         if batch.isInitial || batch.isReset { sections = [] }

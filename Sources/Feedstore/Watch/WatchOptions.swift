@@ -24,6 +24,7 @@ public struct WatchOptions: Sendable, Hashable {
     /// update of exactly the rows that refer to it.
     public var related: [RelatedRecords]
 
+    /// Options for a watcher; see each property.
     public init(sectionBy: Int = 0, fields: Set<String>? = nil, window: WatchWindow? = nil, related: [RelatedRecords] = []) {
         self.sectionBy = sectionBy
         self.fields = fields
@@ -50,7 +51,9 @@ public struct RelatedRecords: Sendable, Hashable {
 
 /// A page of a query's full order: `limit` rows from position `offset`.
 public struct WatchWindow: Sendable, Hashable {
+    /// The first position shown.
     public var offset: Int
+    /// How many positions are shown.
     public var limit: Int
 
     /// The rows at positions `offset..<offset + limit`.

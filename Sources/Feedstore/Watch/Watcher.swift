@@ -12,6 +12,7 @@ import Foundation
 /// for try await batch in inbox { mirror.apply(batch) }
 /// ```
 public final class Watcher<E: Entity>: AsyncSequence, @unchecked Sendable {
+    /// The values the sequence delivers.
     public typealias Element = ChangeBatch<E>
 
     let store: Store
@@ -75,6 +76,7 @@ public final class Watcher<E: Entity>: AsyncSequence, @unchecked Sendable {
         store.core.commits.wakeAll()
     }
 
+    /// Waits for and delivers the next value.
     public struct AsyncIterator: AsyncIteratorProtocol {
         let watcher: Watcher
 
@@ -88,6 +90,7 @@ public final class Watcher<E: Entity>: AsyncSequence, @unchecked Sendable {
         }
     }
 
+    /// An iterator over the values.
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(watcher: self) }
 }
 
