@@ -54,12 +54,17 @@ struct LMDBCursor: ~Copyable {
     /// The current entry's value (borrowed).
     var value: UnsafeRawBufferPointer { entry.pointee.1.borrowedBytes }
 
-    /// Replaces the value of the current entry (`MDB_CURRENT`: no second descent).
-    borrowing func replaceCurrent(_ value: [UInt8]) throws(LMDBError) {
+    /// Lets `body` modify the current value's bytes in place (same size), without copying them.
+    ///
+    /// Relies on how LMDB (0.9.x) handles `MDB_CURRENT | MDB_RESERVE` with an unchanged size: it
+    /// makes the page writable in this transaction (copy-on-write) and returns the value's
+    /// existing bytes there, contents intact. The counted-index tests check every count this
+    /// path writes.
+    borrowing func modifyCurrentInPlace(_ body: (UnsafeMutableRawBufferPointer) throws -> Void) throws {
         var key = entry.pointee.0
-        try withMDBValue(value) { (v: inout MDB_val) throws(LMDBError) in
-            try lmdbCheck(mdb_cursor_put(handle, &key, &v, UInt32(MDB_CURRENT)), "mdb_cursor_put(current)")
-        }
+        var value = MDB_val(mv_size: entry.pointee.1.mv_size, mv_data: nil)
+        try lmdbCheck(mdb_cursor_put(handle, &key, &value, UInt32(MDB_CURRENT | MDB_RESERVE)), "mdb_cursor_put(reserve)")
+        try body(UnsafeMutableRawBufferPointer(start: value.mv_data, count: value.mv_size))
     }
 
     /// Deletes the current entry.

@@ -61,12 +61,11 @@ extension CountedIndex {
                 let child = view.child(containing: key)
                 let updated = view.entries(child) + delta
                 guard updated >= 0 else { throw FeedstoreError.corruptData(what: "index counts", reason: "level \(level) count below zero") }
-                var bytes = Array(cursor.value)
-                withUnsafeBytes(of: UInt64(updated).littleEndian) { new in
-                    for b in 0..<8 { bytes[CountNode.countOffset(child) + b] = new[b] }
-                }
                 let next = view.fence(child)
-                try cursor.replaceCurrent(bytes)
+                // Patch the child's 8-byte count where it is stored, copying nothing else.
+                try cursor.modifyCurrentInPlace { bytes in
+                    bytes.storeBytes(of: UInt64(updated).littleEndian, toByteOffset: CountNode.countOffset(child), as: UInt64.self)
+                }
                 path.append(PathStep(level: level, fence: fence, child: child))
                 fence = next
                 bucket = updated
