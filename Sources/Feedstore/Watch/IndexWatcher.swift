@@ -59,15 +59,7 @@ public final class IndexWatcher<E: Entity>: AsyncSequence, @unchecked Sendable {
     }
 
     /// Waits up to `timeout` seconds for the next batch, blocking the calling thread.
-    public func next(timeout: TimeInterval) throws -> IndexBatch? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while !isCancelled {
-            if let batch = try poll() { return batch }
-            let remaining = deadline.timeIntervalSinceNow
-            guard remaining > 0, store.core.commits.waitBlocking(after: sequence, timeout: remaining) else { return nil }
-        }
-        return nil
-    }
+    public func next(timeout: TimeInterval) throws -> IndexBatch? { try blockingNext(timeout: timeout) }
 
     /// Sections in the snapshot of the last batch taken.
     public var numberOfSections: Int {
@@ -153,17 +145,15 @@ public final class IndexWatcher<E: Entity>: AsyncSequence, @unchecked Sendable {
         let watcher: IndexWatcher
 
         /// Waits for the next batch; nil once cancelled.
-        public mutating func next() async throws -> IndexBatch? {
-            while !watcher.isCancelled && !Task.isCancelled {
-                if let batch = try watcher.poll() { return batch }
-                await watcher.store.core.commits.wait(after: watcher.sequence)
-            }
-            return nil
-        }
+        public mutating func next() async throws -> IndexBatch? { try await watcher.asyncNext() }
     }
 
     /// An iterator over the values.
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(watcher: self) }
+}
+
+extension IndexWatcher: PollingLoop {
+    var waitSequence: UInt64 { sequence }
 }
 
 extension Store {

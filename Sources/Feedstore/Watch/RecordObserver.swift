@@ -86,23 +86,25 @@ public final class RecordObserver<E: Entity>: AsyncSequence, @unchecked Sendable
         let observer: RecordObserver
 
         /// Waits for the next change; nil once cancelled.
-        public mutating func next() async throws -> RecordChange<E>? {
-            while !observer.cancelled.current && !Task.isCancelled {
-                if let change = try observer.poll() { return change }
-                await observer.store.core.commits.wait(after: observer.currentSequence)
-            }
-            return nil
-        }
+        public mutating func next() async throws -> RecordChange<E>? { try await observer.asyncNext() }
     }
 
-    var currentSequence: UInt64 {
+    /// Whether ``cancel()`` was called.
+    public var isCancelled: Bool { cancelled.current }
+
+    /// Waits up to `timeout` seconds for the next change, blocking the calling thread.
+    public func next(timeout: TimeInterval) throws -> RecordChange<E>? { try blockingNext(timeout: timeout) }
+
+    /// An iterator over the values.
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(observer: self) }
+}
+
+extension RecordObserver: PollingLoop {
+    var waitSequence: UInt64 {
         lock.lock()
         defer { lock.unlock() }
         return sequence ?? 0
     }
-
-    /// An iterator over the values.
-    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(observer: self) }
 }
 
 extension Store {

@@ -15,14 +15,7 @@ extension WatchEngine {
         if head == sequence && !moved { return nil }
         var net = NetChanges()
         if head > sequence {
-            let collected: NetChanges?
-            do {
-                collected = try NetChanges.collect(tx, after: sequence, through: head, entity: E.entityName, index: query.index, limit: backlogLimit)
-            } catch FeedstoreError.journalBehindRetention {
-                return try windowSnapshot(in: tx, head: head, reset: true)
-            }
-            guard var collected else { return try windowSnapshot(in: tx, head: head, reset: true) }
-            try includeRelated(&collected, in: tx, through: head)
+            guard let collected = try changes(in: tx, through: head) else { return try windowSnapshot(in: tx, head: head, reset: true) }
             net = collected
         }
         if let window = pendingWindow {

@@ -38,14 +38,7 @@ final class WatchEngine<E: Entity> {
             return try snapshot(in: tx, head: head, reset: true)
         }
         if head == sequence { return nil }
-        let net: NetChanges?
-        do {
-            net = try NetChanges.collect(tx, after: sequence, through: head, entity: E.entityName, index: query.index, limit: backlogLimit)
-        } catch FeedstoreError.journalBehindRetention {
-            return try snapshot(in: tx, head: head, reset: true)
-        }
-        guard var net else { return try snapshot(in: tx, head: head, reset: true) }
-        try includeRelated(&net, in: tx, through: head)
+        guard let net = try changes(in: tx, through: head) else { return try snapshot(in: tx, head: head, reset: true) }
         let batch = try build(net, from: old, in: tx, head: head)
         return batch.isEmpty ? nil : batch
     }
@@ -229,6 +222,19 @@ final class WatchEngine<E: Entity> {
     }
 
     // MARK: Shared helpers
+
+    /// The net changes since the snapshot, related records included; nil when the watcher must
+    /// reset instead (behind the journal's retention, or more changes than ``backlogLimit``).
+    func changes(in tx: ReadTransaction, through head: UInt64) throws -> NetChanges? {
+        do {
+            guard var net = try NetChanges.collect(tx, after: sequence, through: head, entity: E.entityName, index: query.index,
+                                                   limit: backlogLimit) else { return nil }
+            try includeRelated(&net, in: tx, through: head)
+            return net
+        } catch FeedstoreError.journalBehindRetention {
+            return nil
+        }
+    }
 
     /// Indexes-only watchers list no values, and their snapshots no rows.
     var indexesOnly: Bool { options.mode == .indexesOnly }

@@ -50,15 +50,7 @@ public final class Watcher<E: Entity>: AsyncSequence, @unchecked Sendable {
     /// Waits up to `timeout` seconds for the next batch, blocking the calling thread; nil on
     /// timeout or cancellation. For consumers that run on their own threads (command-line tools,
     /// or code that must not depend on Swift concurrency's shared threads).
-    public func next(timeout: TimeInterval) throws -> ChangeBatch<E>? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while !isCancelled {
-            if let batch = try poll() { return batch }
-            let remaining = deadline.timeIntervalSinceNow
-            guard remaining > 0, store.core.commits.waitBlocking(after: sequence, timeout: remaining) else { return nil }
-        }
-        return nil
-    }
+    public func next(timeout: TimeInterval) throws -> ChangeBatch<E>? { try blockingNext(timeout: timeout) }
 
     /// Moves a windowed watcher's window (paging): the next batch takes the consumer from the
     /// old window to the new one. Has no effect on a watcher opened without a window.
@@ -81,17 +73,15 @@ public final class Watcher<E: Entity>: AsyncSequence, @unchecked Sendable {
         let watcher: Watcher
 
         /// Waits for the next batch; nil once the watcher is cancelled or its task is.
-        public mutating func next() async throws -> ChangeBatch<E>? {
-            while !watcher.isCancelled && !Task.isCancelled {
-                if let batch = try watcher.poll() { return batch }
-                await watcher.store.core.commits.wait(after: watcher.sequence)
-            }
-            return nil
-        }
+        public mutating func next() async throws -> ChangeBatch<E>? { try await watcher.asyncNext() }
     }
 
     /// An iterator over the values.
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(watcher: self) }
+}
+
+extension Watcher: PollingLoop {
+    var waitSequence: UInt64 { sequence }
 }
 
 /// Keeps a callback watcher alive; cancel it (or let it go) to stop deliveries.
