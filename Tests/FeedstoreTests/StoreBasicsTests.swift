@@ -27,6 +27,10 @@ import Testing
             let bounds = try store.read { try $0.journalBounds() }
             #expect(bounds.last == 1)
             #expect(try store.verify().isEmpty)
+            // The catalog records how ids are stored, for tools that parse them.
+            #expect(try store.catalog.entities["Message"]?.primaryKeyKind == "uint")
+            #expect(try store.catalog.entities["Message"]?.fields.map(\.name).sorted()
+                == ["contactId", "date", "folder", "id", "isRead", "title"])
         }
     }
 }

@@ -6,9 +6,14 @@ public protocol PrimaryKey: Hashable, Sendable, Codable {
     var fieldValue: FieldValue { get }
     /// The key from a stored value, or nil when the value has another kind.
     init?(fieldValue: FieldValue)
+    /// The ``FieldValue`` kind keys of this type are stored as (recorded in the catalog, so
+    /// tools can parse ids given on a command line).
+    static var fieldKind: String { get }
 }
 
 extension Int64: PrimaryKey {
+    /// Stored as `int`.
+    public static var fieldKind: String { "int" }
     /// The key as a stored value.
     public var fieldValue: FieldValue { .int(self) }
     /// The key from a stored value, or nil when the value has another kind.
@@ -22,6 +27,8 @@ extension Int64: PrimaryKey {
 }
 
 extension Int: PrimaryKey {
+    /// Stored as `int`.
+    public static var fieldKind: String { "int" }
     /// The key as a stored value.
     public var fieldValue: FieldValue { .int(Int64(self)) }
     /// The key from a stored value, or nil when the value has another kind.
@@ -32,6 +39,8 @@ extension Int: PrimaryKey {
 }
 
 extension UInt64: PrimaryKey {
+    /// Stored as `uint`.
+    public static var fieldKind: String { "uint" }
     /// The key as a stored value.
     public var fieldValue: FieldValue { .uint(self) }
     /// The key from a stored value, or nil when the value has another kind.
@@ -45,6 +54,8 @@ extension UInt64: PrimaryKey {
 }
 
 extension String: PrimaryKey {
+    /// Stored as `string`.
+    public static var fieldKind: String { "string" }
     /// The key as a stored value.
     public var fieldValue: FieldValue { .string(self) }
     /// The key from a stored value, or nil when the value has another kind.
@@ -55,6 +66,8 @@ extension String: PrimaryKey {
 }
 
 extension UUID: PrimaryKey {
+    /// Stored as `uuid`.
+    public static var fieldKind: String { "uuid" }
     /// The key as a stored value.
     public var fieldValue: FieldValue { .uuid(self) }
     /// The key from a stored value, or nil when the value has another kind.

@@ -136,8 +136,11 @@ enum StoreOpener {
 
     struct Declaration {
         var name: String
+        var primaryKeyKind: String
         var indexes: [IndexDefinition]
     }
+
+    private static func primaryKeyKind<E: Entity>(of type: E.Type) -> String { E.ID.fieldKind }
 
     static func declaration(of type: any Entity.Type) throws -> Declaration {
         let name = type.entityName
@@ -151,7 +154,7 @@ enum StoreOpener {
             guard !index.components.isEmpty else { throw invalid("it has no components") }
             if let field = index.components.first(where: { $0.field.isEmpty }) { throw invalid("component \(field) has no field name") }
         }
-        return Declaration(name: name, indexes: type.indexes)
+        return Declaration(name: name, primaryKeyKind: primaryKeyKind(of: type), indexes: type.indexes)
     }
 
     private static func apply(_ declared: Declaration, in tx: WriteTransaction,
@@ -160,7 +163,7 @@ enum StoreOpener {
         var databases: [String: LMDBDatabase] = [:]
         if tx.schema.catalog.entities[declared.name] == nil {
             try tx.updateCatalog({ catalog in
-                let entity = CatalogEntity(name: declared.name, id: catalog.nextEntityID, primaryKeyKind: "", fields: [],
+                let entity = CatalogEntity(name: declared.name, id: catalog.nextEntityID, primaryKeyKind: declared.primaryKeyKind, fields: [],
                                            indexes: [], nextFieldID: 1)
                 catalog.nextEntityID += 1
                 catalog.entities[declared.name] = entity

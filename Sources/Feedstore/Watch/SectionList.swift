@@ -30,6 +30,11 @@ struct SectionList: Equatable {
         }
     }
 
+    /// The one section of an unsectioned query.
+    static func single(count: Int, descending: Bool) -> SectionList {
+        SectionList([Section(prefix: [], key: [], count: count)], descending: descending)
+    }
+
     var count: Int { sections.count }
 
     /// The flat position of a section's first row.

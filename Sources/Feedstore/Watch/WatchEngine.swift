@@ -66,9 +66,7 @@ final class WatchEngine<E: Entity> {
 
     /// The snapshot's sections, found one per O(log n) step (one section when unsectioned).
     private func sectionList(in tx: ReadTransaction, _ resolved: ReadTransaction.ResolvedQuery) throws -> SectionList {
-        guard options.sectionBy > 0 else {
-            return SectionList([.init(prefix: [], key: [], count: resolved.count)], descending: query.reverse)
-        }
+        guard options.sectionBy > 0 else { return .single(count: resolved.count, descending: query.reverse) }
         var sections: [SectionList.Section] = []
         var consumed = 0
         while consumed < resolved.count {
@@ -145,8 +143,8 @@ final class WatchEngine<E: Entity> {
         // Sections of the new snapshot: recount only the sections changed rows touch.
         var newSections = oldSections
         if options.sectionBy == 0 {
-            newSections.setCount(newCount, of: [], key: [])
-            if newCount == 0 { newSections = SectionList([.init(prefix: [], key: [], count: 0)], descending: query.reverse) }
+            // An unsectioned query always has its one section, even when empty.
+            newSections = .single(count: newCount, descending: query.reverse)
         } else {
             var touched = Set<[UInt8]>()
             for c in changes {
