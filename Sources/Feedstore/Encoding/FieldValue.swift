@@ -65,14 +65,6 @@ public enum FieldValue: Sendable {
         case .object: "object"
         }
     }
-
-    /// Whether the value can be an index key component.
-    var isScalar: Bool {
-        switch self {
-        case .array, .object: false
-        default: true
-        }
-    }
 }
 
 extension FieldValue: Comparable {

@@ -62,12 +62,13 @@ enum KeyEncoding {
         }
     }
 
-    /// Encodes a whole key.
-    static func encode(_ components: [FieldValue], descending: [Bool]? = nil) throws(KeyEncodingError) -> [UInt8] {
+    /// Encodes a whole key, or leading components: `components[i]` takes the direction
+    /// `descending[offset + i]` (ascending when `descending` is nil).
+    static func encode(_ components: [FieldValue], descending: [Bool]? = nil, offset: Int = 0) throws(KeyEncodingError) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(components.count * 10)
         for (i, c) in components.enumerated() {
-            try append(c, descending: descending?[i] ?? false, to: &out)
+            try append(c, descending: descending?[offset + i] ?? false, to: &out)
         }
         return out
     }

@@ -81,19 +81,17 @@ struct IndexSchema: Sendable {
         return key
     }
 
-    /// Encodes leading component values (for ranges), following each component's direction.
-    func encodePrefix(_ values: [FieldValue], offset: Int = 0) throws -> [UInt8] {
-        var out: [UInt8] = []
-        for (i, value) in values.enumerated() {
-            let component = definition.components[offset + i]
-            do {
-                try KeyEncoding.append(value, descending: component.descending, to: &out)
-            } catch {
-                throw FeedstoreError.invalidRange(entity: catalog.entity, index: definition.name,
-                                                  reason: "a \(value.kindName) cannot be a key component")
-            }
+    /// Encodes leading component values, following each component's direction.
+    func encodePrefix(_ values: [FieldValue]) throws -> [UInt8] {
+        guard values.count <= definition.components.count else {
+            throw FeedstoreError.invalidRange(entity: catalog.entity, index: definition.name,
+                                              reason: "\(values.count) components; the index has \(definition.components.count)")
         }
-        return out
+        do {
+            return try KeyEncoding.encode(values, descending: definition.components.map(\.descending))
+        } catch {
+            throw FeedstoreError.invalidRange(entity: catalog.entity, index: definition.name, reason: "an array or object cannot be a key component")
+        }
     }
 }
 

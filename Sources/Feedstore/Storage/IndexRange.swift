@@ -69,13 +69,9 @@ struct KeyRange: Sendable, Equatable {
     static func resolve(_ range: IndexRange, descending: [Bool], entity: String, index: String) throws -> KeyRange {
         func invalid(_ reason: String) -> FeedstoreError { .invalidRange(entity: entity, index: index, reason: reason) }
         func encode(_ values: [FieldValue], from offset: Int) throws -> [UInt8] {
-            var out: [UInt8] = []
-            for (i, value) in values.enumerated() {
-                do { try KeyEncoding.append(value, descending: descending[offset + i], to: &out) } catch {
-                    throw invalid("a \(value.kindName) cannot be a key component")
-                }
+            do { return try KeyEncoding.encode(values, descending: descending, offset: offset) } catch {
+                throw invalid("an array or object cannot be a key component")
             }
-            return out
         }
         let count = descending.count
         guard range.prefix.count <= count else {
