@@ -32,7 +32,7 @@ import Testing
             let thread = Thread {
                 do {
                     while !watcher.isCancelled {
-                        guard let batch = try watcher.next(timeout: 0.2) else { continue }
+                        guard let batch = try watcher.next(timeout: 2) else { continue }
                         try mirrorBox.withLock { try $0.apply(batch) }
                         if !batch.isInitial { entered.withLock { $0.formUnion(batch.inserts.map(\.id)) } }
                         arrivals.withLock { $0.append((batch.toSequence, Date())) }
@@ -85,7 +85,10 @@ import Testing
             #expect(latencies.count > 40, "\(latencies.count) commits matched")
             let median = latencies.isEmpty ? .infinity : latencies[latencies.count / 2]
             print("cross-process delivery: median \(Int(median * 1_000)) ms, max \(Int((latencies.last ?? 0) * 1_000)) ms over \(latencies.count) commits")
-            #expect(median < 0.05, "median delivery \(median) s")
+            // Measured alone, the median is a few milliseconds (README). Here other tests share
+            // the two cores with the child and the watcher thread, so the bound is generous: it
+            // catches a broken wake-up (which would wait out the 2 s timeout), not noise.
+            #expect(median < 0.25, "median delivery \(median) s")
             if index == "unreadByDate" {
                 // Messages saved before the child ran (ids up to 1,000) that entered the unread
                 // index through the child's read/unread flips.

@@ -85,6 +85,8 @@ enum StoreOpener {
             try txn.put(created, key: MetaKey.format, value: withUnsafeBytes(of: Catalog.currentFormatVersion.bigEndian) { Array($0) })
             try txn.put(created, key: MetaKey.catalog, value: Catalog().encoded())
             try txn.put(created, key: MetaKey.catalogVersion, value: MetaKey.encode(0))
+            // The journal starts at sequence 1; trimming moves this forward.
+            try txn.put(created, key: MetaKey.firstRetained, value: MetaKey.encode(1))
             meta = created
         }
         guard let format = try txn.get(meta!, key: MetaKey.format), format.count == 4 else {

@@ -39,9 +39,6 @@ public final class WriteTransaction: ReadTransaction {
             try txn.put(core.system.commits, key: JournalKeys.sequenceKey(assignedSequence),
                         value: JournalKeys.commitHeader(timestamp: Date(), entries: journal.count))
             try txn.put(core.system.meta, key: MetaKey.lastSequence, value: MetaKey.encode(assignedSequence))
-            if try txn.get(core.system.meta, key: MetaKey.firstRetained) == nil {
-                try txn.put(core.system.meta, key: MetaKey.firstRetained, value: MetaKey.encode(assignedSequence))
-            }
         }
         if !journal.isEmpty { committedSequence = assignedSequence }
     }
