@@ -1,0 +1,40 @@
+import Foundation
+
+extension CatalogEntity {
+    /// Converts values parsed from JSON (by tools) to the kinds this entity stores in `field`:
+    /// integers to unsigned where the field is `uint`, ISO 8601 strings or numbers to dates, UUID
+    /// strings to UUIDs, base64 strings to bytes. Values that do not convert are returned as they
+    /// are (and then match nothing).
+    public func coerce(_ value: FieldValue, toField field: String) -> FieldValue {
+        guard let kind = self.field(named: FieldPath(field).head)?.kind else { return value }
+        return FieldValue.coerce(value, to: kind)
+    }
+
+    /// Converts a primary key given as JSON to the kind the entity's keys are stored as.
+    public func coercePrimaryKey(_ value: FieldValue) -> FieldValue { FieldValue.coerce(value, to: primaryKeyKind) }
+
+    /// The values of an index's leading components, converted for its fields.
+    public func coerce(_ values: [FieldValue], forIndex index: String, startingAt offset: Int = 0) -> [FieldValue] {
+        guard let definition = self.index(named: index)?.definition else { return values }
+        return values.enumerated().map { i, value in
+            offset + i < definition.components.count ? coerce(value, toField: definition.components[offset + i].field) : value
+        }
+    }
+}
+
+extension FieldValue {
+    static func coerce(_ value: FieldValue, to kind: String) -> FieldValue {
+        switch (kind, value) {
+        case let ("uint", .int(i)) where i >= 0: return .uint(UInt64(i))
+        case let ("int", .uint(u)) where u <= UInt64(Int64.max): return .int(Int64(u))
+        case let ("double", .int(i)): return .double(Double(i))
+        case let ("date", .string(s)):
+            return (Self.isoFormatter.date(from: s) ?? ISO8601DateFormatter().date(from: s)).map { .date($0) } ?? value
+        case let ("date", .int(i)): return .date(Date(timeIntervalSince1970: Double(i)))
+        case let ("date", .double(d)): return .date(Date(timeIntervalSince1970: d))
+        case let ("uuid", .string(s)): return UUID(uuidString: s).map { .uuid($0) } ?? value
+        case let ("bytes", .string(s)): return Data(base64Encoded: s).map { .bytes([UInt8]($0)) } ?? value
+        default: return value
+        }
+    }
+}

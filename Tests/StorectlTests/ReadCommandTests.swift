@@ -1,0 +1,125 @@
+@testable import Feedstore
+import FeedstoreDemo
+import FeedstoreTestSupport
+import Foundation
+import Testing
+
+/// End-to-end runs of storectl's read-only commands on a populated store.
+@Suite struct ReadCommandTests {
+    func withDemoStore(_ body: (String, Store) throws -> Void) throws {
+        try withTemporaryDirectory { dir in
+            let path = dir + "/s"
+            let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(durability: .none))
+            var feed = DemoFeed(seed: 3)
+            try feed.populate(store, messages: 500, contacts: 20)
+            for _ in 0..<10 { _ = try store.write { tx in try feed.mutate(tx, count: 3, contacts: 20) } }
+            try store.sync()
+            try body(path, store)
+        }
+    }
+
+    func json(_ text: String) throws -> Any { try JSONSerialization.jsonObject(with: Data(text.utf8)) }
+
+    @Test func inspectReportsEntitiesIndexesAndJournal() throws {
+        try withDemoStore { path, store in
+            let result = try runTool(storectlURL, ["inspect", path, "--json"])
+            #expect(result.status == 0, "\(result.stderr)")
+            let report = try #require(try json(result.stdout) as? [String: Any])
+            let journal = try #require(report["journal"] as? [String: Any])
+            #expect(journal["lastSequence"] as? Int == Int(try store.read { try $0.journalBounds().last }))
+            let entities = try #require(report["entities"] as? [[String: Any]])
+            let message = try #require(entities.first { $0["name"] as? String == "Message" })
+            #expect(message["records"] as? Int == (try store.read { try $0.count(Message.self) }))
+            #expect(message["primaryKeyKind"] as? String == "uint")
+            let indexes = try #require(message["indexes"] as? [[String: Any]])
+            #expect(Set(indexes.compactMap { $0["name"] as? String }) == ["byFolderDate", "unreadByDate", "byContact"])
+            let unread = try #require(indexes.first { $0["name"] as? String == "unreadByDate" })
+            let unreadCount = try store.read { try $0.count(Message.self, index: "unreadByDate") }
+            #expect(unread["partial"] as? Bool == true)
+            #expect(unread["entries"] as? Int == unreadCount)
+            let human = try runTool(storectlURL, ["inspect", path])
+            #expect(human.status == 0 && human.stdout.contains("byFolderDate") && human.stdout.contains("Journal: commits"))
+        }
+    }
+
+    @Test func dumpFollowsAnIndexRangeLikeTheLibrary() throws {
+        try withDemoStore { path, store in
+            let result = try runTool(storectlURL, ["dump", path, "--entity", "Message", "--index", "byFolderDate", "--prefix", "[2]",
+                                                   "--offset", "3", "--limit", "7", "--jsonl"])
+            #expect(result.status == 0, "\(result.stderr)")
+            let lines = result.stdout.split(separator: "\n").map(String.init)
+            let want = try store.read { try $0.query(Message.self, index: "byFolderDate", range: .prefix(2), offset: 3, limit: 7) }
+            #expect(lines.count == 7)
+            for (line, message) in zip(lines, want) {
+                let object = try #require(try json(line) as? [String: Any])
+                #expect(object["id"] as? Int == Int(message.id))
+                #expect((object["key"] as? [Any])?.first as? Int == 2)
+                #expect((object["record"] as? [String: Any])?["title"] as? String == message.title)
+            }
+            // Unsigned keys given as JSON numbers are matched to the stored kind.
+            let contact = try runTool(storectlURL, ["dump", path, "--entity", "Message", "--index", "byContact", "--prefix", "[7]", "--jsonl"])
+            #expect(contact.stdout.split(separator: "\n").count == (try store.read { try $0.count(Message.self, index: "byContact", range: .prefix(.uint(7))) }))
+            // Primary-key order, with bounds.
+            let ids = try runTool(storectlURL, ["dump", path, "--entity", "Message", "--from", "[10]", "--to", "[14]", "--jsonl"])
+            let got = try ids.stdout.split(separator: "\n").map { try #require((try json(String($0)) as? [String: Any])?["id"] as? Int) }
+            #expect(got == Array(10...14).filter { id in (try? store.read { try $0.get(Message.self, id: UInt64(id)) }) != nil })
+        }
+    }
+
+    @Test func getAndJournal() throws {
+        try withDemoStore { path, store in
+            let got = try runTool(storectlURL, ["get", path, "--entity", "Contact", "7", "--json"])
+            #expect(got.status == 0, "\(got.stderr)")
+            let object = try #require(try json(got.stdout) as? [String: Any])
+            #expect((object["record"] as? [String: Any])?["name"] as? String == (try store.read { try $0.get(Contact.self, id: 7) })?.name)
+            let journal = try runTool(storectlURL, ["journal", path, "--after", "1", "--limit", "5", "--jsonl"])
+            let lines = journal.stdout.split(separator: "\n")
+            let want = try store.read { try $0.journal(after: 1, limit: 10) }.flatMap(\.entries).prefix(5)
+            #expect(lines.count == 5)
+            for (line, entry) in zip(lines, want) {
+                let o = try #require(try json(String(line)) as? [String: Any])
+                #expect(o["sequence"] as? Int == Int(entry.sequence) && o["kind"] as? String == entry.kind.rawValue)
+                #expect(o["entity"] as? String == entry.entity && o["changedFields"] as? [String] == entry.changedFields)
+            }
+        }
+    }
+
+    @Test func verifyFindsACorruptedIndexEntry() throws {
+        try withDemoStore { path, store in
+            let clean = try runTool(storectlURL, ["verify", path, "--json"])
+            #expect(clean.status == 0 && clean.stdout.contains("\"consistent\":true"), "\(clean.stdout)\(clean.stderr)")
+            // Remove one index entry behind the store's back, through the LMDB layer.
+            let index = try store.core.schema.entity("Message").index(named: "byFolderDate")
+            try store.core.mapLock.withShared {
+                let txn = try LMDBTransaction(environment: store.core.environment, readOnly: false)
+                try txn.withCursor(index.database) { cursor in
+                    _ = try cursor.first()
+                    try cursor.deleteCurrent()
+                }
+                try txn.commit()
+            }
+            let broken = try runTool(storectlURL, ["verify", path])
+            #expect(broken.status == 1)
+            #expect(broken.stdout.contains("index:Message.byFolderDate") && broken.stdout.contains("missing entry"))
+        }
+    }
+
+    @Test func errorsAreClearAndNonZero() throws {
+        try withDemoStore { path, _ in
+            let cases: [([String], String)] = [
+                (["inspect", path + "-missing"], "does not exist"),
+                (["dump", path, "--entity", "Nope"], "no entity named Nope"),
+                (["dump", path, "--entity", "Message", "--index", "nope"], "no index named nope"),
+                (["dump", path, "--entity", "Message", "--index", "byFolderDate", "--prefix", "[1"], "JSON array"),
+                (["get", path, "--entity", "Message", "999999999"], "not found"),
+            ]
+            for (arguments, message) in cases {
+                let result = try runTool(storectlURL, arguments)
+                #expect(result.status != 0 && result.stderr.contains(message), "\(arguments): \(result.stderr)")
+            }
+            try Data("x".utf8).write(to: URL(fileURLWithPath: path + ".file"))
+            let file = try runTool(storectlURL, ["inspect", path + ".file"])
+            #expect(file.status != 0 && file.stderr.contains("not a Feedstore store"))
+        }
+    }
+}

@@ -1,0 +1,39 @@
+import ArgumentParser
+import Feedstore
+import Foundation
+
+struct GetCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "get",
+        abstract: "Print one record by primary key.",
+        discussion: """
+        The id is JSON when it parses as JSON (42, "a b"), else taken as a string.
+        Examples:
+          storectl get ./demo-store --entity Message 42
+          storectl get ./demo-store --entity Contact 7 --json
+        """
+    )
+
+    @Argument(help: "The store directory.")
+    var path: String
+
+    @Option(help: "The entity.")
+    var entity: String
+
+    @Argument(help: "The primary key.")
+    var id: String
+
+    @Flag(help: "Print {\"id\", \"record\"} as one line of JSON.")
+    var json = false
+
+    func run() throws {
+        try StoreAccess.withReadOnlyStore(path) { store in
+            let info = try StoreAccess.entity(entity, in: store)
+            let key = info.coercePrimaryKey((try? FieldValue(jsonText: id)) ?? .string(id))
+            guard let record = try store.read({ try $0.record(entity: entity, id: key) }) else {
+                StoreAccess.fail("\(entity) \(key.jsonText) not found")
+            }
+            StoreAccess.write(json ? FieldValue.object(["id": key, "record": .object(record)]).jsonText : FieldValue.object(record).jsonText)
+        }
+    }
+}

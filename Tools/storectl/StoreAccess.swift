@@ -1,0 +1,44 @@
+import ArgumentParser
+import Feedstore
+import Foundation
+
+/// Opening stores for commands that only read, and turning failures into a clear message and a
+/// non-zero exit (2; `verify` uses 1 for findings).
+enum StoreAccess {
+    static func withReadOnlyStore<R>(_ path: String, _ body: (Store) throws -> R) throws -> R {
+        do {
+            let store = try Store(path: path, options: StoreOptions(readOnly: true))
+            defer { store.close() }
+            return try body(store)
+        } catch let error as FeedstoreError {
+            fail("\(error)")
+        }
+    }
+
+    static func fail(_ message: String) -> Never {
+        FileHandle.standardError.write(Data("storectl: \(message)\n".utf8))
+        exit(2)
+    }
+
+    /// The catalog entry of `name`, or a clear failure listing the entities there are.
+    static func entity(_ name: String, in store: Store) throws -> CatalogEntity {
+        let catalog = try store.catalog
+        guard let entity = catalog.entities[name] else {
+            fail("no entity named \(name) in this store (entities: \(catalog.entities.keys.sorted().joined(separator: ", ")))")
+        }
+        return entity
+    }
+
+    /// A JSON array of key components given on the command line.
+    static func components(_ json: String?, option: String) -> [FieldValue]? {
+        guard let json else { return nil }
+        guard let value = try? FieldValue(jsonText: json), case let .array(items) = value else {
+            fail("\(option) takes a JSON array of key components, such as [1] or [1, \"2026-01-01T00:00:00Z\"]; got \(json)")
+        }
+        return items
+    }
+
+    static func write(_ line: String) {
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+}
