@@ -104,6 +104,20 @@ import Testing
         }
     }
 
+    @Test func compactWritesAVerifiedCopyWithTheSameRecords() throws {
+        try withDemoStore { path, store in
+            let copy = path + "-compact"
+            let result = try runTool(storectlURL, ["compact", path, copy])
+            #expect(result.status == 0, "\(result.stderr)")
+            let copied = try Store(path: copy, options: StoreOptions(readOnly: true))
+            #expect(try copied.verify().isEmpty)
+            let original = try store.read { try $0.entries(entity: "Message", index: "byFolderDate").map(\.id) }
+            #expect(try copied.read { try $0.entries(entity: "Message", index: "byFolderDate").map(\.id) } == original)
+            let again = try runTool(storectlURL, ["compact", path, copy])
+            #expect(again.status != 0 && again.stderr.contains("not an empty directory"))
+        }
+    }
+
     @Test func errorsAreClearAndNonZero() throws {
         try withDemoStore { path, _ in
             let cases: [([String], String)] = [

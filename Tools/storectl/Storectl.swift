@@ -9,6 +9,7 @@ struct Storectl: ParsableCommand {
         Every command that only reads opens the store read-only and is safe on a store that
         another process is writing.
         """,
-        subcommands: [InspectCommand.self, DumpCommand.self, GetCommand.self, JournalCommand.self, VerifyCommand.self, DemoCommand.self]
+        subcommands: [InspectCommand.self, DumpCommand.self, GetCommand.self, JournalCommand.self, VerifyCommand.self, CompactCommand.self,
+                      DemoCommand.self]
     )
 }
