@@ -126,6 +126,31 @@ import Testing
         }
     }
 
+    @Test func aTruncatedDataFileIsRefusedNotACrash() throws {
+        try withTemporaryDirectory { dir in
+            let store = try seeded(dir)
+            try store.write { tx in
+                for i in 100..<2_000 { try tx.put(Item(id: Int64(i), group: 1, score: 0, name: "x\(i)", flag: false, tag: nil)) }
+            }
+            store.close()
+            let file = dir + "/s/data.mdb"
+            let size = try #require(try FileManager.default.attributesOfItem(atPath: file)[.size] as? NSNumber).intValue
+            let handle = try #require(FileHandle(forWritingAtPath: file))
+            try handle.truncate(atOffset: UInt64(size / 3))
+            try handle.close()
+            #expect { try Store(path: dir + "/s", entities: [Item.self]) } throws: { error in
+                if case FeedstoreError.notAStore = error { return "\(error)".contains("truncated") }
+                return false
+            }
+            #expect { try Store(path: dir + "/s", options: StoreOptions(readOnly: true)) } throws: { error in
+                if case FeedstoreError.notAStore = error { return true }
+                return false
+            }
+            // Refusing it changed nothing.
+            #expect(try FileManager.default.attributesOfItem(atPath: file)[.size] as? NSNumber == NSNumber(value: size / 3))
+        }
+    }
+
     @Test func aForeignLMDBEnvironmentIsRefusedUntouched() throws {
         try withTemporaryDirectory { dir in
             try FileManager.default.createDirectory(atPath: dir + "/foreign", withIntermediateDirectories: false)

@@ -131,6 +131,16 @@ import Testing
                 let result = try runTool(storectlURL, arguments)
                 #expect(result.status != 0 && result.stderr.contains(message), "\(arguments): \(result.stderr)")
             }
+            // A truncated copy: a clear error, not a crash.
+            let truncated = path + "-truncated"
+            try FileManager.default.copyItem(atPath: path, toPath: truncated)
+            let handle = try #require(FileHandle(forWritingAtPath: truncated + "/data.mdb"))
+            try handle.truncate(atOffset: 8_192 * 4)
+            try handle.close()
+            for command in ["inspect", "verify"] {
+                let result = try runTool(storectlURL, [command, truncated])
+                #expect(result.status == 2 && result.stderr.contains("truncated"), "\(command): \(result.status) \(result.stderr)")
+            }
             try Data("x".utf8).write(to: URL(fileURLWithPath: path + ".file"))
             let file = try runTool(storectlURL, ["inspect", path + ".file"])
             #expect(file.status != 0 && file.stderr.contains("not a Feedstore store"))

@@ -55,6 +55,7 @@ enum StoreOpener {
             throw FeedstoreError.lmdb(error, path: path)
         }
         do {
+            try checkNotTruncated(environment, path: path)
             // Reader slots of processes that died are cleared so they do not pin old pages.
             try environment.clearStaleReaders()
             let system = try openSystemDatabases(environment: environment, path: path, readOnly: options.readOnly)
@@ -69,6 +70,18 @@ enum StoreOpener {
                 throw FeedstoreError.lmdb(lmdb, path: path)
             }
             throw error
+        }
+    }
+
+    /// LMDB maps the file: reading a page past the end of a truncated file would kill the
+    /// process (SIGBUS). Refuse a file shorter than the pages its meta page says are in use.
+    private static func checkNotTruncated(_ environment: LMDBEnvironment, path: String) throws {
+        let info = try environment.info()
+        let needed = (info.lastPageNumber + 1) * environment.pageSize
+        let attributes = try? FileManager.default.attributesOfItem(atPath: path + "/data.mdb")
+        let size = (attributes?[.size] as? NSNumber)?.intValue ?? 0
+        if size < needed {
+            throw FeedstoreError.notAStore(path: path, reason: "data.mdb is truncated: \(size) bytes, but \(needed) are in use")
         }
     }
 
