@@ -124,9 +124,7 @@ public final class IndexWatcher<E: Entity>: AsyncSequence, @unchecked Sendable {
 
     /// Moves a windowed watcher's window; see ``Watcher/setWindow(offset:limit:)``.
     public func setWindow(offset: Int, limit: Int) {
-        lock.lock()
-        if engine.options.window != nil { engine.pendingWindow = WatchWindow(offset: offset, limit: limit) }
-        lock.unlock()
+        lock.withLock { engine.requestWindow(offset: offset, limit: limit) }
         store.core.commits.wakeAll()
     }
 

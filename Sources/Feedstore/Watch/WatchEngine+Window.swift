@@ -4,6 +4,11 @@
 /// and reports the difference, so rows pushed across the window's edges by changes elsewhere
 /// are deletes and inserts, and moving the window is a batch like any other.
 extension WatchEngine {
+    /// Records a new window for the next batch; ignored when the watcher has no window.
+    func requestWindow(offset: Int, limit: Int) {
+        if options.window != nil { pendingWindow = WatchWindow(offset: offset, limit: limit) }
+    }
+
     func nextWindowBatch(in tx: ReadTransaction) throws -> RowChanges? {
         let head = try tx.journalBounds().last
         guard let oldRows = windowRows else { return try windowSnapshot(in: tx, head: head, reset: false) }

@@ -56,9 +56,7 @@ public final class Watcher<E: Entity>: AsyncSequence, @unchecked Sendable {
     /// old window to the new one. Has no effect on a watcher opened without a window.
     /// - Complexity: the next batch costs O(log n + w) for a window of w rows.
     public func setWindow(offset: Int, limit: Int) {
-        lock.lock()
-        if engine.options.window != nil { engine.pendingWindow = WatchWindow(offset: offset, limit: limit) }
-        lock.unlock()
+        lock.withLock { engine.requestWindow(offset: offset, limit: limit) }
         store.core.commits.wakeAll()
     }
 
