@@ -14,23 +14,70 @@ public var buildProductsDirectory: URL {
 /// The `storectl` binary built with the tests.
 public var storectlURL: URL { buildProductsDirectory.appendingPathComponent("storectl") }
 
-/// Runs a built tool to completion and returns its exit status, standard output and standard error.
-public func runTool(_ url: URL, _ arguments: [String], input: String? = nil) throws -> (status: Int32, stdout: String, stderr: String) {
-    let process = Process()
-    process.executableURL = url
-    process.arguments = arguments
-    let out = Pipe(), err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    // Read both pipes while the tool runs, so a full pipe cannot block it.
-    let group = DispatchGroup()
-    nonisolated(unsafe) var stdoutData = Data(), stderrData = Data()
-    group.enter()
-    DispatchQueue.global().async { stdoutData = out.fileHandleForReading.readDataToEndOfFile(); group.leave() }
-    group.enter()
-    DispatchQueue.global().async { stderrData = err.fileHandleForReading.readDataToEndOfFile(); group.leave() }
-    process.waitUntilExit()
-    group.wait()
-    return (process.terminationStatus, String(decoding: stdoutData, as: UTF8.self), String(decoding: stderrData, as: UTF8.self))
+/// Runs a built tool to completion (at most `timeout` seconds) and returns its exit status,
+/// standard output and standard error.
+public func runTool(_ url: URL, _ arguments: [String], timeout: TimeInterval = 600) throws -> (status: Int32, stdout: String, stderr: String) {
+    try RunningTool(url, arguments).finish(timeout: timeout)
+}
+
+/// A tool started in the background whose standard output is collected line by line as it runs.
+public final class RunningTool: @unchecked Sendable {
+    private let process = Process()
+    private let lock = NSCondition()
+    private var output = Data()
+    private var errors = Data()
+    private var finishedReading = 0
+
+    public init(_ url: URL, _ arguments: [String]) throws {
+        process.executableURL = url
+        process.arguments = arguments
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        for (pipe, isOutput) in [(out, true), (err, false)] {
+            Thread.detachNewThread { [self] in
+                while true {
+                    let chunk = pipe.fileHandleForReading.availableData
+                    lock.lock()
+                    if chunk.isEmpty { finishedReading += 1 } else if isOutput { output += chunk } else { errors += chunk }
+                    lock.broadcast()
+                    lock.unlock()
+                    if chunk.isEmpty { return }
+                }
+            }
+        }
+    }
+
+    /// Complete lines printed so far.
+    public var lines: [String] {
+        lock.withLock { String(decoding: output, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init) }
+    }
+
+    /// Waits up to `timeout` seconds until at least `count` complete lines were printed.
+    public func waitForLines(_ count: Int, timeout: TimeInterval) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        lock.lock()
+        defer { lock.unlock() }
+        while output.filter({ $0 == UInt8(ascii: "\n") }).count < count {
+            if finishedReading == 2 || !lock.wait(until: deadline) { return false }
+        }
+        return true
+    }
+
+    /// Waits for the tool to exit (killing it after `timeout` seconds) and returns its exit
+    /// status, standard output and standard error.
+    public func finish(timeout: TimeInterval) -> (status: Int32, stdout: String, stderr: String) {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        lock.lock()
+        while finishedReading < 2 { lock.wait() }
+        lock.unlock()
+        return (process.terminationStatus, String(decoding: output, as: UTF8.self), String(decoding: errors, as: UTF8.self))
+    }
+
+    /// Sends SIGINT, as Ctrl-C does.
+    public func interrupt() { process.interrupt() }
 }

@@ -33,4 +33,24 @@ import Testing
                 == ["contactId", "date", "folder", "id", "isRead", "title"])
         }
     }
+
+    @Test func verifyReportsProgressThroughEveryDatabase() throws {
+        try withTemporaryDirectory { dir in
+            let store = try Store(path: dir + "/s", entities: DemoFeed.entities, options: StoreOptions(durability: .none))
+            var feed = DemoFeed(seed: 2)
+            try feed.populate(store, messages: 20_000, contacts: 10)
+            var finished: [String: Int] = [:]
+            var steps = 0, overshoots = 0
+            let issues = try store.verify { stage, done, total in
+                steps += 1
+                if done > total { overshoots += 1 }
+                if done == total { finished[stage] = total }
+            }
+            #expect(issues.isEmpty && overshoots == 0)
+            let unread = try store.read { try $0.count(Message.self, index: "unreadByDate") }
+            #expect(finished["records:Message"] == 20_000 && finished["records:Contact"] == 10)
+            #expect(finished["index:Message.byFolderDate"] == 20_000 && finished["index:Message.unreadByDate"] == unread)
+            #expect(steps > finished.count, "intermediate steps are reported on large databases")
+        }
+    }
 }

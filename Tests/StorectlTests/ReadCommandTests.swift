@@ -104,6 +104,36 @@ import Testing
         }
     }
 
+    @Test func damagedRecordsAndNewerFormatsAreReportedNotCrashedOn() throws {
+        try withDemoStore { path, store in
+            // Garbage in place of message 1's record, written through the LMDB layer.
+            let records = try store.core.schema.entity("Message").records
+            try store.core.mapLock.withShared {
+                let txn = try LMDBTransaction(environment: store.core.environment, readOnly: false)
+                try txn.put(records, key: try KeyEncoding.encode([FieldValue.uint(1)]), value: [0xFF, 0x07, 0x01])
+                try txn.commit()
+            }
+            for arguments in [["get", path, "--entity", "Message", "1"], ["dump", path, "--entity", "Message"]] {
+                let result = try runTool(storectlURL, arguments)
+                #expect(result.status == 2 && result.stderr.contains("corrupt"), "\(arguments): \(result.status) \(result.stderr)")
+            }
+            let verify = try runTool(storectlURL, ["verify", path])
+            #expect(verify.status == 1 && verify.stdout.contains("records:Message"), "\(verify.stdout)\(verify.stderr)")
+
+            // A store written by a newer library: every command refuses it with the versions.
+            try store.core.mapLock.withShared {
+                let txn = try LMDBTransaction(environment: store.core.environment, readOnly: false)
+                try txn.put(try txn.openDatabase(named: SystemDatabases.metaName, create: false)!, key: MetaKey.format, value: [0, 0, 0, 99])
+                try txn.commit()
+            }
+            for command in [["inspect", path], ["verify", path], ["dump", path, "--entity", "Message"],
+                            ["watch", path, "--entity", "Message", "--index", "byFolderDate", "--max-batches", "1"]] {
+                let result = try runTool(storectlURL, command)
+                #expect(result.status == 2 && result.stderr.contains("99"), "\(command): \(result.status) \(result.stderr)")
+            }
+        }
+    }
+
     @Test func compactWritesAVerifiedCopyWithTheSameRecords() throws {
         try withDemoStore { path, store in
             let copy = path + "-compact"

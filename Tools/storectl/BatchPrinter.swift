@@ -1,22 +1,88 @@
 import Feedstore
-import FeedstoreDemo
+import Foundation
 
-/// Prints change batches readably: section and row changes with their index paths.
+/// Prints change batches: readable lines with index paths, or one JSON object per batch.
 enum BatchPrinter {
     static func describe(_ key: [FieldValue]) -> String { key.map(\.jsonText).joined(separator: ", ") }
 
-    static func lines(_ batch: ChangeBatch<Message>) -> [String] {
+    static func path(_ path: RowPath) -> FieldValue { .array([.int(Int64(path.section)), .int(Int64(path.row))]) }
+
+    static func fieldList(_ fields: [String]) -> String { fields.isEmpty ? "replaced" : fields.joined(separator: ", ") }
+
+    /// A record as one short line: its JSON, cut to `width` characters.
+    static func summary(_ record: [String: FieldValue]?, width: Int = 96) -> String {
+        guard let record else { return "" }
+        let text = FieldValue.object(record).jsonText
+        return text.count <= width ? text : String(text.prefix(width - 1)) + "…"
+    }
+
+    // MARK: Objects mode
+
+    /// Readable lines for a batch's changes; `label` names a row from its record.
+    static func lines(_ batch: DynamicChangeBatch, label: ([String: FieldValue]?) -> String = { summary($0) }) -> [String] {
         var out: [String] = []
         for index in batch.sectionDeletes { out.append("  section \(index) deleted") }
-        for section in batch.sectionInserts { out.append("  section \(section.index) inserted [folder \(describe(section.key))]") }
-        for d in batch.deletes { out.append("  row \(d.path) deleted (#\(d.id))") }
-        for i in batch.inserts { out.append("  row \(i.path) inserted: #\(i.id) \(i.value.title)") }
-        for m in batch.moves {
-            out.append("  row \(m.from) moved to \(m.to): #\(m.id) \(m.value.title) (\(m.fields.isEmpty ? "replaced" : m.fields.joined(separator: ", ")))")
-        }
-        for u in batch.updates {
-            out.append("  row \(u.from) updated at \(u.to): #\(u.id) (\(u.fields.isEmpty ? "replaced" : u.fields.joined(separator: ", ")))")
-        }
+        for section in batch.sectionInserts { out.append("  section \(section.index) inserted [\(describe(section.key))]") }
+        for d in batch.deletes { out.append("  row \(d.path) deleted: #\(d.id.jsonText)") }
+        for i in batch.inserts { out.append("  row \(i.path) inserted: #\(i.id.jsonText) \(label(i.record))") }
+        for m in batch.moves { out.append("  row \(m.from) moved to \(m.to): #\(m.id.jsonText) (\(fieldList(m.fields))) \(label(m.record))") }
+        for u in batch.updates { out.append("  row \(u.from) updated at \(u.to): #\(u.id.jsonText) (\(fieldList(u.fields))) \(label(u.record))") }
         return out
+    }
+
+    /// The batch as one JSON object (the `storectl watch --jsonl` format).
+    static func json(_ batch: DynamicChangeBatch) -> String {
+        func pair(_ p: DynamicChangeBatch.Pair) -> FieldValue {
+            .object(["from": path(p.from), "to": path(p.to), "id": p.id, "fields": .array(p.fields.map { .string($0) }), "record": .object(p.record)])
+        }
+        return FieldValue.object(header(batch.fromSequence, batch.toSequence, batch.isInitial, batch.isReset).merging([
+            "sectionDeletes": .array(batch.sectionDeletes.map { .object(["at": .int(Int64($0))]) }),
+            "sectionInserts": .array(batch.sectionInserts.map { .object(["at": .int(Int64($0.index)), "key": .array($0.key)]) }),
+            "deletes": .array(batch.deletes.map { .object(["at": path($0.path), "id": $0.id]) }),
+            "inserts": .array(batch.inserts.map { .object(["at": path($0.path), "id": $0.id, "record": .object($0.record ?? [:])]) }),
+            "moves": .array(batch.moves.map(pair)),
+            "updates": .array(batch.updates.map(pair)),
+        ]) { $1 }).jsonText
+    }
+
+    // MARK: Indexes-only mode
+
+    static func lines(_ batch: IndexBatch) -> [String] {
+        func rows(_ r: IndexBatch.RowRange) -> String {
+            r.rows.count == 1 ? "row [\(r.section), \(r.rows.lowerBound)]" : "rows [\(r.section), \(r.rows.lowerBound)..<\(r.rows.upperBound)]"
+        }
+        var out: [String] = []
+        for index in batch.sectionDeletes { out.append("  section \(index) deleted") }
+        for section in batch.sectionInserts { out.append("  section \(section.index) inserted [\(describe(section.key))]") }
+        for d in batch.deletes { out.append("  \(rows(d)) deleted") }
+        for i in batch.inserts { out.append("  \(rows(i)) inserted") }
+        for m in batch.moves { out.append("  row \(m.from) moved to \(m.to)") }
+        for u in batch.updates { out.append("  row \(u.from) updated at \(u.to) (\(fieldList(u.fields)))") }
+        return out
+    }
+
+    /// An indexes-only batch as one JSON object: rows as ranges `{"at": [s, r], "count": k}`.
+    static func json(_ batch: IndexBatch) -> String {
+        func range(_ r: IndexBatch.RowRange) -> FieldValue {
+            .object(["at": .array([.int(Int64(r.section)), .int(Int64(r.rows.lowerBound))]), "count": .int(Int64(r.rows.count))])
+        }
+        return FieldValue.object(header(batch.fromSequence, batch.toSequence, batch.isInitial, batch.isReset).merging([
+            "sectionDeletes": .array(batch.sectionDeletes.map { .object(["at": .int(Int64($0))]) }),
+            "sectionInserts": .array(batch.sectionInserts.map { .object(["at": .int(Int64($0.index)), "key": .array($0.key)]) }),
+            "deletes": .array(batch.deletes.map(range)),
+            "inserts": .array(batch.inserts.map(range)),
+            "moves": .array(batch.moves.map { .object(["from": path($0.from), "to": path($0.to)]) }),
+            "updates": .array(batch.updates.map { .object(["from": path($0.from), "to": path($0.to), "fields": .array($0.fields.map { .string($0) })]) }),
+        ]) { $1 }).jsonText
+    }
+
+    private static func header(_ from: UInt64, _ to: UInt64, _ initial: Bool, _ reset: Bool) -> [String: FieldValue] {
+        ["fromSequence": .uint(from), "toSequence": .uint(to), "initial": .bool(initial), "reset": .bool(reset)]
+    }
+
+    /// The first line of a batch in readable form.
+    static func title(_ from: UInt64, _ to: UInt64, _ initial: Bool, _ reset: Bool) -> String {
+        let kind = initial ? " (initial)" : reset ? " (reset: discard what was shown)" : ""
+        return "batch \(from)→\(to)\(kind)"
     }
 }

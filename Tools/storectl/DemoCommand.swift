@@ -79,12 +79,17 @@ struct DemoRun: ParsableCommand {
         try watchLive(store)
     }
 
+    /// A message's title, from its stored fields.
+    static func title(_ record: [String: FieldValue]?) -> String {
+        if case let .string(title)? = record?["title"] { return title }
+        return ""
+    }
+
     /// A windowed, sectioned watcher across the first folder boundary, while another thread writes.
     func watchLive(_ store: Store) throws {
-        let query = Query(Message.self, index: "byFolderDate")
         let firstFolder = try store.read { try $0.count(Message.self, index: "byFolderDate", range: .prefix(0)) }
         let window = WatchWindow(offset: max(0, firstFolder - 10), limit: 20)
-        let watcher = store.watch(query, options: WatchOptions(sectionBy: 1, window: window))
+        let watcher = store.watch(entity: Message.entityName, index: "byFolderDate", options: WatchOptions(sectionBy: 1, window: window))
         var start = DispatchTime.now().uptimeNanoseconds
         guard let initial = try watcher.poll() else { return }
         var micros = Double(DispatchTime.now().uptimeNanoseconds - start) / 1_000
@@ -93,11 +98,11 @@ struct DemoRun: ParsableCommand {
                      initial.sectionInserts.count, initial.inserts.count))
         for section in initial.sectionInserts {
             let rows = initial.inserts.filter { $0.path.section == section.index }
-            print("  section \(section.index) [folder \(BatchPrinter.describe(section.key))]: rows \(rows.map { "#\($0.id)" }.joined(separator: " "))")
+            print("  section \(section.index) [folder \(BatchPrinter.describe(section.key))]: rows \(rows.map { "#\($0.id.jsonText)" }.joined(separator: " "))")
         }
 
         // The second writer: random changes, plus changes aimed at the rows on screen.
-        let shown = initial.inserts.map(\.value)
+        let shown = initial.inserts.compactMap { row -> UInt64? in if case let .uint(id) = row.id { id } else { nil } }
         let commits = commits, seed = feed.seed
         let writer = Thread {
             var generator = DemoFeed(seed: seed &+ 99)
@@ -105,9 +110,7 @@ struct DemoRun: ParsableCommand {
                 usleep(150_000)
                 _ = try? store.write { tx -> Void in
                     try generator.mutate(tx, count: 3, contacts: 1_000)
-                    var target = shown[(i * 7) % shown.count]
-                    guard let current = try tx.get(Message.self, id: target.id) else { return }
-                    target = current
+                    guard !shown.isEmpty, var target = try tx.get(Message.self, id: shown[(i * 7) % shown.count]) else { return }
                     switch i % 4 {
                     case 0: target.isRead.toggle()
                     case 1: target.date = target.date.addingTimeInterval(86_400 * 30)
@@ -129,7 +132,7 @@ struct DemoRun: ParsableCommand {
             }
             micros = Double(DispatchTime.now().uptimeNanoseconds - start) / 1_000
             print(String(format: "batch %llu→%llu (%.0f µs)", batch.fromSequence, batch.toSequence, micros))
-            for line in BatchPrinter.lines(batch) { print(line) }
+            for line in BatchPrinter.lines(batch, label: Self.title) { print(line) }
         }
         watcher.cancel()
     }

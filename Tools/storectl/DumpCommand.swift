@@ -25,14 +25,7 @@ struct DumpCommand: ParsableCommand {
     @Option(help: "An index to follow instead of the primary key.")
     var index: String?
 
-    @Option(help: "Leading key components, as a JSON array.")
-    var prefix: String?
-
-    @Option(help: "First key components (inclusive), as a JSON array.")
-    var from: String?
-
-    @Option(help: "Last key components (inclusive), as a JSON array.")
-    var to: String?
+    @OptionGroup var keys: RangeOptions
 
     @Flag(help: "Walk the order backwards.")
     var reverse = false
@@ -49,18 +42,8 @@ struct DumpCommand: ParsableCommand {
     func run() throws {
         try StoreAccess.withReadOnlyStore(path) { store in
             let entityInfo = try StoreAccess.entity(entity, in: store)
-            if let index, entityInfo.index(named: index) == nil {
-                StoreAccess.fail("entity \(entity) has no index named \(index) (indexes: \(entityInfo.indexes.map(\.definition.name).joined(separator: ", ")))")
-            }
-            func coerce(_ values: [FieldValue]?, from offset: Int) -> [FieldValue]? {
-                guard let values else { return nil }
-                if let index { return entityInfo.coerce(values, forIndex: index, startingAt: offset) }
-                return values.map { entityInfo.coercePrimaryKey($0) }
-            }
-            let prefixValues = coerce(StoreAccess.components(prefix, option: "--prefix"), from: 0) ?? []
-            let range = IndexRange(prefix: prefixValues,
-                                   from: coerce(StoreAccess.components(from, option: "--from"), from: prefixValues.count).map { .inclusive($0) },
-                                   to: coerce(StoreAccess.components(to, option: "--to"), from: prefixValues.count).map { .inclusive($0) })
+            if let index { _ = StoreAccess.index(index, of: entityInfo) }
+            let range = keys.range(of: entityInfo, index: index)
             let entries = try store.read { tx in
                 try tx.entries(entity: entity, index: index, range: range, reverse: reverse, offset: offset, limit: limit)
             }

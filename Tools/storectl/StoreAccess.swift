@@ -29,6 +29,14 @@ enum StoreAccess {
         return entity
     }
 
+    /// The index `name` of `entity`, or a clear failure listing the indexes there are.
+    static func index(_ name: String, of entity: CatalogEntity) -> IndexDefinition {
+        guard let index = entity.index(named: name) else {
+            fail("entity \(entity.name) has no index named \(name) (indexes: \(entity.indexes.map(\.definition.name).joined(separator: ", ")))")
+        }
+        return index.definition
+    }
+
     /// A JSON array of key components given on the command line.
     static func components(_ json: String?, option: String) -> [FieldValue]? {
         guard let json else { return nil }

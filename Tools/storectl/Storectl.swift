@@ -9,7 +9,8 @@ struct Storectl: ParsableCommand {
         Every command that only reads opens the store read-only and is safe on a store that
         another process is writing.
         """,
-        subcommands: [InspectCommand.self, DumpCommand.self, GetCommand.self, JournalCommand.self, VerifyCommand.self, CompactCommand.self,
+        subcommands: [InspectCommand.self, DumpCommand.self, GetCommand.self, JournalCommand.self, VerifyCommand.self, WatchCommand.self,
+                      CompactCommand.self,
                       DemoCommand.self]
     )
 }

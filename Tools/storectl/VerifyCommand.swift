@@ -21,7 +21,11 @@ struct VerifyCommand: ParsableCommand {
     var json = false
 
     func run() throws {
-        let issues = try StoreAccess.withReadOnlyStore(path) { try $0.verify() }
+        let bar = json || isatty(STDERR_FILENO) == 0 ? nil : ProgressBar()
+        let issues = try StoreAccess.withReadOnlyStore(path) { store in
+            try store.verify(progress: bar.map { bar in { bar.show($0, done: $1, total: $2) } })
+        }
+        bar?.clear()
         if json {
             StoreAccess.write(FieldValue.object([
                 "consistent": .bool(issues.isEmpty),

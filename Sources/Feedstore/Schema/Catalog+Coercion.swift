@@ -13,6 +13,34 @@ extension CatalogEntity {
     /// Converts a primary key given as JSON to the kind the entity's keys are stored as.
     public func coercePrimaryKey(_ value: FieldValue) -> FieldValue { FieldValue.coerce(value, to: primaryKeyKind) }
 
+    /// Like ``coerce(_:forIndex:startingAt:)``, but a value that is not of its field's stored kind
+    /// (and not null) is an error instead of a key that matches nothing: a tool given `["a"]` for
+    /// an integer field says so.
+    /// - Throws: ``FeedstoreError/invalidRange(entity:index:reason:)`` naming the component.
+    public func keyComponents(_ values: [FieldValue], forIndex index: String, startingAt offset: Int = 0) throws -> [FieldValue] {
+        guard let definition = self.index(named: index)?.definition else { throw FeedstoreError.unknownIndex(entity: name, index: index) }
+        let converted = coerce(values, forIndex: index, startingAt: offset)
+        for (i, value) in converted.enumerated() where offset + i < definition.components.count {
+            let field = definition.components[offset + i].field
+            guard let kind = self.field(named: FieldPath(field).head)?.kind, FieldPath(field).rest.isEmpty else { continue }
+            if value != .null && kind != "mixed" && value.kindName != kind {
+                throw FeedstoreError.invalidRange(entity: name, index: index,
+                                                  reason: "component \(offset + i + 1) is field \(field), stored as \(kind); got \(value.jsonText)")
+            }
+        }
+        return converted
+    }
+
+    /// Like ``coercePrimaryKey(_:)``, but a value not of the primary key's kind is an error.
+    /// - Throws: ``FeedstoreError/invalidRange(entity:index:reason:)``.
+    public func primaryKeyComponent(_ value: FieldValue) throws -> FieldValue {
+        let converted = coercePrimaryKey(value)
+        guard converted.kindName == primaryKeyKind else {
+            throw FeedstoreError.invalidRange(entity: name, index: "primary key", reason: "keys are stored as \(primaryKeyKind); got \(value.jsonText)")
+        }
+        return converted
+    }
+
     /// The values of an index's leading components, converted for its fields.
     public func coerce(_ values: [FieldValue], forIndex index: String, startingAt offset: Int = 0) -> [FieldValue] {
         guard let definition = self.index(named: index)?.definition else { return values }

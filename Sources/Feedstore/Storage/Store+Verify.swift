@@ -15,16 +15,30 @@ extension Store {
     /// indexes unique; every index's counts agree with its entries at every position; the
     /// journal's commits are contiguous and complete. Returns every issue
     /// found (empty when consistent).
+    /// - Parameter progress: called now and then with what is being checked (a database name),
+    ///   how many of its items are done, and how many there are.
     /// - Complexity: O(n log n) time and O(n) memory for n index entries.
-    public func verify() throws -> [VerificationIssue] {
-        try read { tx in try StoreVerifier(tx: tx).run() }
+    public func verify(progress: ((_ stage: String, _ done: Int, _ total: Int) -> Void)? = nil) throws -> [VerificationIssue] {
+        try read { tx in try StoreVerifier(tx: tx, progress: progress).run() }
     }
 }
 
 /// The full-scan invariant checker behind ``Store/verify()``.
 struct StoreVerifier {
     let tx: ReadTransaction
+    var progress: ((String, Int, Int) -> Void)?
     private let maximumPerCheck = 20
+    /// Items between progress reports.
+    private let progressStep = 8_192
+
+    init(tx: ReadTransaction, progress: ((String, Int, Int) -> Void)? = nil) {
+        self.tx = tx
+        self.progress = progress
+    }
+
+    private func report(_ stage: String, _ done: Int, _ total: Int) {
+        if done % progressStep == 0 || done == total { progress?(stage, done, total) }
+    }
 
     func run() throws -> [VerificationIssue] {
         var issues: [VerificationIssue] = []
@@ -39,7 +53,11 @@ struct StoreVerifier {
         var entity = try tx.schema.entity(name)
         var issues: [VerificationIssue] = []
         var expected: [[[UInt8]]] = Array(repeating: [], count: entity.indexes.count)
+        let recordCount = try tx.count(entity: name)
+        var scanned = 0
         try tx.scan(entity: name, index: nil, range: .all, reverse: false, offset: 0, limit: nil) { key, value in
+            scanned += 1
+            report(entity.catalog.recordsDatabaseName, scanned, recordCount)
             let primaryKey = Array(key)
             let fields: [String: FieldValue]
             do {
@@ -58,10 +76,12 @@ struct StoreVerifier {
             let wanted = expected[i].sorted { $0.lexicographicallyPrecedes($1) }
             var actual: [[UInt8]] = []
             try tx.access { txn in
+                let total = try txn.statistics(index.database).entries
                 try txn.withCursor(index.database) { cursor in
                     var more = try cursor.first()
                     while more {
                         actual.append(Array(cursor.key))
+                        report(location, actual.count, total)
                         more = try cursor.next()
                     }
                 }

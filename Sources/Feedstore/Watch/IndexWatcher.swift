@@ -18,7 +18,7 @@ public final class IndexWatcher<E: Entity>: AsyncSequence, @unchecked Sendable {
     public typealias Element = IndexBatch
 
     let store: Store
-    private let engine: WatchEngine<E>
+    private let engine: WatchEngine
     private let lock = NSLock()
     private var snapshot: PinnedSnapshot?
     private let cancelled = Protected(false)
@@ -27,7 +27,7 @@ public final class IndexWatcher<E: Entity>: AsyncSequence, @unchecked Sendable {
         self.store = store
         var options = options
         options.mode = .indexesOnly
-        engine = WatchEngine(query: query, options: options)
+        engine = WatchEngine.typed(query, options: options)
     }
 
     deinit { snapshot?.release() }
@@ -88,7 +88,7 @@ public final class IndexWatcher<E: Entity>: AsyncSequence, @unchecked Sendable {
             if let rows = engine.windowRows {
                 return try tx.get(E.self, id: try Self.id(rows[flat].id))
             }
-            let resolved = try tx.resolve(entity: E.entityName, index: engine.query.index, range: engine.query.range)
+            let resolved = try tx.resolve(entity: engine.query.entity, index: engine.query.index, range: engine.query.range)
             let rank = engine.query.reverse ? resolved.start + resolved.count - 1 - flat : resolved.start + flat
             guard let key = try tx.access({ try resolved.index.counted.entry(at: rank, in: $0) }) else { return nil }
             let entry = try tx.indexEntry(forKey: key, entity: E.entityName, index: resolved.index)

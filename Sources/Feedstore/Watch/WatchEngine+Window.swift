@@ -28,7 +28,7 @@ extension WatchEngine {
             pendingWindow = nil
         }
         // Commits that touch no key in the query's range cannot change the window.
-        let range = try tx.resolve(entity: E.entityName, index: query.index, range: query.range).keys
+        let range = try tx.resolve(entity: query.entity, index: query.index, range: query.range).keys
         let touches = net.changes.values.contains { c in
             [c.oldKey, c.newKey].contains { key in key.map { k in k.withUnsafeBytes { range.contains($0) } } ?? false }
         }
@@ -46,11 +46,11 @@ extension WatchEngine {
     /// The window's rows, and their values unless indexes-only.
     private func fetchWindow(in tx: ReadTransaction) throws -> (rows: [WindowRow], values: [FieldValue: Any]) {
         let window = options.window!
-        let entries = try tx.entries(entity: E.entityName, index: query.index, range: query.range, reverse: query.reverse,
+        let entries = try tx.entries(entity: query.entity, index: query.index, range: query.range, reverse: query.reverse,
                                      offset: window.offset, limit: window.limit)
         var values: [FieldValue: Any] = [:]
         if !indexesOnly {
-            for entry in entries { values[entry.id] = try ReadTransaction.decode(E.self, from: entry.record, id: entry.id) }
+            for entry in entries { values[entry.id] = try decode(entry.record, entry.id) }
         }
         return (entries.map { WindowRow(id: $0.id, key: $0.key) }, values)
     }

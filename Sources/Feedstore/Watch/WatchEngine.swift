@@ -1,8 +1,12 @@
 /// Computes a watcher's batches. Cycle: journal → positions → batch. The changes since the
 /// last snapshot come from the journal; old and new positions come from the counted index in
 /// one read transaction, never from re-running the query. Cost: O(k log n) for k changed rows.
-final class WatchEngine<E: Entity> {
-    let query: Query<E>
+/// The engine knows records only by name and fields: typed watchers give it a decoder for their
+/// values, and tools watch stores without the application's types.
+final class WatchEngine {
+    let query: WatchTarget
+    /// Turns a row's stored fields into the value an objects-mode batch carries.
+    let decode: (_ fields: [String: FieldValue], _ id: FieldValue) throws -> Any
     var options: WatchOptions
     /// The journal sequence of the snapshot the consumer holds.
     var sequence: UInt64 = 0
@@ -22,9 +26,15 @@ final class WatchEngine<E: Entity> {
         var key: [FieldValue]
     }
 
-    init(query: Query<E>, options: WatchOptions) {
+    init(query: WatchTarget, options: WatchOptions, decode: @escaping (_ fields: [String: FieldValue], _ id: FieldValue) throws -> Any) {
         self.query = query
         self.options = options
+        self.decode = decode
+    }
+
+    /// An engine for a typed query, whose batches carry `E` values.
+    static func typed<E: Entity>(_ query: Query<E>, options: WatchOptions) -> WatchEngine {
+        WatchEngine(query: WatchTarget(query), options: options) { fields, id in try ReadTransaction.decode(E.self, from: fields, id: id) }
     }
 
     /// The batch from the consumer's snapshot to the store's current state, or nil when nothing
@@ -48,16 +58,16 @@ final class WatchEngine<E: Entity> {
     /// The whole snapshot as inserts: the initial batch, or a reset.
     /// In indexes-only mode the rows are not listed (one run per section), so this is O(sections).
     private func snapshot(in tx: ReadTransaction, head: UInt64, reset: Bool) throws -> RowChanges {
-        let resolved = try tx.resolve(entity: E.entityName, index: query.index, range: query.range)
+        let resolved = try tx.resolve(entity: query.entity, index: query.index, range: query.range)
         let list = try sectionList(in: tx, resolved)
         var batch = RowChanges(fromSequence: reset ? sequence : 0, toSequence: head, isInitial: !reset, isReset: reset)
         batch.sectionInserts = list.sections.enumerated().map { ($0.offset, $0.element.key) }
         if indexesOnly {
             batch.insertedSections = list.sections.enumerated().map { ($0.offset, $0.element.count) }
         } else {
-            let rows = try tx.query(E.self, index: query.index, range: query.range, reverse: query.reverse)
-            batch.inserts = rows.enumerated().map { .init(path: list.path(ofFlat: $0.offset), id: $0.element.id.fieldValue) }
-            for row in rows { batch.values[row.id.fieldValue] = row }
+            let rows = try tx.entries(entity: query.entity, index: query.index, range: query.range, reverse: query.reverse)
+            batch.inserts = rows.enumerated().map { .init(path: list.path(ofFlat: $0.offset), id: $0.element.id) }
+            for row in rows { batch.values[row.id] = try decode(row.record, row.id) }
         }
         sections = list
         sequence = head
@@ -101,7 +111,7 @@ final class WatchEngine<E: Entity> {
     // MARK: Incremental batches
 
     private func build(_ net: NetChanges, from oldSections: SectionList, in tx: ReadTransaction, head: UInt64) throws -> RowChanges {
-        let resolved = try tx.resolve(entity: E.entityName, index: query.index, range: query.range)
+        let resolved = try tx.resolve(entity: query.entity, index: query.index, range: query.range)
         let range = resolved.keys
         func inRange(_ key: [UInt8]?) -> [UInt8]? {
             guard let key, key.withUnsafeBytes({ range.contains($0) }) else { return nil }
@@ -225,7 +235,7 @@ final class WatchEngine<E: Entity> {
     /// reset instead (behind the journal's retention, or more changes than ``backlogLimit``).
     func changes(in tx: ReadTransaction, through head: UInt64) throws -> NetChanges? {
         do {
-            guard var net = try NetChanges.collect(tx, after: sequence, through: head, entity: E.entityName, index: query.index,
+            guard var net = try NetChanges.collect(tx, after: sequence, through: head, entity: query.entity, index: query.index,
                                                    limit: backlogLimit) else { return nil }
             try includeRelated(&net, in: tx, through: head)
             return net
@@ -245,18 +255,18 @@ final class WatchEngine<E: Entity> {
     /// foreign-key index, O(log n) each.
     func includeRelated(_ net: inout NetChanges, in tx: ReadTransaction, through head: UInt64) throws {
         guard !options.related.isEmpty else { return }
-        let watched = try tx.entity(E.entityName).index(named: query.index)
+        let watched = try tx.entity(query.entity).index(named: query.index)
         for related in options.related {
             guard let changed = try NetChanges.collect(tx, after: sequence, through: head, entity: related.entity, index: "",
                                                       limit: backlogLimit) else { continue }
             for relatedID in changed.changes.keys {
-                for id in try tx.ids(entity: E.entityName, index: related.foreignKeyIndex, range: .prefix(relatedID)) {
+                for id in try tx.ids(entity: query.entity, index: related.foreignKeyIndex, range: .prefix(relatedID)) {
                     if var existing = net.changes[id] {
                         existing.fields.insert(related.entity)
                         net.changes[id] = existing
                         continue
                     }
-                    guard let fields = try tx.record(entity: E.entityName, id: id),
+                    guard let fields = try tx.record(entity: query.entity, id: id),
                           let key = try watched.key(of: fields, primaryKey: try KeyEncoding.encode([id])) else { continue }
                     net.changes[id] = NetChanges.Change(id: id, oldKey: key, newKey: key, fields: [related.entity])
                 }

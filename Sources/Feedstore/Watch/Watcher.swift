@@ -17,13 +17,13 @@ public final class Watcher<E: Entity>: AsyncSequence, @unchecked Sendable {
 
     let store: Store
     /// Guarded by `lock`: batches are computed one at a time.
-    private let engine: WatchEngine<E>
+    private let engine: WatchEngine
     private let lock = NSLock()
     private let cancelled = Protected(false)
 
     init(store: Store, query: Query<E>, options: WatchOptions) {
         self.store = store
-        self.engine = WatchEngine(query: query, options: options)
+        self.engine = WatchEngine.typed(query, options: options)
     }
 
     /// The journal sequence of the snapshot described by the batches delivered so far.

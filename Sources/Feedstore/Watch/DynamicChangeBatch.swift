@@ -1,0 +1,78 @@
+/// A change batch over records read without the application's types: ids are ``FieldValue``s
+/// and values are the records' fields by name. Same contract as ``ChangeBatch``; delivered by
+/// a ``DynamicWatcher`` (tools, generic browsers, bridges to other languages).
+public struct DynamicChangeBatch: Sendable {
+    /// A row that left or joined the snapshot: its path (old for deletes, new for inserts), id
+    /// and, for inserts, its fields.
+    public struct Row: Sendable {
+        /// The row's path (old for deletes, new for inserts).
+        public var path: RowPath
+        /// The row's primary key.
+        public var id: FieldValue
+        /// The row's fields after the change (nil for deletes).
+        public var record: [String: FieldValue]?
+    }
+
+    /// A row in both snapshots: a move or an update.
+    public struct Pair: Sendable {
+        /// The row's old path.
+        public var from: RowPath
+        /// The row's new path.
+        public var to: RowPath
+        /// The row's primary key.
+        public var id: FieldValue
+        /// The fields that changed (empty when any may have: a delete and re-insert).
+        public var fields: [String]
+        /// The row's fields after the change.
+        public var record: [String: FieldValue]
+    }
+
+    /// A section of the new snapshot, with the index components it groups by.
+    public struct SectionInsert: Sendable {
+        /// The section's new index.
+        public var index: Int
+        /// The index components the section groups by.
+        public var key: [FieldValue]
+    }
+
+    /// The sequence of the snapshot this batch starts from (0 for an initial batch).
+    public var fromSequence: UInt64
+    /// The sequence of the snapshot this batch produces.
+    public var toSequence: UInt64
+    /// The first batch of a watcher: the whole snapshot as inserts.
+    public var isInitial: Bool
+    /// The whole new snapshot after the watcher fell behind; discard everything shown before.
+    public var isReset: Bool
+    /// Old indexes of sections that are gone.
+    public var sectionDeletes: [Int] = []
+    /// New sections, by new index.
+    public var sectionInserts: [SectionInsert] = []
+    /// Rows that left, at old paths.
+    public var deletes: [Row] = []
+    /// Rows that joined, at new paths, with their fields.
+    public var inserts: [Row] = []
+    /// Rows that moved, old path to new path.
+    public var moves: [Pair] = []
+    /// Rows whose content changed, with old and new path.
+    public var updates: [Pair] = []
+}
+
+extension DynamicChangeBatch {
+    /// The batch with values: those the engine decoded, the rest read in `tx`.
+    init(_ rows: RowChanges, entity: String, in tx: ReadTransaction) throws {
+        func record(_ id: FieldValue) throws -> [String: FieldValue] {
+            if let known = rows.values[id] as? [String: FieldValue] { return known }
+            guard let fields = try tx.record(entity: entity, id: id) else {
+                throw FeedstoreError.corruptData(what: "journal", reason: "\(entity) \(id.jsonText) is in the index but not stored")
+            }
+            return fields
+        }
+        self.init(fromSequence: rows.fromSequence, toSequence: rows.toSequence, isInitial: rows.isInitial, isReset: rows.isReset)
+        sectionDeletes = rows.sectionDeletes
+        sectionInserts = rows.sectionInserts.map { SectionInsert(index: $0.index, key: $0.key) }
+        deletes = rows.deletes.map { Row(path: $0.path, id: $0.id, record: nil) }
+        inserts = try rows.inserts.map { Row(path: $0.path, id: $0.id, record: try record($0.id)) }
+        moves = try rows.moves.map { Pair(from: $0.from, to: $0.to, id: $0.id, fields: $0.fields, record: try record($0.id)) }
+        updates = try rows.updates.map { Pair(from: $0.from, to: $0.to, id: $0.id, fields: $0.fields, record: try record($0.id)) }
+    }
+}

@@ -1,0 +1,33 @@
+import ArgumentParser
+import Feedstore
+
+/// `--prefix`, `--from` and `--to`: a range of keys given as JSON arrays of leading components,
+/// converted to the kinds the catalog stores (so `[1]` matches an unsigned field, and
+/// ISO 8601 strings match dates); a value of the wrong kind is a clear failure, not an empty range.
+struct RangeOptions: ParsableArguments {
+    @Option(help: "Leading key components, as a JSON array.")
+    var prefix: String?
+
+    @Option(help: "First key components (inclusive, after the prefix), as a JSON array.")
+    var from: String?
+
+    @Option(help: "Last key components (inclusive, after the prefix), as a JSON array.")
+    var to: String?
+
+    /// The range over `index` of `entity` (over its primary key when `index` is nil).
+    func range(of entity: CatalogEntity, index: String?) -> IndexRange {
+        func coerce(_ values: [FieldValue]?, from offset: Int) -> [FieldValue]? {
+            guard let values else { return nil }
+            do {
+                if let index { return try entity.keyComponents(values, forIndex: index, startingAt: offset) }
+                return try values.map { try entity.primaryKeyComponent($0) }
+            } catch {
+                StoreAccess.fail("\(error)")
+            }
+        }
+        let prefixValues = coerce(StoreAccess.components(prefix, option: "--prefix"), from: 0) ?? []
+        return IndexRange(prefix: prefixValues,
+                          from: coerce(StoreAccess.components(from, option: "--from"), from: prefixValues.count).map { .inclusive($0) },
+                          to: coerce(StoreAccess.components(to, option: "--to"), from: prefixValues.count).map { .inclusive($0) })
+    }
+}

@@ -1,0 +1,165 @@
+import ArgumentParser
+import Dispatch
+import Feedstore
+import Foundation
+
+struct WatchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "watch",
+        abstract: "Print live change batches of an index range while other processes write.",
+        discussion: """
+        The first batch is the whole snapshot (with --jsonl, every section and row as inserts;
+        in readable form, each section's row count). Each later batch takes the snapshot to the
+        store's state after one or more commits, with index paths [section, row]: deletes and
+        move sources at old paths, inserts and move destinations at new paths.
+        Stops after --max-batches, once every commit up to --until-sequence is taken in, or on
+        Ctrl-C.
+        Examples:
+          storectl watch ./demo-store --entity Message --index byFolderDate --section-by 1
+          storectl watch ./demo-store --entity Message --index unreadByDate --limit 20 --jsonl
+          storectl watch ./demo-store --entity Message --index byFolderDate --prefix '[2]' --mode indexes
+        """
+    )
+
+    enum Mode: String, ExpressibleByArgument, CaseIterable {
+        case objects, indexes
+    }
+
+    @Argument(help: "The store directory.")
+    var path: String
+
+    @Option(help: "The entity to watch.")
+    var entity: String
+
+    @Option(help: "The index whose order the rows follow.")
+    var index: String
+
+    @OptionGroup var keys: RangeOptions
+
+    @Flag(help: "Walk the order backwards.")
+    var reverse = false
+
+    @Option(name: .customLong("section-by"), help: "Group rows into sections by their first K index components.")
+    var sectionBy: Int = 0
+
+    @Option(help: "Show a window of the order from this position (with --limit).")
+    var offset: Int?
+
+    @Option(help: "Show at most this many rows of the order (a window).")
+    var limit: Int?
+
+    @Option(help: "Report updates only when one of these comma-separated fields changed.")
+    var fields: String?
+
+    @Option(help: "objects: rows with ids and records; indexes: positions only, rows grouped into ranges.")
+    var mode: Mode = .objects
+
+    @Flag(help: "One JSON object per batch (format in the README).")
+    var jsonl = false
+
+    @Option(name: .customLong("max-batches"), help: "Stop after this many batches (the initial one included).")
+    var maxBatches: Int?
+
+    @Option(name: .customLong("until-sequence"), help: "Stop once every commit up to this journal sequence is taken in.")
+    var untilSequence: UInt64?
+
+    func validate() throws {
+        guard sectionBy >= 0 else { throw ValidationError("--section-by must be 0 or more") }
+        if let offset, offset < 0 { throw ValidationError("--offset must be 0 or more") }
+        if let limit, limit < 0 { throw ValidationError("--limit must be 0 or more") }
+        if offset != nil && limit == nil { throw ValidationError("--offset needs --limit (a window is offset and limit)") }
+        if let maxBatches, maxBatches < 1 { throw ValidationError("--max-batches must be 1 or more") }
+    }
+
+    func run() throws {
+        try StoreAccess.withReadOnlyStore(path) { store in
+            let entityInfo = try StoreAccess.entity(entity, in: store)
+            let definition = StoreAccess.index(index, of: entityInfo)
+            guard sectionBy <= definition.components.count else {
+                StoreAccess.fail("--section-by \(sectionBy) is more than index \(index)'s \(definition.components.count) components")
+            }
+            let range = keys.range(of: entityInfo, index: index)
+            var options = WatchOptions(sectionBy: sectionBy)
+            options.fields = fields.map { Set($0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }) }
+            options.window = limit.map { WatchWindow(offset: offset ?? 0, limit: $0) }
+            switch mode {
+            case .objects:
+                let watcher = store.watch(entity: entity, index: index, range: range, reverse: reverse, options: options)
+                try follow(watcher) { batch in
+                    if jsonl { return [BatchPrinter.json(batch)] }
+                    let title = BatchPrinter.title(batch.fromSequence, batch.toSequence, batch.isInitial, batch.isReset)
+                    if batch.isInitial || batch.isReset {
+                        return [title] + sectionSummary(batch.sectionInserts.map { ($0.index, $0.key) },
+                                                        counts: batch.inserts.map(\.path.section))
+                    }
+                    return [title] + BatchPrinter.lines(batch)
+                }
+            case .indexes:
+                let watcher = store.watchIndexes(entity: entity, index: index, range: range, reverse: reverse, options: options)
+                try follow(watcher) { batch in
+                    if jsonl { return [BatchPrinter.json(batch)] }
+                    let title = BatchPrinter.title(batch.fromSequence, batch.toSequence, batch.isInitial, batch.isReset)
+                    if batch.isInitial || batch.isReset {
+                        let sections = batch.inserts.flatMap { range in Array(repeating: range.section, count: range.rows.count) }
+                        return [title] + sectionSummary(batch.sectionInserts.map { ($0.index, $0.key) }, counts: sections)
+                    }
+                    return [title] + BatchPrinter.lines(batch)
+                }
+            }
+        }
+    }
+
+    /// Each section of a whole snapshot with its row count (`sectionOfRow` lists each row's section).
+    private func sectionSummary(_ sections: [(index: Int, key: [FieldValue])], counts sectionOfRow: [Int]) -> [String] {
+        var counts = [Int](repeating: 0, count: sections.count)
+        for s in sectionOfRow where counts.indices.contains(s) { counts[s] += 1 }
+        let total = counts.reduce(0, +)
+        var out = sections.map { "  section \($0.index) [\(BatchPrinter.describe($0.key))]: \(counts[$0.index].formatted()) rows" }
+        out.append("  \(sections.count.formatted()) sections, \(total.formatted()) rows")
+        return out
+    }
+
+    /// Prints batches until a stop condition: --max-batches, --until-sequence, or SIGINT.
+    private func follow<W: BlockingBatchSource>(_ watcher: W, render: (W.Batch) -> [String]) throws {
+        let interrupt = StopOnInterrupt { watcher.cancel() }
+        defer { interrupt.restore() }
+        var delivered = 0
+        while !watcher.isCancelled {
+            if let batch = try watcher.next(timeout: 0.1) {
+                for line in render(batch) { StoreAccess.write(line) }
+                delivered += 1
+                if let maxBatches, delivered >= maxBatches { return }
+            }
+            // The initial batch is always taken first; after it, the sequence is the snapshot's.
+            if let untilSequence, delivered > 0, watcher.sequence >= untilSequence { return }
+        }
+    }
+}
+
+/// What `follow` needs of a watcher.
+protocol BlockingBatchSource: Sendable {
+    associatedtype Batch
+    var sequence: UInt64 { get }
+    var isCancelled: Bool { get }
+    func next(timeout: TimeInterval) throws -> Batch?
+    func cancel()
+}
+
+extension DynamicWatcher: BlockingBatchSource {}
+
+/// Turns SIGINT into a clean stop: `onInterrupt` runs once, and the command returns normally.
+final class StopOnInterrupt {
+    private let source: DispatchSourceSignal
+
+    init(_ onInterrupt: @escaping @Sendable () -> Void) {
+        signal(SIGINT, SIG_IGN)
+        source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+        source.setEventHandler(handler: onInterrupt)
+        source.resume()
+    }
+
+    func restore() {
+        source.cancel()
+        signal(SIGINT, SIG_DFL)
+    }
+}
