@@ -96,7 +96,9 @@ final class LMDBEnvironment: @unchecked Sendable {
         let box = Lines()
         let code = mdb_reader_list(handle, { message, context in
             guard let message, let context else { return 0 }
-            Unmanaged<Lines>.fromOpaque(context).takeUnretainedValue().lines.append(String(cString: message))
+            // Messages end with a newline; keep the text.
+            let line = String(cString: message).trimmingCharacters(in: .whitespacesAndNewlines)
+            if !line.isEmpty { Unmanaged<Lines>.fromOpaque(context).takeUnretainedValue().lines.append(line) }
             return 0
         }, Unmanaged.passUnretained(box).toOpaque())
         // mdb_reader_list returns the last callback's result (0) or -1 when it cannot read the table.
