@@ -6,24 +6,41 @@ import PackageDescription
 // cloned; compute it rather than assume it.
 let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().lastPathComponent.lowercased()
 
-// Benchmarks live in their own package so the library's users never resolve their dependencies.
+// Benchmarks live in their own package so the library's users never resolve their dependencies
+// (GRDB, the peer; ordo-one's benchmark runner).
 let package = Package(
     name: "FeedstoreBenchmarks",
     platforms: [.macOS(.v14)],
     dependencies: [
         .package(path: ".."),
+        .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
+        .package(url: "https://github.com/ordo-one/benchmark", exact: "1.38.1", traits: ["MallocInterposer"]),
     ],
     targets: [
-        // The release-built driver: `swift run -c release --package-path Benchmarks feedstore-bench …`
+        // The release-built driver for scaling runs and peers:
+        // `swift run -c release --package-path Benchmarks feedstore-bench …`
         .executableTarget(
             name: "feedstore-bench",
             dependencies: [
                 .product(name: "Feedstore", package: root),
                 .product(name: "CLMDB", package: root),
                 .product(name: "FeedstoreDemo", package: root),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Sources/FeedstoreBench",
             swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        // Micro-benchmarks with committed thresholds: `swift package --package-path Benchmarks benchmark`
+        .executableTarget(
+            name: "FeedstoreMicro",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "Feedstore", package: root),
+                .product(name: "FeedstoreDemo", package: root),
+            ],
+            path: "Benchmarks/FeedstoreMicro",
+            swiftSettings: [.swiftLanguageMode(.v6)],
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
     ]
 )

@@ -1,6 +1,7 @@
 import CLMDB
 import Feedstore
 import Foundation
+import GRDB
 
 /// A message row with exactly two secondary indexes, as the bulk-insert target specifies.
 struct BenchMessage: Entity {
@@ -18,13 +19,21 @@ struct BenchMessage: Entity {
     ]
 }
 
-/// Bulk insert of `rows` records, `batch` per transaction, durability none: Feedstore (record,
-/// two indexes, journal) against raw LMDB doing the same number of puts (one per record, same
-/// key and value sizes), and raw LMDB doing the same physical puts Feedstore does.
+extension BenchMessage: FetchableRecord, PersistableRecord {
+    static var databaseTableName: String { "message" }
+}
+
+/// Bulk insert of `rows` records, `batch` per transaction: Feedstore (record, two indexes with
+/// counts, journal) against raw LMDB doing the same number of puts (one per record, same key and
+/// value sizes), raw LMDB doing the same physical puts Feedstore does, and GRDB inserting the
+/// same records into a table with the same two indexes. Durable runs sync every commit
+/// (Feedstore `.full`, LMDB's default, SQLite `synchronous = FULL`); the others do not
+/// (Feedstore `.none`, `MDB_NOSYNC`, SQLite WAL with GRDB's default `synchronous = NORMAL`).
 struct BulkInsert {
     let rows: Int
     let batch: Int
     let directory: String
+    var durable = false
     /// Runs only Feedstore's part (for profiling).
     var feedstoreOnly = false
 
@@ -32,6 +41,7 @@ struct BulkInsert {
         var feedstore: Double
         var rawSamePuts: Double
         var rawAllPuts: Double
+        var grdb: Double
     }
 
     func makeRows() -> [BenchMessage] {
@@ -52,7 +62,7 @@ struct BulkInsert {
 
         // Feedstore.
         let store = try Store(path: directory + "/feedstore", entities: [BenchMessage.self],
-                              options: StoreOptions(durability: .none, initialMapSize: 1 << 30))
+                              options: StoreOptions(durability: durable ? .full : .none, initialMapSize: 1 << 30))
         var start = Date()
         var i = 0
         while i < data.count {
@@ -63,7 +73,7 @@ struct BulkInsert {
         try store.sync()
         let feedstore = Double(rows) / Date().timeIntervalSince(start)
         store.close()
-        if feedstoreOnly { return Result(feedstore: feedstore, rawSamePuts: .nan, rawAllPuts: .nan) }
+        if feedstoreOnly { return Result(feedstore: feedstore, rawSamePuts: .nan, rawAllPuts: .nan, grdb: .nan) }
 
         // Raw LMDB: one put per record, keys and values sized like Feedstore's record.
         let recordSize = 60
@@ -75,8 +85,20 @@ struct BulkInsert {
         start = Date()
         try rawPuts(path: directory + "/raw-all", databases: 4, putsPerRow: 4, valueSize: recordSize)
         let rawAll = Double(rows) / Date().timeIntervalSince(start)
+
+        // GRDB: the same records, the same two indexes.
+        let pool = try GRDBPeer.open(directory + "/grdb.sqlite", durable: durable, unreadIndex: false)
+        start = Date()
+        i = 0
+        while i < data.count {
+            let chunk = data[i..<min(data.count, i + batch)]
+            try pool.write { db in for row in chunk { try row.insert(db) } }
+            i += batch
+        }
+        let grdb = Double(rows) / Date().timeIntervalSince(start)
+        try pool.close()
         try? fm.removeItem(atPath: directory)
-        return Result(feedstore: feedstore, rawSamePuts: rawSame, rawAllPuts: rawAll)
+        return Result(feedstore: feedstore, rawSamePuts: rawSame, rawAllPuts: rawAll, grdb: grdb)
     }
 
     /// Random-order keys (like index keys) into `databases` databases, `putsPerRow` per row.
@@ -87,7 +109,7 @@ struct BulkInsert {
         defer { mdb_env_close(env) }
         try check(mdb_env_set_mapsize(env, 8 << 30))
         try check(mdb_env_set_maxdbs(env, 8))
-        try check(mdb_env_open(env, path, UInt32(MDB_NOSYNC | MDB_NOTLS), 0o600))
+        try check(mdb_env_open(env, path, UInt32((durable ? 0 : MDB_NOSYNC) | MDB_NOTLS), 0o600))
         var dbis: [MDB_dbi] = []
         var txn: OpaquePointer?
         try check(mdb_txn_begin(env, nil, 0, &txn))
@@ -105,11 +127,10 @@ struct BulkInsert {
             for r in row..<min(rows, row + batch) {
                 for p in 0..<putsPerRow {
                     // The record key is the sequential id; index keys are random, as index keys are.
-                    var key = p == 0 || p == putsPerRow - 1 ? UInt64(r + 1).bigEndian : rng.next()
-                    var k = MDB_val(mv_size: 8, mv_data: &key)
+                    let isRecord = p == 0 || p == putsPerRow - 1
                     try value.withUnsafeMutableBytes { bytes in
-                        var v = MDB_val(mv_size: p == 0 || p == putsPerRow - 1 ? valueSize : 0, mv_data: bytes.baseAddress)
-                        try check(mdb_put(txn, dbis[p % databases], &k, &v, 0))
+                        try RawLMDB.put(txn, dbis[p % databases], key: isRecord ? UInt64(r + 1) : rng.next(),
+                                        value: UnsafeMutableRawBufferPointer(rebasing: bytes[0..<(isRecord ? valueSize : 0)]))
                     }
                 }
             }

@@ -118,16 +118,8 @@ struct CountedIndexBench {
         while i < samples.count {
             try check(mdb_txn_begin(env, nil, 0, &txn))
             for s in samples[i..<min(samples.count, i + 1_000)] {
-                var id = s.id.bigEndian
-                var indexKey = (UInt64(bitPattern: s.key) ^ (1 << 63)).bigEndian
-                var empty = MDB_val(mv_size: 0, mv_data: nil)
-                var k = MDB_val(mv_size: 8, mv_data: &id)
-                try value.withUnsafeMutableBytes { bytes in
-                    var v = MDB_val(mv_size: bytes.count, mv_data: bytes.baseAddress)
-                    try check(mdb_put(txn, records, &k, &v, 0))
-                }
-                var ik = MDB_val(mv_size: 8, mv_data: &indexKey)
-                try check(mdb_put(txn, index, &ik, &empty, 0))
+                try value.withUnsafeMutableBytes { try RawLMDB.put(txn, records, key: s.id, value: $0) }
+                try RawLMDB.put(txn, index, key: UInt64(bitPattern: s.key) ^ (1 << 63), value: UnsafeMutableRawBufferPointer(start: nil, count: 0))
             }
             try check(mdb_txn_commit(txn))
             i += 1_000
@@ -140,14 +132,10 @@ struct CountedIndexBench {
         var cursor: OpaquePointer?
         try check(mdb_cursor_open(txn, index, &cursor))
         defer { mdb_cursor_close(cursor) }
-        let probes = (0..<operations).map { _ in (UInt64(bitPattern: samples[Int.random(in: 0..<samples.count, using: &rng)].key) ^ (1 << 63)).bigEndian }
+        let probes = (0..<operations).map { _ in UInt64(bitPattern: samples[Int.random(in: 0..<samples.count, using: &rng)].key) ^ (1 << 63) }
         let seekStart = Date()
         var found = 0
-        for var probe in probes {
-            var k = MDB_val(mv_size: 8, mv_data: &probe)
-            var v = MDB_val()
-            if mdb_cursor_get(cursor, &k, &v, MDB_SET_RANGE) == 0 { found += 1 }
-        }
+        for probe in probes where RawLMDB.seek(cursor, atOrAfter: probe) { found += 1 }
         let seekRate = Double(probes.count) / Date().timeIntervalSince(seekStart)
         if found != probes.count { print("raw seeks missed \(probes.count - found)") }
         return (insertRate, seekRate)

@@ -1,42 +1,107 @@
 import Foundation
 
-// feedstore-bench bulk-insert [--rows N]
-// Release build: swift run -c release --package-path Benchmarks feedstore-bench bulk-insert
+// Release build: swift run -c release --package-path Benchmarks feedstore-bench <command>
 let arguments = CommandLine.arguments.dropFirst()
 func option(_ name: String, default value: Int) -> Int {
     guard let i = arguments.firstIndex(of: name), arguments.index(after: i) < arguments.endIndex,
           let n = Int(arguments[arguments.index(after: i)]) else { return value }
     return n
 }
+func sizes(default value: [Int]) -> [Int] {
+    arguments.firstIndex(of: "--sizes").map { arguments[arguments.index(after: $0)].split(separator: ",").compactMap { Int($0) } } ?? value
+}
+let quick = arguments.contains("--quick")
+let scratch = NSTemporaryDirectory() + "feedstore-bench-\(getpid())"
+
+/// Prints a line and keeps it for the results file.
+nonisolated(unsafe) var report: [String] = []
+func emit(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    report.append(line)
+}
+
+func bulkInsert(rows: Int, durable: Bool, feedstoreOnly: Bool = false) throws {
+    var bench = BulkInsert(rows: rows, batch: 1_000, directory: scratch, durable: durable)
+    bench.feedstoreOnly = feedstoreOnly
+    let r = try bench.run()
+    func fmt(_ x: Double) -> String { Int(x).formatted() }
+    func ratio(_ x: Double) -> String { String(format: "%.2f", r.feedstore / x) }
+    let mode = durable ? "durable (fsync per commit)" : "not synced per commit"
+    emit("\nBulk insert, \(rows.formatted()) rows, 1,000 per transaction, \(mode)\n")
+    emit("| writer | rows/s | Feedstore ÷ writer |")
+    emit("|---|---:|---:|")
+    emit("| Feedstore (record + 2 counted indexes + journal), durability \(durable ? "full" : "none") | \(fmt(r.feedstore)) | 1.00 |")
+    if feedstoreOnly { return }
+    emit("| raw LMDB, same number of puts (1 per row) | \(fmt(r.rawSamePuts)) | \(ratio(r.rawSamePuts)) |")
+    emit("| raw LMDB, Feedstore's physical puts (4 per row) | \(fmt(r.rawAllPuts)) | \(ratio(r.rawAllPuts)) |")
+    emit("| GRDB record inserts, 2 indexes, synchronous = \(durable ? "FULL" : "NORMAL") | \(fmt(r.grdb)) | \(ratio(r.grdb)) |")
+}
+
+func durableCommits(writers: [Int], commits: Int) async throws {
+    emit("\nDurable one-row commits per second (each writer waits for its commit; \(commits) commits per writer)\n")
+    emit("| writers | Feedstore (.full, group commit) | GRDB (synchronous = FULL) | raw LMDB (synced commits) | Feedstore ÷ GRDB | Feedstore ÷ raw LMDB |")
+    emit("|---:|---:|---:|---:|---:|---:|")
+    for w in writers {
+        let r = try await DurableCommits(directory: scratch, commitsPerWriter: commits).run(writers: w)
+        emit("| \(w) | \(Int(r.feedstore).formatted()) | \(Int(r.grdb).formatted()) | \(Int(r.rawLMDB).formatted()) | "
+            + String(format: "%.1f | %.1f |", r.feedstore / r.grdb, r.feedstore / r.rawLMDB))
+    }
+}
+
+func watchPeers(sizes: [Int]) throws -> [WatchPeers.Row] {
+    emit("\nA live list of one folder (WHERE folder = 1 ORDER BY date DESC), from the start of the writing transaction to the consumer holding the change\n")
+    emit(WatchPeers.header)
+    return try WatchPeers(sizes: sizes, directory: scratch).run { emit(WatchPeers.format($0)) }
+}
+
+/// Writes the collected report (and extra files) under Benchmarks/results.
+func save(_ name: String, extra: [String: String] = [:]) throws {
+    let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("results")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    try (report.joined(separator: "\n") + "\n").write(to: directory.appendingPathComponent(name), atomically: true, encoding: .utf8)
+    for (file, text) in extra { try text.write(to: directory.appendingPathComponent(file), atomically: true, encoding: .utf8) }
+    print("\nwritten to \(directory.path)/\(name)")
+}
 
 switch arguments.first {
 case "bulk-insert":
-    let rows = option("--rows", default: 1_000_000)
-    var bench = BulkInsert(rows: rows, batch: 1_000, directory: NSTemporaryDirectory() + "feedstore-bench-\(getpid())")
-    bench.feedstoreOnly = arguments.contains("--only-feedstore")
-    let r = try bench.run()
-    func fmt(_ x: Double) -> String { Int(x).formatted() }
-    print("bulk insert, \(rows.formatted()) rows, 1,000 per transaction, durability none")
-    print("| writer | rows/s | Feedstore / writer |")
-    print("|---|---:|---:|")
-    print("| Feedstore (record + 2 indexes + journal) | \(fmt(r.feedstore)) | 1.00 |")
-    if bench.feedstoreOnly { break }
-    print("| raw LMDB, same number of puts (1 per row) | \(fmt(r.rawSamePuts)) | \(String(format: "%.2f", r.feedstore / r.rawSamePuts)) |")
-    print("| raw LMDB, Feedstore's physical puts (4 per row) | \(fmt(r.rawAllPuts)) | \(String(format: "%.2f", r.feedstore / r.rawAllPuts)) |")
+    try bulkInsert(rows: option("--rows", default: 1_000_000), durable: arguments.contains("--durable"),
+                   feedstoreOnly: arguments.contains("--only-feedstore"))
+case "commits":
+    try await durableCommits(writers: [1, 16], commits: option("--commits", default: 200))
+case "watch-peers":
+    _ = try watchPeers(sizes: sizes(default: [10_000, 100_000, 1_000_000]))
+case "peers":
+    // Everything measured against the peers in one run; `--quick` for a smoke run.
+    let host = ProcessInfo.processInfo
+    emit("Feedstore against its peers, \(ISO8601DateFormatter().string(from: Date()).prefix(10)), \(host.activeProcessorCount) cores, "
+        + "\(host.physicalMemory / 1_073_741_824) GiB, release build\(quick ? " (--quick)" : "")")
+    try bulkInsert(rows: quick ? 20_000 : 200_000, durable: false)
+    try bulkInsert(rows: quick ? 5_000 : 50_000, durable: true)
+    try await durableCommits(writers: [1, 16], commits: quick ? 20 : 200)
+    let rows = try watchPeers(sizes: quick ? [10_000, 30_000] : sizes(default: [10_000, 100_000, 1_000_000, 10_000_000]))
+    try save(quick ? "peers-quick.md" : "peers.md", extra: [quick ? "watch-peers-quick.csv" : "watch-peers.csv": WatchPeers.csv(rows)])
 case "counts":
-    let sizes = arguments.firstIndex(of: "--sizes").map { arguments[arguments.index(after: $0)].split(separator: ",").compactMap { Int($0) } }
-        ?? [10_000, 100_000, 1_000_000, 10_000_000]
-    let bench = CountedIndexBench(sizes: sizes, directory: NSTemporaryDirectory() + "feedstore-counts-\(getpid())")
+    let bench = CountedIndexBench(sizes: sizes(default: [10_000, 100_000, 1_000_000, 10_000_000]),
+                                  directory: NSTemporaryDirectory() + "feedstore-counts-\(getpid())")
     print("counted index, one random Int64 key per record, durability none, 100,000 random operations per size")
     print(CountedIndexBench.header)
     _ = try bench.run(uncountedUpTo: option("--uncounted-up-to", default: 10_000_000))
 case "watch":
-    let sizes = arguments.firstIndex(of: "--sizes").map { arguments[arguments.index(after: $0)].split(separator: ",").compactMap { Int($0) } }
-        ?? [10_000, 100_000, 1_000_000, 10_000_000]
-    let bench = WatcherBench(sizes: sizes, directory: NSTemporaryDirectory() + "feedstore-watch-\(getpid())")
+    let bench = WatcherBench(sizes: sizes(default: [10_000, 100_000, 1_000_000, 10_000_000]),
+                             directory: NSTemporaryDirectory() + "feedstore-watch-\(getpid())")
     print("watcher over the demo feed's byFolderDate index (all messages), durability none, 2,000 one-row updates per size")
     print(WatcherBench.header)
     _ = try bench.run()
 default:
-    print("usage: feedstore-bench bulk-insert [--rows N] | counts [--sizes …] [--uncounted-up-to N] | watch [--sizes …]")
+    print("""
+        usage: feedstore-bench <command>
+          peers [--quick] [--sizes …]     writes, durable commits and live lists against GRDB and raw LMDB; saves Benchmarks/results/
+          bulk-insert [--rows N] [--durable] [--only-feedstore]
+          commits [--commits N]           durable one-row commits, 1 and 16 writers
+          watch-peers [--sizes …]         live-list latency: Feedstore watcher, refetch + diff, GRDB ValueObservation
+          counts [--sizes …] [--uncounted-up-to N]
+          watch [--sizes …]               Feedstore watchers from 10 thousand to 10 million rows
+        """)
 }
