@@ -1,6 +1,6 @@
 """Plots live-list latency against list size from feedstore-bench's watch-peers CSV.
 
-usage: python3 Benchmarks/plot.py IN.csv OUT.svg
+usage: python3 Benchmarks/plot.py IN.csv OUT.png
 """
 import csv
 import sys
@@ -35,5 +35,5 @@ ax.set_title("Live list update latency (folder list: 1/8 of the rows; unread lis
 ax.grid(True, which="both", alpha=0.3)
 ax.legend()
 fig.tight_layout()
-fig.savefig(target)
+fig.savefig(target, dpi=110)
 print(f"written {target}")

@@ -238,4 +238,24 @@ import Testing
             #expect(throws: FeedstoreError.self) { try readOnly.write { _ in } }
         }
     }
+
+    @Test func verifyNamesEveryKindOfIndexDamage() throws {
+        try withTemporaryDirectory { dir in
+            let store = try seeded(dir)
+            #expect(try store.verify().isEmpty)
+            // Behind the store's back: drop item 1's name entry, and add one for a record 99
+            // that does not exist, whose name repeats item 3's in a unique index.
+            let byName = try store.core.schema.entity("Item").index(named: "byName")
+            try store.core.mapLock.withShared {
+                let txn = try LMDBTransaction(environment: store.core.environment, readOnly: false)
+                #expect(try txn.delete(byName.database, key: try KeyEncoding.encode([.string("n1"), .int(1)])))
+                #expect(try txn.put(byName.database, key: try KeyEncoding.encode([.string("n3"), .int(99)]), value: []))
+                try txn.commit()
+            }
+            let problems = try store.verify().filter { $0.location == "index:Item.byName" }.map(\.problem)
+            #expect(problems.contains("missing entry [\"n1\",1]"), "\(problems)")
+            #expect(problems.contains("entry without a matching record [\"n3\",99]"), "\(problems)")
+            #expect(problems.contains("unique key [\"n3\"] held twice"), "\(problems)")
+        }
+    }
 }

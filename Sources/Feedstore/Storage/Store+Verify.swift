@@ -52,7 +52,7 @@ struct StoreVerifier {
     private func verify(entity name: String) throws -> [VerificationIssue] {
         var entity = try tx.schema.entity(name)
         var issues: [VerificationIssue] = []
-        var expected: [[[UInt8]]] = Array(repeating: [], count: entity.indexes.count)
+        var expected = [KeyList](repeating: KeyList(), count: entity.indexes.count)
         let recordCount = try tx.count(entity: name)
         var scanned = 0
         try tx.scan(entity: name, index: nil, range: .all, reverse: false, offset: 0, limit: nil) { key, value in
@@ -71,48 +71,63 @@ struct StoreVerifier {
             }
         }
         for (i, index) in entity.indexes.enumerated() {
-            let location = index.catalog.databaseName
-            var found: [VerificationIssue] = []
-            let wanted = expected[i].sorted { $0.lexicographicallyPrecedes($1) }
-            var actual: [[UInt8]] = []
-            try tx.access { txn in
-                let total = try txn.statistics(index.database).entries
-                try txn.withCursor(index.database) { cursor in
-                    var more = try cursor.first()
-                    while more {
-                        actual.append(Array(cursor.key))
-                        report(location, actual.count, total)
-                        more = try cursor.next()
-                    }
-                }
-            }
-            if wanted != actual {
-                let missing = Set(wanted).subtracting(actual)
-                let extra = Set(actual).subtracting(wanted)
-                for key in missing.prefix(maximumPerCheck) {
-                    found.append(VerificationIssue(location: location, problem: "missing entry \(describe(key))"))
-                }
-                for key in extra.prefix(maximumPerCheck) {
-                    found.append(VerificationIssue(location: location, problem: "entry without a matching record \(describe(key))"))
-                }
-            }
-            let countProblems = try tx.access { try index.counted.check(in: $0) }
-            found += countProblems.map { VerificationIssue(location: index.catalog.countsDatabaseName, problem: $0) }
-            if index.definition.unique {
-                let count = index.definition.components.count
-                var previous: [FieldValue]?
-                for key in actual {
-                    guard let components = try? KeyDecoder.decode(key).map(\.value) else { continue }
-                    let values = Array(components.prefix(count))
-                    if values == previous, !values.contains(.null) {
-                        found.append(VerificationIssue(location: location, problem: "unique key \(FieldValue.array(values).jsonText) held twice"))
-                    }
-                    previous = values
-                }
-            }
-            issues += found.prefix(maximumPerCheck)
+            expected[i].sort()
+            issues += try compare(index, with: expected[i])
+            expected[i] = KeyList()  // free it before the next index
         }
         return issues
+    }
+
+    /// Walks the index in order beside the sorted keys its records call for: entries missing,
+    /// entries without a record, counts, and unique keys held twice. O(n) beyond the sort.
+    private func compare(_ index: IndexSchema, with wanted: KeyList) throws -> [VerificationIssue] {
+        let location = index.catalog.databaseName
+        var missing: [VerificationIssue] = [], extra: [VerificationIssue] = [], duplicates: [VerificationIssue] = []
+        let componentCount = index.definition.components.count
+        var previous: [FieldValue]?
+        try tx.access { txn in
+            let total = try txn.statistics(index.database).entries
+            var w = 0, seen = 0
+            try txn.withCursor(index.database) { cursor in
+                var more = try cursor.first()
+                while more || w < wanted.count {
+                    let order: Int  // < 0: the wanted key is missing; > 0: the entry is extra; 0: both agree
+                    if !more {
+                        order = -1
+                    } else if w == wanted.count {
+                        order = 1
+                    } else {
+                        order = wanted.sorted(w).withUnsafeBytes { key in
+                            KeyList.precedes(key, cursor.key) ? -1 : (KeyList.precedes(cursor.key, key) ? 1 : 0)
+                        }
+                    }
+                    if order < 0 {
+                        if missing.count < maximumPerCheck {
+                            missing.append(VerificationIssue(location: location, problem: "missing entry \(describe(Array(wanted.sorted(w))))"))
+                        }
+                        w += 1
+                        continue
+                    }
+                    if order > 0, extra.count < maximumPerCheck {
+                        extra.append(VerificationIssue(location: location, problem: "entry without a matching record \(describe(Array(cursor.key)))"))
+                    }
+                    if order == 0 { w += 1 }
+                    if index.definition.unique, let components = try? KeyDecoder.decode(Array(cursor.key)).map(\.value) {
+                        let values = Array(components.prefix(componentCount))
+                        if values == previous, !values.contains(.null), duplicates.count < maximumPerCheck {
+                            duplicates.append(VerificationIssue(location: location, problem: "unique key \(FieldValue.array(values).jsonText) held twice"))
+                        }
+                        previous = values
+                    }
+                    seen += 1
+                    report(location, seen, total)
+                    more = try cursor.next()
+                }
+            }
+        }
+        let countProblems = try tx.access { try index.counted.check(in: $0) }
+        let found = missing + extra + countProblems.map { VerificationIssue(location: index.catalog.countsDatabaseName, problem: $0) } + duplicates
+        return Array(found.prefix(maximumPerCheck))
     }
 
     private func verifyJournal() throws -> [VerificationIssue] {
