@@ -54,6 +54,19 @@ func watchPeers(sizes: [Int]) throws -> [WatchPeers.Row] {
     return try WatchPeers(sizes: sizes, directory: scratch).run { emit(WatchPeers.format($0)) }
 }
 
+func readPeers(size: Int) throws {
+    emit("\nReads over byFolderDate at \(size.formatted()) messages, operations per second (Feedstore decodes records; raw LMDB reads the same pages of Feedstore's files without decoding)\n")
+    emit("| operation | Feedstore | raw LMDB | GRDB | Feedstore ÷ raw LMDB | Feedstore ÷ GRDB |")
+    emit("|---|---:|---:|---:|---:|---:|")
+    for r in try ReadPeers(size: size, directory: scratch).run() {
+        func f(_ x: Double?) -> String { x.map { Int($0).formatted() } ?? "–" }
+        func ratio(_ x: Double?) -> String {
+            x.map { r.feedstore / $0 >= 10 ? "\(Int(r.feedstore / $0).formatted())×" : String(format: "%.2f", r.feedstore / $0) } ?? "–"
+        }
+        emit("| \(r.operation) | \(f(r.feedstore)) | \(f(r.rawLMDB)) | \(f(r.grdb)) | \(ratio(r.rawLMDB)) | \(ratio(r.grdb)) |")
+    }
+}
+
 /// Writes the collected report (and extra files) under Benchmarks/results.
 func save(_ name: String, extra: [String: String] = [:]) throws {
     let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -70,6 +83,8 @@ case "bulk-insert":
                    feedstoreOnly: arguments.contains("--only-feedstore"))
 case "commits":
     try await durableCommits(writers: [1, 16], commits: option("--commits", default: 200))
+case "read-peers":
+    try readPeers(size: option("--rows", default: 1_000_000))
 case "watch-peers":
     _ = try watchPeers(sizes: sizes(default: [10_000, 100_000, 1_000_000]))
 case "peers":
@@ -80,6 +95,7 @@ case "peers":
     try bulkInsert(rows: quick ? 20_000 : 200_000, durable: false)
     try bulkInsert(rows: quick ? 5_000 : 50_000, durable: true)
     try await durableCommits(writers: [1, 16], commits: quick ? 20 : 200)
+    try readPeers(size: quick ? 20_000 : 1_000_000)
     let rows = try watchPeers(sizes: quick ? [10_000, 30_000] : sizes(default: [10_000, 100_000, 1_000_000, 10_000_000]))
     try save(quick ? "peers-quick.md" : "peers.md", extra: [quick ? "watch-peers-quick.csv" : "watch-peers.csv": WatchPeers.csv(rows)])
 case "counts":
@@ -100,6 +116,7 @@ default:
           peers [--quick] [--sizes …]     writes, durable commits and live lists against GRDB and raw LMDB; saves Benchmarks/results/
           bulk-insert [--rows N] [--durable] [--only-feedstore]
           commits [--commits N]           durable one-row commits, 1 and 16 writers
+          read-peers [--rows N]           positional reads, windows, counts and scans against raw LMDB and GRDB
           watch-peers [--sizes …]         live-list latency: Feedstore watcher, refetch + diff, GRDB ValueObservation
           counts [--sizes …] [--uncounted-up-to N]
           watch [--sizes …]               Feedstore watchers from 10 thousand to 10 million rows
