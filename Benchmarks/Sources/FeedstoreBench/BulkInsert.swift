@@ -103,27 +103,15 @@ struct BulkInsert {
 
     /// Random-order keys (like index keys) into `databases` databases, `putsPerRow` per row.
     private func rawPuts(path: String, databases: Int, putsPerRow: Int, valueSize: Int) throws {
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        var env: OpaquePointer?
-        try check(mdb_env_create(&env))
+        let env = try RawLMDB.open(path, flags: durable ? 0 : MDB_NOSYNC)
         defer { mdb_env_close(env) }
-        try check(mdb_env_set_mapsize(env, 8 << 30))
-        try check(mdb_env_set_maxdbs(env, 8))
-        try check(mdb_env_open(env, path, UInt32((durable ? 0 : MDB_NOSYNC) | MDB_NOTLS), 0o600))
-        var dbis: [MDB_dbi] = []
+        let dbis = try (0..<databases).map { try RawLMDB.database(env, "db\($0)") }
         var txn: OpaquePointer?
-        try check(mdb_txn_begin(env, nil, 0, &txn))
-        for d in 0..<databases {
-            var dbi: MDB_dbi = 0
-            try check(mdb_dbi_open(txn, "db\(d)", UInt32(MDB_CREATE), &dbi))
-            dbis.append(dbi)
-        }
-        try check(mdb_txn_commit(txn))
         var value = [UInt8](repeating: 7, count: valueSize)
         var rng = SplitMix(state: 7)
         var row = 0
         while row < rows {
-            try check(mdb_txn_begin(env, nil, 0, &txn))
+            try RawLMDB.check(mdb_txn_begin(env, nil, 0, &txn))
             for r in row..<min(rows, row + batch) {
                 for p in 0..<putsPerRow {
                     // The record key is the sequential id; index keys are random, as index keys are.
@@ -134,14 +122,10 @@ struct BulkInsert {
                     }
                 }
             }
-            try check(mdb_txn_commit(txn))
+            try RawLMDB.check(mdb_txn_commit(txn))
             row += batch
         }
-        try check(mdb_env_sync(env, 1))
-    }
-
-    private func check(_ code: Int32) throws {
-        if code != 0 { throw LMDBError(code: code, operation: "raw LMDB") }
+        try RawLMDB.check(mdb_env_sync(env, 1))
     }
 }
 

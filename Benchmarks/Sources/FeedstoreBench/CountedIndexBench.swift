@@ -98,20 +98,11 @@ struct CountedIndexBench {
 
     /// Raw LMDB: the record put and the index-entry put per row, nothing else.
     private func rawInsert(_ samples: [Sample], path: String, rng: inout SplitMix) throws -> (insert: Double, seek: Double) {
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        var env: OpaquePointer?
-        func check(_ code: Int32) throws { if code != 0 { throw LMDBError(code: code, operation: "raw LMDB") } }
-        try check(mdb_env_create(&env))
+        let env = try RawLMDB.open(path, mapSize: 16 << 30)
         defer { mdb_env_close(env) }
-        try check(mdb_env_set_mapsize(env, 16 << 30))
-        try check(mdb_env_set_maxdbs(env, 4))
-        try check(mdb_env_open(env, path, UInt32(MDB_NOSYNC | MDB_NOTLS), 0o600))
+        let check = { (code: Int32) throws in try RawLMDB.check(code) }
+        let records = try RawLMDB.database(env, "records"), index = try RawLMDB.database(env, "index")
         var txn: OpaquePointer?
-        var records: MDB_dbi = 0, index: MDB_dbi = 0
-        try check(mdb_txn_begin(env, nil, 0, &txn))
-        try check(mdb_dbi_open(txn, "records", UInt32(MDB_CREATE), &records))
-        try check(mdb_dbi_open(txn, "index", UInt32(MDB_CREATE), &index))
-        try check(mdb_txn_commit(txn))
         let start = Date()
         var value = [UInt8](repeating: 1, count: 24)
         var i = 0
