@@ -102,11 +102,10 @@ public final class Store: Sendable {
             var value: R?
             var outcome: Result<Void, any Error>?
             let done = DispatchSemaphore(value: 0)
-            try core.writer.submit(WriteQueue.Request(body: { tx in value = try body(tx) }, completion: { result in
+            try core.writer.perform(WriteQueue.Request(body: { tx in value = try body(tx) }, completion: { result in
                 outcome = result
                 done.signal()
-            }))
-            done.wait()
+            }), wait: { done.wait() })
             try outcome!.get()
             return value!
         }
