@@ -67,4 +67,32 @@ import Testing
             #expect(try store.verify().isEmpty)
         }
     }
+
+    /// Synchronous writes run inline when the writer is idle and queue behind it otherwise;
+    /// mixed with async writers, every write lands once, in its own journal commit.
+    @Test func inlineAndQueuedWritesInterleave() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try Store(path: dir + "/s", entities: [Item.self], options: StoreOptions(durability: .none))
+            let perWriter = 100
+            let threads = (0..<4).map { t in
+                let thread = Thread {
+                    for k in 0..<perWriter { try! store.write { tx in try tx.insert(Self.item(Int64(t * perWriter + k + 1))) } }
+                }
+                thread.start()
+                return thread
+            }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for t in 4..<8 {
+                    group.addTask {
+                        for k in 0..<perWriter { try await store.write { tx in try tx.insert(Self.item(Int64(t * perWriter + k + 1))) } }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            while threads.contains(where: { $0.isExecuting }) || threads.contains(where: { !$0.isFinished }) { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(try store.read { try $0.count(Item.self) } == 8 * perWriter)
+            #expect(try store.read { try $0.journalBounds().last } == UInt64(8 * perWriter))
+            #expect(try store.verify().isEmpty)
+        }
+    }
 }
