@@ -184,6 +184,9 @@ struct ByteReader {
             let b = try byte()
             guard shift < 64, !(shift == 63 && b > 1) else { throw failure("varint overflow") }
             result |= UInt64(b & 0x7F) << shift
+            // A last byte of zero after others is an overlong form; the encoder never writes
+            // one, so each value has exactly one accepted encoding.
+            if b == 0 && shift > 0 { throw failure("overlong varint") }
             if b < 0x80 { return result }
             shift += 7
         }

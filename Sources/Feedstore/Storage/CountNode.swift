@@ -58,7 +58,15 @@ struct CountNodeView {
             previous = end
         }
         guard fencesStart + previous == bytes.count else { throw corrupt("node has trailing bytes") }
+        // Counts are bounded far above any real index, so that sums over a node cannot overflow.
+        for i in 0..<n {
+            let raw = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: 2 + 8 * i, as: UInt64.self))
+            guard raw <= Self.maximumCount else { throw corrupt("child \(i) claims \(raw) entries") }
+        }
     }
+
+    /// 2^40 entries under one child: more than an LMDB database can hold.
+    static let maximumCount: UInt64 = 1 << 40
 
     private func fenceEnd(_ i: Int) -> Int {
         Int(UInt16(littleEndian: bytes.loadUnaligned(fromByteOffset: 2 + 8 * count + 2 * i, as: UInt16.self)))

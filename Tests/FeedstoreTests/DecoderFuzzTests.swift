@@ -1,0 +1,125 @@
+@testable import Feedstore
+import FeedstoreTestSupport
+import Foundation
+import Testing
+
+/// Seeded fuzzing of the decoders that read stored bytes: index keys, journal entries, commit
+/// headers, count-tree nodes and the catalog. Inputs are random bytes and mutations of valid
+/// encodings (truncations, bit flips, inserted and spliced bytes). Each decoder must return a
+/// value or throw ``FeedstoreError`` — never trap or read out of bounds. The record decoder has
+/// the same test in `RecordCodecTests`. `FEEDSTORE_FUZZ_ITERATIONS=n` sets the inputs per seed
+/// and decoder for long runs.
+@Suite struct DecoderFuzzTests {
+    static let iterations = ProcessInfo.processInfo.environment["FEEDSTORE_FUZZ_ITERATIONS"].flatMap(Int.init) ?? 4_000
+
+    /// Random bytes, or a mutation of `valid`.
+    static func input(from valid: [UInt8], _ random: inout RandomValues) -> [UInt8] {
+        var bytes = valid
+        switch Int.random(in: 0..<6, using: &random.rng) {
+        case 0:
+            return (0..<Int.random(in: 0...64, using: &random.rng)).map { _ in UInt8.random(in: 0...255, using: &random.rng) }
+        case 1 where !bytes.isEmpty:
+            bytes.removeLast(Int.random(in: 1...bytes.count, using: &random.rng))
+        case 2 where !bytes.isEmpty:
+            for _ in 0..<Int.random(in: 1...3, using: &random.rng) {
+                bytes[Int.random(in: 0..<bytes.count, using: &random.rng)] ^= UInt8(1 << Int.random(in: 0..<8, using: &random.rng))
+            }
+        case 3:
+            let extra: [UInt8] = [0x00, 0xFF, 0x7F, 0x80, 0xFF, 0xFF, 0xFF, 0xFF, 0x0F]
+            bytes.insert(contentsOf: extra.prefix(Int.random(in: 1...extra.count, using: &random.rng)),
+                         at: Int.random(in: 0...bytes.count, using: &random.rng))
+        case 4 where bytes.count > 1:
+            // A slice of the input repeated: lengths and counts that point past the end.
+            let start = Int.random(in: 0..<bytes.count, using: &random.rng)
+            bytes += bytes[start...]
+        default:
+            // Two bytes swapped.
+            if bytes.count > 1 {
+                bytes.swapAt(Int.random(in: 0..<bytes.count, using: &random.rng), Int.random(in: 0..<bytes.count, using: &random.rng))
+            }
+        }
+        return bytes
+    }
+
+    /// Runs `decode` on fuzzed inputs derived from `valid()`; a thrown error must be typed.
+    static func fuzz(seed: UInt64, valid: (inout RandomValues) throws -> [UInt8], decode: ([UInt8]) throws -> Void) throws {
+        var random = RandomValues(seed: seed)
+        var decoded = 0, rejected = 0
+        for _ in 0..<iterations {
+            let bytes = input(from: try valid(&random), &random)
+            do {
+                try decode(bytes)
+                decoded += 1
+            } catch is FeedstoreError {
+                rejected += 1
+            } catch {
+                Issue.record("seed \(seed): untyped error \(error) for \(bytes)")
+            }
+        }
+        // Both outcomes occur, so the inputs are neither all garbage nor all valid.
+        #expect(decoded > 0 && rejected > 0, "seed \(seed): \(decoded) decoded, \(rejected) rejected")
+    }
+
+    @Test(arguments: testSeeds(3)) func indexKeys(seed: UInt64) throws {
+        try Self.fuzz(seed: seed, valid: { random in
+            let values = (0..<Int.random(in: 1...3, using: &random.rng)).map { _ in random.scalar() }
+            return try KeyEncoding.encode(values, descending: values.map { _ in Bool.random(using: &random.rng) })
+        }, decode: { bytes in
+            let components = try KeyDecoder.decode(bytes)
+            // What decodes must account for every byte.
+            let length = try bytes.withUnsafeBytes { try KeyDecoder.lengthOfComponents(components.count, in: $0) }
+            #expect(length == bytes.count)
+        })
+    }
+
+    @Test(arguments: testSeeds(3)) func journalEntries(seed: UInt64) throws {
+        try Self.fuzz(seed: seed, valid: { random in
+            let key = try KeyEncoding.encode([random.scalar()])
+            let changes = (0..<Int.random(in: 0...3, using: &random.rng)).map { i in
+                JournalRecord.IndexChange(indexID: UInt32(i), before: Bool.random(using: &random.rng) ? key : nil, after: key)
+            }
+            return JournalRecord(entityID: UInt32.random(in: 0...300, using: &random.rng), primaryKey: key,
+                                 kind: [.insert, .update, .delete].randomElement(using: &random.rng)!,
+                                 changedFieldIDs: (0..<UInt32.random(in: 0...4, using: &random.rng)).map { $0 * 7 },
+                                 indexChanges: changes).encoded()
+        }, decode: { bytes in
+            let record = try bytes.withUnsafeBytes { try JournalRecord.decode($0) }
+            // What decodes encodes back to the same bytes: nothing is silently dropped.
+            #expect(record.encoded() == bytes)
+        })
+    }
+
+    @Test(arguments: testSeeds(3)) func commitHeaders(seed: UInt64) throws {
+        try Self.fuzz(seed: seed, valid: { random in
+            JournalKeys.commitHeader(timestamp: Date(timeIntervalSinceReferenceDate: random.double()), entries: Int.random(in: 0...100_000, using: &random.rng))
+        }, decode: { bytes in
+            _ = try bytes.withUnsafeBytes { try JournalKeys.decodeCommitHeader($0) }
+        })
+    }
+
+    @Test(arguments: testSeeds(3)) func countNodes(seed: UInt64) throws {
+        try Self.fuzz(seed: seed, valid: { random in
+            let n = Int.random(in: 1...6, using: &random.rng)
+            let fences = (0..<n).map { _ in random.bytes() }
+            return CountNode(fences: fences, counts: (0..<n).map { _ in Int.random(in: 0...1_000, using: &random.rng) }).encoded()
+        }, decode: { bytes in
+            try bytes.withUnsafeBytes { raw in
+                let view = try CountNodeView(raw)
+                // Every part of a node that validated is readable.
+                for i in 0..<view.count { _ = (view.entries(i), view.fence(i)) }
+                #expect(CountNode(view).encoded() == bytes)
+            }
+        })
+    }
+
+    @Test(arguments: testSeeds(2)) func catalogs(seed: UInt64) throws {
+        var catalog = Catalog()
+        catalog.version = 3
+        var item = CatalogEntity(name: "Item", id: 1, primaryKeyKind: "int", fields: [], indexes: [], nextFieldID: 3)
+        item.fields = [CatalogField(id: 1, name: "id", kind: "int"), CatalogField(id: 2, name: "name", kind: "string")]
+        item.indexes = [CatalogIndex(id: 1, entity: "Item", definition: IndexDefinition("byName", ["name"], unique: true))]
+        catalog.entities = ["Item": item]
+        let valid = catalog.encoded()
+        try Self.fuzz(seed: seed, valid: { _ in valid }, decode: { bytes in _ = try Catalog.decode(bytes) })
+    }
+}
