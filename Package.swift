@@ -44,7 +44,15 @@ let package = Package(
             path: "Tools/storectl",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
-        // Shared by the test targets: demo entities, a model, seeded randomness.
+        // Kills a durable writer at random moments and checks the store after each kill (long soaks).
+        .executableTarget(
+            name: "crash-loop",
+            dependencies: ["FeedstoreTestSupport"],
+            path: "Tools/crash-loop",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        // Shared by the test targets and the crash loop: demo entities, a model, seeded randomness,
+        // running the built tools.
         .target(
             name: "FeedstoreTestSupport",
             dependencies: ["Feedstore", "FeedstoreDemo"],

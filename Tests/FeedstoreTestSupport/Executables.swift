@@ -80,4 +80,7 @@ public final class RunningTool: @unchecked Sendable {
 
     /// Sends SIGINT, as Ctrl-C does.
     public func interrupt() { process.interrupt() }
+
+    /// Kills the tool at once (SIGKILL): no cleanup, as in a crash or power loss of the process.
+    public func kill() { _ = Foundation.kill(process.processIdentifier, SIGKILL) }
 }
