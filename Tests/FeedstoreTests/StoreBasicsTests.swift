@@ -53,4 +53,20 @@ import Testing
             #expect(steps > finished.count, "intermediate steps are reported on large databases")
         }
     }
+
+    @Test func storeFilesArePrivateUnlessConfigured() throws {
+        try withTemporaryDirectory { dir in
+            func mode(_ path: String) throws -> Int {
+                try #require(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int)
+            }
+            let store = try Store(path: dir + "/private", entities: DemoFeed.entities)
+            store.close()
+            #expect(try mode(dir + "/private/data.mdb") == 0o600)
+            #expect(try mode(dir + "/private/lock.mdb") == 0o600)
+            #expect(try mode(dir + "/private") & 0o077 == 0, "the directory is not readable by others")
+            let shared = try Store(path: dir + "/shared", entities: DemoFeed.entities, options: StoreOptions(fileMode: 0o640))
+            shared.close()
+            #expect(try mode(dir + "/shared/data.mdb") == 0o640)
+        }
+    }
 }

@@ -90,7 +90,7 @@ struct WatchCommand: ParsableCommand {
                     let title = BatchPrinter.title(batch.fromSequence, batch.toSequence, batch.isInitial, batch.isReset)
                     if batch.isInitial || batch.isReset {
                         return [title] + sectionSummary(batch.sectionInserts.map { ($0.index, $0.key) },
-                                                        counts: batch.inserts.map(\.path.section))
+                                                        rows: batch.inserts.map { ($0.path.section, 1) })
                     }
                     return [title] + BatchPrinter.lines(batch)
                 }
@@ -100,8 +100,8 @@ struct WatchCommand: ParsableCommand {
                     if jsonl { return [BatchPrinter.json(batch)] }
                     let title = BatchPrinter.title(batch.fromSequence, batch.toSequence, batch.isInitial, batch.isReset)
                     if batch.isInitial || batch.isReset {
-                        let sections = batch.inserts.flatMap { range in Array(repeating: range.section, count: range.rows.count) }
-                        return [title] + sectionSummary(batch.sectionInserts.map { ($0.index, $0.key) }, counts: sections)
+                        return [title] + sectionSummary(batch.sectionInserts.map { ($0.index, $0.key) },
+                                                        rows: batch.inserts.map { ($0.section, $0.rows.count) })
                     }
                     return [title] + BatchPrinter.lines(batch)
                 }
@@ -109,10 +109,10 @@ struct WatchCommand: ParsableCommand {
         }
     }
 
-    /// Each section of a whole snapshot with its row count (`sectionOfRow` lists each row's section).
-    private func sectionSummary(_ sections: [(index: Int, key: [FieldValue])], counts sectionOfRow: [Int]) -> [String] {
+    /// Each section of a whole snapshot with its row count, from runs of rows (section, count).
+    private func sectionSummary(_ sections: [(index: Int, key: [FieldValue])], rows: [(section: Int, count: Int)]) -> [String] {
         var counts = [Int](repeating: 0, count: sections.count)
-        for s in sectionOfRow where counts.indices.contains(s) { counts[s] += 1 }
+        for run in rows where counts.indices.contains(run.section) { counts[run.section] += run.count }
         let total = counts.reduce(0, +)
         var out = sections.map { "  section \($0.index) [\(BatchPrinter.describe($0.key))]: \(counts[$0.index].formatted()) rows" }
         out.append("  \(sections.count.formatted()) sections, \(total.formatted()) rows")
