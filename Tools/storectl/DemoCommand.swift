@@ -185,8 +185,15 @@ struct DemoMutate: ParsableCommand {
     @Option(help: "full, relaxed or none.")
     var durability: String = "full"
 
+    @Option(help: "Milliseconds to wait after each commit (a steady writer instead of a burst).")
+    var pause: Int = 0
+
     @Flag(help: "Print nothing per commit.")
     var quiet = false
+
+    func validate() throws {
+        guard pause >= 0 else { throw ValidationError("--pause must be 0 or more") }
+    }
 
     func run() throws {
         guard let durability = Durability(rawValue: durability) else {
@@ -205,6 +212,7 @@ struct DemoMutate: ParsableCommand {
             if !quiet, let sequence {
                 FileHandle.standardOutput.write(Data("committed \(sequence)\n".utf8))
             }
+            if pause > 0 { usleep(UInt32(pause) * 1_000) }
         }
     }
 }
