@@ -6,10 +6,18 @@ import Foundation
 /// non-zero exit (2; `verify` uses 1 for findings).
 enum StoreAccess {
     static func withReadOnlyStore<R>(_ path: String, _ body: (Store) throws -> R) throws -> R {
-        do {
+        try reportingFailures {
             let store = try Store(path: path, options: StoreOptions(readOnly: true))
             defer { store.close() }
             return try body(store)
+        }
+    }
+
+    /// Runs `body`, turning a ``FeedstoreError`` (a full disk, a damaged store…) into the clear
+    /// message and exit status 2 of every command.
+    static func reportingFailures<R>(_ body: () throws -> R) throws -> R {
+        do {
+            return try body()
         } catch let error as FeedstoreError {
             fail("\(error)")
         }
