@@ -21,16 +21,9 @@ struct WatcherBench {
         var indexesOnlyMemory: Int
     }
 
-    /// Anonymous memory of this process (not the store's mapped file), in bytes.
-    static func anonymousMemory() -> Int {
-        let text = (try? String(contentsOfFile: "/proc/self/smaps_rollup", encoding: .utf8)) ?? ""
-        let line = text.split(separator: "\n").first { $0.hasPrefix("Anonymous:") } ?? ""
-        return (Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0) * 1024
-    }
-
     static func percentiles(_ samples: [Double]) -> (p50: Double, p99: Double) {
-        let sorted = samples.sorted()
-        return (sorted[sorted.count / 2], sorted[min(sorted.count - 1, sorted.count * 99 / 100)])
+        let timing = Timing(samples: samples)
+        return (timing.p50, timing.p99)
     }
 
     func run() throws -> [Row] {
@@ -79,7 +72,7 @@ struct WatcherBench {
             let plain = try measure(WatchOptions())
             let sectioned = try measure(WatchOptions(sectionBy: 1))
             // An indexes-only watcher over every row: memory beyond the mapped file.
-            let memoryBefore = Self.anonymousMemory()
+            let memoryBefore = ProcessMemory.anonymous
             let indexes = store.watchIndexes(query, options: WatchOptions(sectionBy: 1))
             _ = try indexes.poll()
             for _ in 0..<200 {
@@ -92,7 +85,7 @@ struct WatcherBench {
                 _ = try indexes.poll()
                 _ = try indexes.object(at: RowPath(section: 0, row: 0))
             }
-            let indexesOnlyMemory = Self.anonymousMemory() - memoryBefore
+            let indexesOnlyMemory = ProcessMemory.anonymous - memoryBefore
             indexes.cancel()
             store.close()
             try? FileManager.default.removeItem(atPath: path)
