@@ -20,12 +20,40 @@ struct VerifyCommand: ParsableCommand {
     @Flag(help: "Print {\"consistent\": bool, \"issues\": [{\"location\", \"problem\"}]}.")
     var json = false
 
+    /// Set in the child that does the scan.
+    @Flag(name: .customLong("in-process"), help: .hidden)
+    var inProcess = false
+
     func run() throws {
+        guard inProcess else { return try scanInChild() }
         let bar = json || isatty(STDERR_FILENO) == 0 ? nil : ProgressBar()
         let issues = try StoreAccess.withReadOnlyStore(path) { store in
             try store.verify(progress: bar.map { bar in { bar.show($0, done: $1, total: $2) } })
         }
         bar?.clear()
+        try report(issues)
+    }
+
+    /// LMDB trusts its page pointers, so a damaged page can crash the process reading it. The
+    /// scan therefore runs in a child (this command with `--in-process`), and a child killed by
+    /// a signal is reported as a finding instead of taking storectl down with it.
+    private func scanInChild() throws {
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        child.arguments = ["verify", path, "--in-process"] + (json ? ["--json"] : [])
+        // A crash is expected news here: no backtrace on the terminal.
+        child.environment = ProcessInfo.processInfo.environment.merging(["SWIFT_BACKTRACE": "enable=no"]) { $1 }
+        try child.run()
+        child.waitUntilExit()
+        guard child.terminationReason == .uncaughtSignal else {
+            if child.terminationStatus != 0 { throw ExitCode(child.terminationStatus) }
+            return
+        }
+        try report([VerificationIssue(location: "data.mdb",
+                                  problem: "the LMDB page structure is damaged: reading it crashed the scan (signal \(child.terminationStatus))")])
+    }
+
+    private func report(_ issues: [VerificationIssue]) throws {
         if json {
             StoreAccess.write(FieldValue.object([
                 "consistent": .bool(issues.isEmpty),

@@ -5,6 +5,12 @@ public struct VerificationIssue: Sendable, Hashable, CustomStringConvertible {
     /// What is wrong.
     public var problem: String
 
+    /// An issue at `location`.
+    public init(location: String, problem: String) {
+        self.location = location
+        self.problem = problem
+    }
+
     /// `location: problem`.
     public var description: String { "\(location): \(problem)" }
 }
