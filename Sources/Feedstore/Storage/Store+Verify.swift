@@ -42,7 +42,7 @@ struct StoreVerifier {
         self.progress = progress
     }
 
-    private func report(_ stage: String, _ done: Int, _ total: Int) {
+    private func reportProgress(_ stage: String, _ done: Int, _ total: Int) {
         if done % progressStep == 0 || done == total { progress?(stage, done, total) }
     }
 
@@ -63,7 +63,7 @@ struct StoreVerifier {
         var scanned = 0
         try tx.scan(entity: name, index: nil, range: .all, reverse: false, offset: 0, limit: nil) { key, value in
             scanned += 1
-            report(entity.catalog.recordsDatabaseName, scanned, recordCount)
+            reportProgress(entity.catalog.recordsDatabaseName, scanned, recordCount)
             let primaryKey = Array(key)
             let fields: [String: FieldValue]
             do {
@@ -126,7 +126,7 @@ struct StoreVerifier {
                         previous = values
                     }
                     seen += 1
-                    report(location, seen, total)
+                    reportProgress(location, seen, total)
                     more = try cursor.next()
                 }
             }

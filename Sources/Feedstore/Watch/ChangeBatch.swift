@@ -74,14 +74,6 @@ public struct ChangeBatch<E: Entity>: Sendable {
         public var value: E
     }
 
-    /// A section of the new snapshot, with the index components it groups by.
-    public struct SectionInsert: Sendable {
-        /// The section's new index.
-        public var index: Int
-        /// The index components the section groups by.
-        public var key: [FieldValue]
-    }
-
     /// The sequence of the snapshot this batch starts from (0 for an initial batch).
     public var fromSequence: UInt64
     /// The sequence of the snapshot this batch produces.

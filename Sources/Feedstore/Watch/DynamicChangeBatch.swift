@@ -27,14 +27,6 @@ public struct DynamicChangeBatch: Sendable {
         public var record: [String: FieldValue]
     }
 
-    /// A section of the new snapshot, with the index components it groups by.
-    public struct SectionInsert: Sendable {
-        /// The section's new index.
-        public var index: Int
-        /// The index components the section groups by.
-        public var key: [FieldValue]
-    }
-
     /// The sequence of the snapshot this batch starts from (0 for an initial batch).
     public var fromSequence: UInt64
     /// The sequence of the snapshot this batch produces.
@@ -69,7 +61,7 @@ extension DynamicChangeBatch {
         }
         self.init(fromSequence: rows.fromSequence, toSequence: rows.toSequence, isInitial: rows.isInitial, isReset: rows.isReset)
         sectionDeletes = rows.sectionDeletes
-        sectionInserts = rows.sectionInserts.map { SectionInsert(index: $0.index, key: $0.key) }
+        sectionInserts = rows.sectionInserts
         deletes = rows.deletes.map { Row(path: $0.path, id: $0.id, record: nil) }
         inserts = try rows.inserts.map { Row(path: $0.path, id: $0.id, record: try record($0.id)) }
         moves = try rows.moves.map { Pair(from: $0.from, to: $0.to, id: $0.id, fields: $0.fields, record: try record($0.id)) }

@@ -39,7 +39,7 @@ public struct IndexBatch: Sendable {
     /// Old indexes of sections that are gone.
     public var sectionDeletes: [Int] = []
     /// New sections: index and the index components they group by.
-    public var sectionInserts: [(index: Int, key: [FieldValue])] = []
+    public var sectionInserts: [SectionInsert] = []
     /// Rows that left, as ranges of old paths.
     public var deletes: [RowRange] = []
     /// Rows that joined, as ranges of new paths.

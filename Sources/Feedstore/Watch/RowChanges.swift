@@ -19,7 +19,7 @@ struct RowChanges {
     var isInitial: Bool
     var isReset: Bool
     var sectionDeletes: [Int] = []
-    var sectionInserts: [(index: Int, key: [FieldValue])] = []
+    var sectionInserts: [SectionInsert] = []
     var deletes: [Row] = []
     var inserts: [Row] = []
     /// Whole sections inserted without listing their rows (indexes-only snapshots): section

@@ -61,7 +61,7 @@ extension WatchEngine {
         let (rows, values) = try fetchWindow(in: tx)
         let sections = windowSections(rows)
         var batch = RowChanges(fromSequence: reset ? sequence : 0, toSequence: head, isInitial: !reset, isReset: reset)
-        batch.sectionInserts = sections.keys.enumerated().map { ($0.offset, $0.element) }
+        batch.sectionInserts = sections.keys.enumerated().map { SectionInsert(index: $0.offset, key: $0.element) }
         batch.inserts = rows.enumerated().map { .init(path: sections.paths[$0.offset], id: $0.element.id) }
         batch.values = values
         windowRows = rows
@@ -97,7 +97,7 @@ extension WatchEngine {
         if options.sectionBy > 0 {
             batch.sectionDeletes = oldSections.keys.enumerated().filter { !newSections.keys.contains($0.element) }.map(\.offset)
             batch.sectionInserts = newSections.keys.enumerated().filter { !oldSections.keys.contains($0.element) }
-                .map { ($0.offset, $0.element) }
+                .map { SectionInsert(index: $0.offset, key: $0.element) }
         }
         var oldPosition: [FieldValue: Int] = [:]
         for (i, r) in old.enumerated() { oldPosition[r.id] = i }

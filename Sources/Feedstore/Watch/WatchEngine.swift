@@ -61,7 +61,7 @@ final class WatchEngine {
         let resolved = try tx.resolve(entity: query.entity, index: query.index, range: query.range)
         let list = try sectionList(in: tx, resolved)
         var batch = RowChanges(fromSequence: reset ? sequence : 0, toSequence: head, isInitial: !reset, isReset: reset)
-        batch.sectionInserts = list.sections.enumerated().map { ($0.offset, $0.element.key) }
+        batch.sectionInserts = list.sections.enumerated().map { SectionInsert(index: $0.offset, key: $0.element.key) }
         if indexesOnly {
             batch.insertedSections = list.sections.enumerated().map { ($0.offset, $0.element.count) }
         } else {
@@ -170,7 +170,7 @@ final class WatchEngine {
         if options.sectionBy > 0 {
             batch.sectionDeletes = oldSections.sections.enumerated().filter { newSections.index(of: $0.element.prefix) == nil }.map(\.offset)
             batch.sectionInserts = newSections.sections.enumerated().filter { oldSections.index(of: $0.element.prefix) == nil }
-                .map { ($0.offset, $0.element.key) }
+                .map { SectionInsert(index: $0.offset, key: $0.element.key) }
         }
 
         // Rows: deletes, inserts, and survivors (moves and updates).
