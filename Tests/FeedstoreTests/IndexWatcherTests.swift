@@ -87,19 +87,12 @@ import Testing
         }
     }
 
-    /// Anonymous memory of this process (heap and stacks, not the store's mapped file), in bytes.
-    static func anonymousMemory() -> Int {
-        let text = (try? String(contentsOfFile: "/proc/self/smaps_rollup", encoding: .utf8)) ?? ""
-        let line = text.split(separator: "\n").first { $0.hasPrefix("Anonymous:") } ?? ""
-        return (Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0) * 1024
-    }
-
     @Test func anIndexesOnlyWatcherKeepsItsMemoryFlat() throws {
         try withTemporaryDirectory { dir in
             let store = try Store(path: dir + "/s", entities: DemoFeed.entities, options: StoreOptions(durability: .none))
             var feed = DemoFeed(seed: 9)
             try feed.populate(store, messages: 200_000, contacts: 100, batch: 10_000)
-            let before = Self.anonymousMemory()
+            let before = anonymousMemory()
             let watcher = store.watchIndexes(Query(Message.self, index: "byFolderDate"))
             let initial = try #require(try watcher.poll())
             #expect(initial.inserts.map(\.rows.count) == [200_000])
@@ -108,7 +101,7 @@ import Testing
                 _ = try watcher.poll()
                 _ = try watcher.object(at: RowPath(section: 0, row: 100_000))
             }
-            let grown = Self.anonymousMemory() - before
+            let grown = anonymousMemory() - before
             print("indexes-only watcher over 200,000 rows: anonymous memory grew \(grown) bytes")
             // Generous: other tests run in parallel in this process and allocate too.
             #expect(grown < 32 << 20, "anonymous memory grew \(grown) bytes")

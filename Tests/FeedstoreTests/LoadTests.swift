@@ -9,13 +9,6 @@ import Testing
 /// memory must stay bounded. Prints throughput and the worst delay from a commit to the batch
 /// that first shows it.
 @Suite struct LoadTests {
-    final class Latencies: @unchecked Sendable {
-        private let lock = NSLock()
-        private var samples: [Double] = []
-        func add(_ seconds: Double) { lock.withLock { samples.append(seconds) } }
-        var sorted: [Double] { lock.withLock { samples.sorted() } }
-    }
-
     @Test func sixtyWatchersStayExactUnderThreadAndProcessWriters() throws {
         try withTemporaryDirectory { dir in
             let path = dir + "/s"
@@ -23,7 +16,7 @@ import Testing
             var feed = DemoFeed(seed: 31)
             try feed.populate(store, messages: 3_000, contacts: 30)
             let configurations = WatcherContractTests.configurations
-            let memoryBefore = Self.anonymousMemory()
+            let memoryBefore = anonymousMemory()
 
             // 30 objects-mode watchers, 25 indexes-only watchers (windows among both), 5 single records.
             let objects = (0..<30).map { i in
@@ -37,7 +30,7 @@ import Testing
             let records = (1...5).map { store.observe(Message.self, id: UInt64($0 * 100)) }
             nonisolated(unsafe) var mirrors = [SectionedMirror<Message>](repeating: SectionedMirror(), count: objects.count)
             nonisolated(unsafe) var latest = [RecordChange<Message>?](repeating: nil, count: records.count)
-            let latencies = Latencies()
+            let latencies = Protected<[Double]>([])
             let stop = Protected(false)
             let failures = Protected<[String]>([])
 
@@ -55,13 +48,13 @@ import Testing
                             for i in stride(from: c, to: objects.count, by: 4) {
                                 guard let batch = try objects[i].1.poll() else { continue }
                                 idle = false
-                                if !batch.isInitial, let d = try delay(from: batch.fromSequence) { latencies.add(d) }
+                                if !batch.isInitial, let d = try delay(from: batch.fromSequence) { latencies.withLock { $0.append(d) } }
                                 try mirrors[i].apply(batch)
                             }
                             for i in stride(from: c, to: indexes.count, by: 4) {
                                 guard let batch = try indexes[i].1.poll() else { continue }
                                 idle = false
-                                if !batch.isInitial, let d = try delay(from: batch.fromSequence) { latencies.add(d) }
+                                if !batch.isInitial, let d = try delay(from: batch.fromSequence) { latencies.withLock { $0.append(d) } }
                             }
                             for i in stride(from: c, to: records.count, by: 4) {
                                 if let change = try records[i].poll() { latest[i] = change; idle = false }
@@ -132,22 +125,16 @@ import Testing
                 }
             }
             #expect(try store.verify().isEmpty)
-            let growth = Self.anonymousMemory() - memoryBefore
+            let growth = anonymousMemory() - memoryBefore
             #expect(growth < 256 << 20, "memory grew by \(growth >> 20) MB")
 
             let commits = 3 * 200 + 300
-            let sorted = latencies.sorted
+            let sorted = latencies.current.sorted()
             let p99 = sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, sorted.count * 99 / 100)]
             print(String(format: "load: 60 watchers, %d commits from 3 threads and 1 process in %.1f s (%.0f commits/s); "
                 + "%d batches; delay from commit to batch p50 %.1f ms, p99 %.1f ms, max %.1f ms; memory +%d MB",
                 commits, elapsed, Double(commits) / elapsed, sorted.count, (sorted.isEmpty ? 0 : sorted[sorted.count / 2]) * 1_000,
                 p99 * 1_000, (sorted.last ?? 0) * 1_000, growth >> 20))
         }
-    }
-
-    static func anonymousMemory() -> Int {
-        let text = (try? String(contentsOfFile: "/proc/self/smaps_rollup", encoding: .utf8)) ?? ""
-        let line = text.split(separator: "\n").first { $0.hasPrefix("Anonymous:") } ?? ""
-        return (Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0) * 1024
     }
 }

@@ -79,10 +79,31 @@ enum BatchPrinter {
     private static func header(_ from: UInt64, _ to: UInt64, _ initial: Bool, _ reset: Bool) -> [String: FieldValue] {
         ["fromSequence": .uint(from), "toSequence": .uint(to), "initial": .bool(initial), "reset": .bool(reset)]
     }
+}
 
-    /// The first line of a batch in readable form.
-    static func title(_ from: UInt64, _ to: UInt64, _ initial: Bool, _ reset: Bool) -> String {
-        let kind = initial ? " (initial)" : reset ? " (reset: discard what was shown)" : ""
-        return "batch \(from)→\(to)\(kind)"
-    }
+/// What `storectl watch` prints of a batch, in either mode.
+protocol PrintableBatch: Sendable {
+    var fromSequence: UInt64 { get }
+    var toSequence: UInt64 { get }
+    var isInitial: Bool { get }
+    var isReset: Bool { get }
+    var sectionInserts: [SectionInsert] { get }
+    /// Inserted rows as runs (section, count), for a snapshot's summary.
+    var insertedRuns: [(section: Int, count: Int)] { get }
+    /// The `--jsonl` line.
+    var jsonLine: String { get }
+    /// Readable lines for the changes.
+    var changeLines: [String] { get }
+}
+
+extension DynamicChangeBatch: PrintableBatch {
+    var insertedRuns: [(section: Int, count: Int)] { inserts.map { ($0.path.section, 1) } }
+    var jsonLine: String { BatchPrinter.json(self) }
+    var changeLines: [String] { BatchPrinter.lines(self) }
+}
+
+extension IndexBatch: PrintableBatch {
+    var insertedRuns: [(section: Int, count: Int)] { inserts.map { ($0.section, $0.rows.count) } }
+    var jsonLine: String { BatchPrinter.json(self) }
+    var changeLines: [String] { BatchPrinter.lines(self) }
 }

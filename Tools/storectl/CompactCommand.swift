@@ -21,11 +21,7 @@ struct CompactCommand: ParsableCommand {
 
     func run() throws {
         try StoreAccess.withReadOnlyStore(path) { store in
-            do {
-                try store.copy(to: destination, compact: true)
-            } catch let error as FeedstoreError {
-                StoreAccess.fail("\(error)")
-            }
+            try store.copy(to: destination, compact: true)
             StoreAccess.write("compacted \(path) into \(destination)")
         }
     }

@@ -45,9 +45,7 @@ struct DemoRun: ParsableCommand {
     @Option(help: "Commits the second writer makes while the watcher runs.")
     var commits: Int = 12
 
-    func run() throws { try StoreAccess.reportingFailures(runDemo) }
-
-    private func runDemo() throws {
+    func run() throws {
         let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(durability: .relaxed))
         defer { store.close() }
         if try store.read({ try $0.count(Message.self) }) == 0 {
@@ -152,9 +150,7 @@ struct DemoPopulate: ParsableCommand {
 
     @OptionGroup var feed: DemoFeedOptions
 
-    func run() throws { try StoreAccess.reportingFailures(populate) }
-
-    private func populate() throws {
+    func run() throws {
         let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(durability: .none))
         defer { store.close() }
         var generator = DemoFeed(seed: feed.seed)
@@ -203,10 +199,6 @@ struct DemoMutate: ParsableCommand {
         guard let durability = Durability(rawValue: durability) else {
             throw ValidationError("--durability must be full, relaxed or none")
         }
-        try StoreAccess.reportingFailures { try mutate(durability: durability) }
-    }
-
-    private func mutate(durability: Durability) throws {
         let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(durability: durability))
         defer { store.close() }
         let contacts = UInt64(max(1, try store.read { try $0.count(Contact.self) }))

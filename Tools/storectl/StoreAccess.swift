@@ -2,25 +2,14 @@ import ArgumentParser
 import Feedstore
 import Foundation
 
-/// Opening stores for commands that only read, and turning failures into a clear message and a
-/// non-zero exit (2; `verify` uses 1 for findings).
+/// Opening stores for commands that only read, and clear failures with a non-zero exit (2;
+/// `verify` uses 1 for findings). Store errors thrown by any command reach `Storectl.main`,
+/// which reports them the same way.
 enum StoreAccess {
     static func withReadOnlyStore<R>(_ path: String, _ body: (Store) throws -> R) throws -> R {
-        try reportingFailures {
-            let store = try Store(path: path, options: StoreOptions(readOnly: true))
-            defer { store.close() }
-            return try body(store)
-        }
-    }
-
-    /// Runs `body`, turning a ``FeedstoreError`` (a full disk, a damaged store…) into the clear
-    /// message and exit status 2 of every command.
-    static func reportingFailures<R>(_ body: () throws -> R) throws -> R {
-        do {
-            return try body()
-        } catch let error as FeedstoreError {
-            fail("\(error)")
-        }
+        let store = try Store(path: path, options: StoreOptions(readOnly: true))
+        defer { store.close() }
+        return try body(store)
     }
 
     static func fail(_ message: String) -> Never {

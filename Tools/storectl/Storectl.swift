@@ -1,4 +1,5 @@
 import ArgumentParser
+import Feedstore
 
 @main
 struct Storectl: ParsableCommand {
@@ -13,4 +14,17 @@ struct Storectl: ParsableCommand {
                       CompactCommand.self,
                       DemoCommand.self]
     )
+
+    /// Runs the command; a store failure (missing, damaged, newer format, full disk…) from any
+    /// command becomes `storectl: <what and where>` and exit status 2.
+    static func main() {
+        do {
+            var command = try parseAsRoot()
+            try command.run()
+        } catch let error as FeedstoreError {
+            StoreAccess.fail("\(error)")
+        } catch {
+            exit(withError: error)
+        }
+    }
 }

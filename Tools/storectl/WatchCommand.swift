@@ -84,43 +84,29 @@ struct WatchCommand: ParsableCommand {
             options.window = limit.map { WatchWindow(offset: offset ?? 0, limit: $0) }
             switch mode {
             case .objects:
-                let watcher = store.watch(entity: entity, index: index, range: range, reverse: reverse, options: options)
-                try follow(watcher) { batch in
-                    if jsonl { return [BatchPrinter.json(batch)] }
-                    let title = BatchPrinter.title(batch.fromSequence, batch.toSequence, batch.isInitial, batch.isReset)
-                    if batch.isInitial || batch.isReset {
-                        return [title] + sectionSummary(batch.sectionInserts.map { ($0.index, $0.key) },
-                                                        rows: batch.inserts.map { ($0.path.section, 1) })
-                    }
-                    return [title] + BatchPrinter.lines(batch)
-                }
+                try follow(store.watch(entity: entity, index: index, range: range, reverse: reverse, options: options))
             case .indexes:
-                let watcher = store.watchIndexes(entity: entity, index: index, range: range, reverse: reverse, options: options)
-                try follow(watcher) { batch in
-                    if jsonl { return [BatchPrinter.json(batch)] }
-                    let title = BatchPrinter.title(batch.fromSequence, batch.toSequence, batch.isInitial, batch.isReset)
-                    if batch.isInitial || batch.isReset {
-                        return [title] + sectionSummary(batch.sectionInserts.map { ($0.index, $0.key) },
-                                                        rows: batch.inserts.map { ($0.section, $0.rows.count) })
-                    }
-                    return [title] + BatchPrinter.lines(batch)
-                }
+                try follow(store.watchIndexes(entity: entity, index: index, range: range, reverse: reverse, options: options))
             }
         }
     }
 
-    /// Each section of a whole snapshot with its row count, from runs of rows (section, count).
-    private func sectionSummary(_ sections: [(index: Int, key: [FieldValue])], rows: [(section: Int, count: Int)]) -> [String] {
+    /// A batch's lines: one JSON object, or a title and its changes (a whole snapshot as each
+    /// section's row count).
+    private func render<B: PrintableBatch>(_ batch: B) -> [String] {
+        if jsonl { return [batch.jsonLine] }
+        let kind = batch.isInitial ? " (initial)" : batch.isReset ? " (reset: discard what was shown)" : ""
+        let title = "batch \(batch.fromSequence)→\(batch.toSequence)\(kind)"
+        guard batch.isInitial || batch.isReset else { return [title] + batch.changeLines }
+        let sections = batch.sectionInserts
         var counts = [Int](repeating: 0, count: sections.count)
-        for run in rows where counts.indices.contains(run.section) { counts[run.section] += run.count }
-        let total = counts.reduce(0, +)
-        var out = sections.map { "  section \($0.index) [\(BatchPrinter.describe($0.key))]: \(counts[$0.index].formatted()) rows" }
-        out.append("  \(sections.count.formatted()) sections, \(total.formatted()) rows")
-        return out
+        for run in batch.insertedRuns where counts.indices.contains(run.section) { counts[run.section] += run.count }
+        return [title] + sections.map { "  section \($0.index) [\(BatchPrinter.describe($0.key))]: \(counts[$0.index].formatted()) rows" }
+            + ["  \(sections.count.formatted()) sections, \(counts.reduce(0, +).formatted()) rows"]
     }
 
     /// Prints batches until a stop condition: --max-batches, --until-sequence, or SIGINT.
-    private func follow<W: BlockingBatchSource>(_ watcher: W, render: (W.Batch) -> [String]) throws {
+    private func follow<B: PrintableBatch>(_ watcher: BatchWatcher<B>) throws {
         let interrupt = StopOnInterrupt { watcher.cancel() }
         defer { interrupt.restore() }
         var delivered = 0
@@ -135,17 +121,6 @@ struct WatchCommand: ParsableCommand {
         }
     }
 }
-
-/// What `follow` needs of a watcher.
-protocol BlockingBatchSource: Sendable {
-    associatedtype Batch
-    var sequence: UInt64 { get }
-    var isCancelled: Bool { get }
-    func next(timeout: TimeInterval) throws -> Batch?
-    func cancel()
-}
-
-extension DynamicWatcher: BlockingBatchSource {}
 
 /// Turns SIGINT into a clean stop: `onInterrupt` runs once, and the command returns normally.
 final class StopOnInterrupt {
