@@ -17,10 +17,11 @@ let benchmarks: @Sendable () -> Void = {
         return store
     }()
     let everything = Query(Message.self, index: "byFolderDate")
-    // Wall-clock tolerance for a shared, noisy 2-core machine: 50% or 25 µs, whichever is larger.
-    let tolerance = BenchmarkThresholds(relative: [.p50: 50, .p90: 75], absolute: [.p50: 25_000, .p90: 50_000])
-    // Allocation counts barely vary; 15% leaves room for random keys of different lengths.
-    let allocations = BenchmarkThresholds(relative: [.p50: 15, .p90: 15], absolute: [.p50: 4, .p90: 4])
+    // A run fails when it passes either bound of a threshold. Wall clock: relative bounds only,
+    // wide for a shared, noisy 2-core machine. Allocations move with the random rows read (a
+    // 100-row window varies by about 30), so they may drift by 15% or 64, whichever is smaller.
+    let tolerance = BenchmarkThresholds(relative: [.p50: 50, .p90: 75])
+    let allocations = BenchmarkThresholds(relative: [.p50: 15, .p90: 15], absolute: [.p50: 64, .p90: 64])
     let configuration = Benchmark.Configuration(metrics: [.wallClock, .mallocCountTotal], timeUnits: .microseconds,
                                                 maxDuration: .seconds(2), maxIterations: 20_000,
                                                 thresholds: [.wallClock: tolerance, .mallocCountTotal: allocations])
