@@ -105,9 +105,11 @@ import Testing
         }, decode: { bytes in
             try bytes.withUnsafeBytes { raw in
                 let view = try CountNodeView(raw)
-                // Every part of a node that validated is readable.
-                for i in 0..<view.count { _ = (view.entries(i), view.fence(i)) }
-                #expect(CountNode(view).encoded() == bytes)
+                // Every part of any node a lookup accepts is readable, and sums cannot overflow.
+                for i in 0..<view.count { _ = (view.entries(i), view.fence(i), view.child(containing: view.fence(i))) }
+                _ = view.sum(before: view.count)
+                // A node that passes the full check is exactly what it encodes.
+                #expect(try CountNode(view).encoded() == bytes)
             }
         })
     }

@@ -8,16 +8,14 @@ struct LMDBCursor: ~Copyable {
     private let handle: OpaquePointer
     private let entry: UnsafeMutablePointer<(MDB_val, MDB_val)>
 
-    init(handle: OpaquePointer) {
+    /// Takes over `handle`; `entry` is storage for the current key and value that outlives the cursor.
+    init(handle: OpaquePointer, entry: UnsafeMutablePointer<(MDB_val, MDB_val)>) {
         self.handle = handle
-        self.entry = .allocate(capacity: 1)
-        self.entry.initialize(to: (MDB_val(), MDB_val()))
+        self.entry = entry
+        entry.initialize(to: (MDB_val(), MDB_val()))
     }
 
-    deinit {
-        mdb_cursor_close(handle)
-        entry.deallocate()
-    }
+    deinit { mdb_cursor_close(handle) }
 
     private func move(_ op: MDB_cursor_op) throws(LMDBError) -> Bool {
         let code = mdb_cursor_get(handle, &entry.pointee.0, &entry.pointee.1, op)
@@ -39,6 +37,15 @@ struct LMDBCursor: ~Copyable {
             entry.pointee.0 = k
             let found = try move(MDB_SET_RANGE)
             return found
+        }
+    }
+
+    /// Positions at the entry whose key is exactly `key`.
+    borrowing func seek(exactly key: [UInt8]) throws(LMDBError) -> Bool {
+        if key.isEmpty { return false }
+        return try withMDBValue(key) { (k: inout MDB_val) throws(LMDBError) -> Bool in
+            entry.pointee.0 = k
+            return try move(MDB_SET_KEY)
         }
     }
 

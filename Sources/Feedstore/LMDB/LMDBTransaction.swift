@@ -134,7 +134,10 @@ struct LMDBTransaction: ~Copyable {
     borrowing func withCursor<R>(_ db: LMDBDatabase, _ body: (borrowing LMDBCursor) throws -> R) throws -> R {
         var raw: OpaquePointer?
         try lmdbCheck(mdb_cursor_open(handle, db.dbi, &raw), "mdb_cursor_open")
-        let cursor = LMDBCursor(handle: raw!)
-        return try body(cursor)
+        // The cursor's current entry lives on the stack: no allocation per cursor.
+        return try withUnsafeTemporaryAllocation(of: (MDB_val, MDB_val).self, capacity: 1) { entry in
+            let cursor = LMDBCursor(handle: raw!, entry: entry.baseAddress!)
+            return try body(cursor)
+        }
     }
 }

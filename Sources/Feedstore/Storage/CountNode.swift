@@ -27,7 +27,9 @@ struct CountNode: Equatable {
         self.counts = counts
     }
 
-    init(_ view: CountNodeView) {
+    /// Parses a stored node, checking all of it (reads check only what keeps them in bounds).
+    init(_ view: CountNodeView) throws {
+        try view.validate()
         fences = (0..<view.count).map { Array(view.fenceBytes($0)) }
         counts = (0..<view.count).map { view.entries($0) }
     }
@@ -36,12 +38,15 @@ struct CountNode: Equatable {
     static func countOffset(_ i: Int) -> Int { 2 + 8 * i }
 }
 
-/// A read-only view of a stored node, over bytes lent by LMDB; validated on creation so that
-/// corrupt bytes give a typed error, never an out-of-bounds read.
+/// A read-only view of a stored node, over bytes lent by LMDB. Creating it checks in O(1) that
+/// the layout fits the bytes, and every accessor stays in bounds whatever the bytes hold, so a
+/// lookup reads only the fences and counts it needs; ``validate()`` checks the whole node.
 struct CountNodeView {
     let bytes: UnsafeRawBufferPointer
     let count: Int
     private let fencesStart: Int
+    /// Bytes of all fences together.
+    private let fencesLength: Int
 
     init(_ bytes: UnsafeRawBufferPointer) throws {
         func corrupt(_ reason: String) -> FeedstoreError { .corruptData(what: "index counts", reason: reason) }
@@ -51,35 +56,44 @@ struct CountNodeView {
         self.bytes = bytes
         self.count = n
         self.fencesStart = 2 + 10 * n
+        self.fencesLength = bytes.count - fencesStart
+        guard rawFenceEnd(n - 1) == fencesLength else { throw corrupt("node's fences do not end with it") }
+    }
+
+    /// Checks what reads only keep in bounds: fences end in ascending order, and counts are
+    /// within ``maximumCount``.
+    func validate() throws {
+        func corrupt(_ reason: String) -> FeedstoreError { .corruptData(what: "index counts", reason: reason) }
         var previous = 0
-        for i in 0..<n {
-            let end = fenceEnd(i)
-            guard end >= previous, fencesStart + end <= bytes.count else { throw corrupt("fence \(i) out of bounds") }
+        for i in 0..<count {
+            let end = rawFenceEnd(i)
+            guard end >= previous else { throw corrupt("fence \(i) out of bounds") }
             previous = end
-        }
-        guard fencesStart + previous == bytes.count else { throw corrupt("node has trailing bytes") }
-        // Counts are bounded far above any real index, so that sums over a node cannot overflow.
-        for i in 0..<n {
-            let raw = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: 2 + 8 * i, as: UInt64.self))
-            guard raw <= Self.maximumCount else { throw corrupt("child \(i) claims \(raw) entries") }
+            guard rawEntries(i) <= Self.maximumCount else { throw corrupt("child \(i) claims \(rawEntries(i)) entries") }
         }
     }
 
-    /// 2^40 entries under one child: more than an LMDB database can hold.
+    /// 2^40 entries under one child: more than an LMDB database can hold. Reads clamp counts to
+    /// it, so that sums over a node cannot overflow whatever the bytes say.
     static let maximumCount: UInt64 = 1 << 40
 
-    private func fenceEnd(_ i: Int) -> Int {
+    private func rawFenceEnd(_ i: Int) -> Int {
         Int(UInt16(littleEndian: bytes.loadUnaligned(fromByteOffset: 2 + 8 * count + 2 * i, as: UInt16.self)))
+    }
+
+    private func rawEntries(_ i: Int) -> UInt64 {
+        UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: 2 + 8 * i, as: UInt64.self))
     }
 
     /// Entries below child `i`.
     func entries(_ i: Int) -> Int {
-        Int(truncatingIfNeeded: UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: 2 + 8 * i, as: UInt64.self)))
+        Int(truncatingIfNeeded: min(rawEntries(i), Self.maximumCount))
     }
 
     func fenceBytes(_ i: Int) -> UnsafeRawBufferPointer {
-        let start = i == 0 ? 0 : fenceEnd(i - 1)
-        return UnsafeRawBufferPointer(rebasing: bytes[(fencesStart + start)..<(fencesStart + fenceEnd(i))])
+        let end = min(rawFenceEnd(i), fencesLength)
+        let start = i == 0 ? 0 : min(rawFenceEnd(i - 1), end)
+        return UnsafeRawBufferPointer(rebasing: bytes[(fencesStart + start)..<(fencesStart + end)])
     }
 
     func fence(_ i: Int) -> [UInt8] { Array(fenceBytes(i)) }

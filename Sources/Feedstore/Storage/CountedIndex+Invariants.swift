@@ -16,7 +16,7 @@ extension CountedIndex {
         func visit(_ level: Int, _ fence: [UInt8], in txn: borrowing LMDBTransaction) throws -> Int {
             nodes += 1
             let node: CountNode
-            do { node = try withNode(level, fence, in: txn) { CountNode($0) } } catch {
+            do { node = try withNode(level, fence, in: txn) { try CountNode($0) } } catch {
                 problems.append("\(error)")
                 return 0
             }

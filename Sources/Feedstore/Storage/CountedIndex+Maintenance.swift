@@ -12,7 +12,7 @@ extension CountedIndex {
         let (path, size) = try adjust(key, by: 1, in: txn)
         guard size > limits.maximumBucket else { return }
         let leaf = path[path.count - 1]
-        var node = try withNode(1, leaf.fence, in: txn) { CountNode($0) }
+        var node = try withNode(1, leaf.fence, in: txn) { try CountNode($0) }
         // Split the bucket in half at a separator between its two middle entries.
         let half = size / 2
         let separator: [UInt8] = try txn.withCursor(entries) { cursor in
@@ -33,7 +33,7 @@ extension CountedIndex {
     func remove(_ key: [UInt8], in txn: borrowing LMDBTransaction) throws {
         let (path, _) = try adjust(key, by: -1, in: txn)
         let leaf = path[path.count - 1]
-        var node = try withNode(1, leaf.fence, in: txn) { CountNode($0) }
+        var node = try withNode(1, leaf.fence, in: txn) { try CountNode($0) }
         // Merge the bucket with a neighbour when both together are at most half full.
         let left = leaf.child > 0 ? leaf.child - 1 : 0
         guard left + 1 < node.counts.count, node.counts[left] + node.counts[left + 1] <= limits.maximumBucket / 2 else { return }
@@ -46,32 +46,23 @@ extension CountedIndex {
     /// Adds `delta` to the count of every node's child on the way to `key`'s bucket, patching
     /// each node in place; returns the path, root first, and the bucket's new size.
     private func adjust(_ key: [UInt8], by delta: Int, in txn: borrowing LMDBTransaction) throws -> (path: [PathStep], bucket: Int) {
-        let height = try height(in: txn)
-        return try txn.withCursor(counts) { cursor in
-            var bucket = 0
-            var path: [PathStep] = []
-            path.reserveCapacity(height)
-            var fence: [UInt8] = []
-            for level in stride(from: height, through: 1, by: -1) {
-                let nodeKey = Self.nodeKey(level, fence)
-                guard try cursor.seek(atOrAfter: nodeKey), cursor.key.compare(with: nodeKey) == 0 else {
-                    throw FeedstoreError.corruptData(what: "index counts", reason: "level \(level) lacks a node of fence \(fence.count) bytes")
-                }
-                let view = try CountNodeView(cursor.value)
-                let child = view.child(containing: key)
-                let updated = view.entries(child) + delta
-                guard updated >= 0 else { throw FeedstoreError.corruptData(what: "index counts", reason: "level \(level) count below zero") }
-                let next = view.fence(child)
-                // Patch the child's 8-byte count where it is stored, copying nothing else.
-                try cursor.modifyCurrentInPlace { bytes in
-                    bytes.storeBytes(of: UInt64(updated).littleEndian, toByteOffset: CountNode.countOffset(child), as: UInt64.self)
-                }
-                path.append(PathStep(level: level, fence: fence, child: child))
-                fence = next
-                bucket = updated
+        var bucket = 0
+        var path: [PathStep] = []
+        var fence: [UInt8] = []
+        _ = try descend(in: txn) { level, node, cursor in
+            let child = node.child(containing: key)
+            let updated = node.entries(child) + delta
+            guard updated >= 0 else { throw FeedstoreError.corruptData(what: "index counts", reason: "level \(level) count below zero") }
+            // Patch the child's 8-byte count where it is stored, copying nothing else.
+            try cursor.modifyCurrentInPlace { bytes in
+                bytes.storeBytes(of: UInt64(updated).littleEndian, toByteOffset: CountNode.countOffset(child), as: UInt64.self)
             }
-            return (path, bucket)
+            path.append(PathStep(level: level, fence: fence, child: child))
+            fence = node.fence(child)
+            bucket = updated
+            return child
         }
+        return (path, bucket)
     }
 
     private func shortBucket() -> FeedstoreError {
@@ -105,7 +96,7 @@ extension CountedIndex {
             return try setHeight(level + 1, in: txn)
         }
         let parentStep = path[step - 1]
-        var parent = try withNode(parentStep.level, parentStep.fence, in: txn) { CountNode($0) }
+        var parent = try withNode(parentStep.level, parentStep.fence, in: txn) { try CountNode($0) }
         parent.counts[parentStep.child] = left.total
         parent.fences.insert(right.fences[0], at: parentStep.child + 1)
         parent.counts.insert(right.total, at: parentStep.child + 1)
@@ -120,12 +111,12 @@ extension CountedIndex {
         if step == 0 { return try shrinkRoot(in: txn) }
         guard node.counts.count <= limits.maximumChildren / 4 else { return }
         let parentStep = path[step - 1]
-        var parent = try withNode(parentStep.level, parentStep.fence, in: txn) { CountNode($0) }
+        var parent = try withNode(parentStep.level, parentStep.fence, in: txn) { try CountNode($0) }
         guard parent.counts.count > 1 else { return }
         let leftIndex = parentStep.child > 0 ? parentStep.child - 1 : 0
         let leftFence = parent.fences[leftIndex], rightFence = parent.fences[leftIndex + 1]
-        var left = try withNode(level, leftFence, in: txn) { CountNode($0) }
-        let right = try withNode(level, rightFence, in: txn) { CountNode($0) }
+        var left = try withNode(level, leftFence, in: txn) { try CountNode($0) }
+        let right = try withNode(level, rightFence, in: txn) { try CountNode($0) }
         left.fences += right.fences
         left.counts += right.counts
         guard left.counts.count <= limits.maximumChildren / 2, fits(left, fence: leftFence) else { return }

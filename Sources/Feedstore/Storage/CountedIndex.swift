@@ -56,22 +56,58 @@ struct CountedIndex {
                      _ body: (CountNodeView) throws -> R) throws -> R
     {
         guard let result = try txn.withValue(counts, key: Self.nodeKey(level, fence), { try body(try CountNodeView($0)) }) else {
-            throw FeedstoreError.corruptData(what: "index counts", reason: "level \(level) lacks a node of fence \(fence.count) bytes")
+            throw Self.missingNode(level, fence.count)
         }
         return result
+    }
+
+    static func missingNode(_ level: Int, _ fenceBytes: Int) -> FeedstoreError {
+        .corruptData(what: "index counts", reason: "level \(level) lacks a node of fence \(fenceBytes) bytes")
+    }
+
+    /// Walks from the root to a bucket with one cursor on the tree, reading one node per level.
+    /// `choose` is shown each node (with a cursor resting on it) and picks a child. Returns the
+    /// chosen bucket's fence.
+    func descend(in txn: borrowing LMDBTransaction,
+                 _ choose: (_ level: Int, _ node: CountNodeView, _ cursor: borrowing LMDBCursor) throws -> Int) throws -> [UInt8]
+    {
+        try txn.withCursor(counts) { cursor in
+            var level = try Self.positionAtRoot(cursor)
+            var key: [UInt8] = []
+            key.reserveCapacity(32)
+            while true {
+                let node = try CountNodeView(cursor.value)
+                // `choose` may patch a count in place; the fences it leaves as they were.
+                let fence = node.fenceBytes(try choose(level, node, cursor))
+                if level == 1 { return Array(fence) }
+                level -= 1
+                key.removeAll(keepingCapacity: true)
+                key.append(UInt8(level))
+                key.append(contentsOf: fence)
+                guard try cursor.seek(exactly: key) else { throw Self.missingNode(level, fence.count) }
+            }
+        }
+    }
+
+    /// Rests `cursor` (on ``counts``) on the root and returns the height. The root's key
+    /// `[height]` is the last one before the height's own `[0xFF]`, so no search by key is needed.
+    static func positionAtRoot(_ cursor: borrowing LMDBCursor) throws -> Int {
+        func corrupt(_ reason: String) -> FeedstoreError { .corruptData(what: "index counts", reason: reason) }
+        guard try cursor.last(), cursor.key.count == 1, cursor.key[0] == heightKey[0] else { throw corrupt("the height is missing") }
+        guard cursor.value.count == 1, cursor.value[0] >= 1, cursor.value[0] < 0xFF else { throw corrupt("bad height") }
+        let height = Int(cursor.value[0])
+        guard try cursor.previous(), cursor.key.count == 1, cursor.key[0] == height else { throw missingNode(height, 0) }
+        return height
     }
 
     /// How many entries sort strictly before `key` (a whole entry key or any prefix of one).
     /// - Complexity: O(log n): one node per level and one bucket.
     func rank(of key: [UInt8], in txn: borrowing LMDBTransaction) throws -> Int {
         var rank = 0
-        var fence: [UInt8] = []
-        for level in stride(from: try height(in: txn), through: 1, by: -1) {
-            fence = try withNode(level, fence, in: txn) { node in
-                let i = node.child(containing: key)
-                rank += node.sum(before: i)
-                return node.fence(i)
-            }
+        let fence = try descend(in: txn) { _, node, _ in
+            let i = node.child(containing: key)
+            rank += node.sum(before: i)
+            return i
         }
         try txn.withCursor(entries) { cursor in
             var found = try cursor.seek(atOrAfter: fence)
@@ -88,16 +124,13 @@ struct CountedIndex {
     func entry(at rank: Int, in txn: borrowing LMDBTransaction) throws -> [UInt8]? {
         guard rank >= 0, rank < (try total(in: txn)) else { return nil }
         var remaining = rank
-        var fence: [UInt8] = []
-        for level in stride(from: try height(in: txn), through: 1, by: -1) {
-            fence = try withNode(level, fence, in: txn) { node in
-                var i = 0
-                while i < node.count - 1, remaining >= node.entries(i) {
-                    remaining -= node.entries(i)
-                    i += 1
-                }
-                return node.fence(i)
+        let fence = try descend(in: txn) { _, node, _ in
+            var i = 0
+            while i < node.count - 1, remaining >= node.entries(i) {
+                remaining -= node.entries(i)
+                i += 1
             }
+            return i
         }
         return try txn.withCursor(entries) { cursor in
             var found = try cursor.seek(atOrAfter: fence)
