@@ -9,8 +9,11 @@ public enum FeedstoreError: Error, Sendable, Equatable, CustomStringConvertible 
     case formatVersionTooNew(path: String, found: UInt32, supported: UInt32)
     /// The store (or handle) was closed.
     case storeClosed(path: String)
-    /// A write was attempted on a store opened read-only (or whose files are not writable).
-    case readOnly(path: String)
+    /// A write was attempted on a store open read-only; `reason` says why it is (opened so, or
+    /// its files or file system are not writable).
+    case readOnly(path: String, reason: String)
+    /// This user may not open the store at all; `reason` names the file and what to change.
+    case accessDenied(path: String, reason: String)
     /// A transaction was used after its closure returned.
     case transactionEnded
     /// `write` was called from inside a write transaction.
@@ -54,7 +57,8 @@ public enum FeedstoreError: Error, Sendable, Equatable, CustomStringConvertible 
         case let .formatVersionTooNew(path, found, supported):
             "store \(path) has format version \(found); this library reads versions up to \(supported)"
         case let .storeClosed(path): "store \(path) is closed"
-        case let .readOnly(path): "store \(path) is read-only; writes are not allowed"
+        case let .readOnly(path, reason): "store \(path) is read-only (\(reason)); writes are not allowed"
+        case let .accessDenied(path, reason): "cannot open store \(path): \(reason)"
         case .transactionEnded: "transaction used after its closure returned"
         case .nestedWrite: "write called inside a write transaction; use the transaction you have"
         case let .keyTooLarge(entity, index, size, limit):

@@ -16,11 +16,13 @@ struct CompactCommand: ParsableCommand {
     @Argument(help: "The store directory.")
     var path: String
 
+    @OptionGroup var access: ImmutableOption
+
     @Argument(help: "Where to write the copy (a new or empty directory).")
     var destination: String
 
     func run() throws {
-        try StoreAccess.withReadOnlyStore(path) { store in
+        try StoreAccess.withReadOnlyStore(path, immutable: access.immutable) { store in
             try store.copy(to: destination, compact: true)
             StoreAccess.write("compacted \(path) into \(destination)")
         }

@@ -19,6 +19,8 @@ struct DumpCommand: ParsableCommand {
     @Argument(help: "The store directory.")
     var path: String
 
+    @OptionGroup var access: ImmutableOption
+
     @Option(help: "The entity to dump.")
     var entity: String
 
@@ -40,7 +42,7 @@ struct DumpCommand: ParsableCommand {
     var jsonl = false
 
     func run() throws {
-        try StoreAccess.withReadOnlyStore(path) { store in
+        try StoreAccess.withReadOnlyStore(path, immutable: access.immutable) { store in
             let entityInfo = try StoreAccess.entity(entity, in: store)
             if let index { _ = StoreAccess.index(index, of: entityInfo) }
             let range = keys.range(of: entityInfo, index: index)

@@ -17,6 +17,8 @@ struct GetCommand: ParsableCommand {
     @Argument(help: "The store directory.")
     var path: String
 
+    @OptionGroup var access: ImmutableOption
+
     @Option(help: "The entity.")
     var entity: String
 
@@ -27,7 +29,7 @@ struct GetCommand: ParsableCommand {
     var json = false
 
     func run() throws {
-        try StoreAccess.withReadOnlyStore(path) { store in
+        try StoreAccess.withReadOnlyStore(path, immutable: access.immutable) { store in
             let info = try StoreAccess.entity(entity, in: store)
             let key = info.coercePrimaryKey((try? FieldValue(jsonText: id)) ?? .string(id))
             guard let record = try store.read({ try $0.record(entity: entity, id: key) }) else {

@@ -17,11 +17,13 @@ struct InspectCommand: ParsableCommand {
     @Argument(help: "The store directory.")
     var path: String
 
+    @OptionGroup var access: ImmutableOption
+
     @Flag(help: "Print JSON (stable keys, documented in the README).")
     var json = false
 
     func run() throws {
-        let report = try StoreAccess.withReadOnlyStore(path) { try $0.inspect() }
+        let report = try StoreAccess.withReadOnlyStore(path, immutable: access.immutable) { try $0.inspect() }
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .prettyPrinted]

@@ -16,6 +16,8 @@ struct JournalCommand: ParsableCommand {
     @Argument(help: "The store directory.")
     var path: String
 
+    @OptionGroup var access: ImmutableOption
+
     @Option(help: "Print commits after this sequence.")
     var after: UInt64 = 0
 
@@ -29,7 +31,7 @@ struct JournalCommand: ParsableCommand {
     var jsonl = false
 
     func run() throws {
-        try StoreAccess.withReadOnlyStore(path) { store in
+        try StoreAccess.withReadOnlyStore(path, immutable: access.immutable) { store in
             var position = after
             var printed = 0
             while true {

@@ -6,8 +6,10 @@ import Foundation
 /// `verify` uses 1 for findings). Store errors thrown by any command reach `Storectl.main`,
 /// which reports them the same way.
 enum StoreAccess {
-    static func withReadOnlyStore<R>(_ path: String, _ body: (Store) throws -> R) throws -> R {
-        let store = try Store(path: path, options: StoreOptions(readOnly: true))
+    static func withReadOnlyStore<R>(_ path: String, immutable: Bool = false, _ body: (Store) throws -> R) throws -> R {
+        var options = StoreOptions(readOnly: true)
+        options.immutable = immutable
+        let store = try Store(path: path, options: options)
         defer { store.close() }
         return try body(store)
     }
@@ -46,4 +48,13 @@ enum StoreAccess {
     static func write(_ line: String) {
         FileHandle.standardOutput.write(Data((line + "\n").utf8))
     }
+}
+
+/// `--immutable`, for commands that only read.
+struct ImmutableOption: ParsableArguments {
+    @Flag(help: """
+        Open without the lock file, needing no write access: for a store no process writes (read-only media, \
+        another user's files). If a process does write it meanwhile, reads may see damaged data.
+        """)
+    var immutable = false
 }

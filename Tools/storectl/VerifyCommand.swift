@@ -17,6 +17,8 @@ struct VerifyCommand: ParsableCommand {
     @Argument(help: "The store directory.")
     var path: String
 
+    @OptionGroup var access: ImmutableOption
+
     @Flag(help: "Print {\"consistent\": bool, \"issues\": [{\"location\", \"problem\"}]}.")
     var json = false
 
@@ -27,7 +29,7 @@ struct VerifyCommand: ParsableCommand {
     func run() throws {
         guard inProcess else { return try scanInChild() }
         let bar = json || isatty(STDERR_FILENO) == 0 ? nil : ProgressBar()
-        let issues = try StoreAccess.withReadOnlyStore(path) { store in
+        let issues = try StoreAccess.withReadOnlyStore(path, immutable: access.immutable) { store in
             try store.verify(progress: bar.map { bar in { bar.show($0, done: $1, total: $2) } })
         }
         bar?.clear()
@@ -40,7 +42,7 @@ struct VerifyCommand: ParsableCommand {
     private func scanInChild() throws {
         let child = Process()
         child.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        child.arguments = ["verify", path, "--in-process"] + (json ? ["--json"] : [])
+        child.arguments = ["verify", path, "--in-process"] + (json ? ["--json"] : []) + (access.immutable ? ["--immutable"] : [])
         // A crash is expected news here: no backtrace on the terminal.
         child.environment = ProcessInfo.processInfo.environment.merging(["SWIFT_BACKTRACE": "enable=no"]) { $1 }
         try child.run()

@@ -15,6 +15,7 @@ final class LMDBEnvironment: @unchecked Sendable {
         static let noSync = Flags(rawValue: UInt32(MDB_NOSYNC))
         static let noThreadLocalStorage = Flags(rawValue: UInt32(MDB_NOTLS))
         static let noReadAhead = Flags(rawValue: UInt32(MDB_NORDAHEAD))
+        static let noLock = Flags(rawValue: UInt32(MDB_NOLOCK))
     }
 
     struct Info: Sendable {

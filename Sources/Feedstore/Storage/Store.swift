@@ -18,8 +18,12 @@ public final class Store: Sendable {
     /// The store directory, as given.
     public let path: String
     let core: StoreCore
-    /// This handle's access (a read-only handle may share a read-write core in one process).
-    public let isReadOnly: Bool
+    /// Why this handle cannot write, or nil when it can: it was opened read-only or immutable, or
+    /// this user may not write the store's data file, or its file system is read-only. (A
+    /// read-only handle may share a read-write environment in one process.)
+    public let readOnlyReason: String?
+    /// Whether writes throw ``FeedstoreError/readOnly(path:reason:)``; see ``readOnlyReason``.
+    public var isReadOnly: Bool { readOnlyReason != nil }
     private let closed = Protected(false)
 
     /// Opens the store at `path`, creating it when the directory does not exist (or is empty),
@@ -38,7 +42,7 @@ public final class Store: Sendable {
             try StoreOpener.openCore(path: canonical, options: options)
         }
         self.core = core
-        self.isReadOnly = options.readOnly || core.isReadOnly
+        self.readOnlyReason = options.readOnlyReason ?? core.readOnlyReason
         do {
             try StoreOpener.register(entities, in: core, options: options)
         } catch {
@@ -93,10 +97,10 @@ public final class Store: Sendable {
     /// Calls from several threads are group-committed. `body` may run more than once when the
     /// map grows, so it should have no side effects outside the transaction.
     /// - Throws: ``FeedstoreError/nestedWrite`` when called inside a write;
-    ///   ``FeedstoreError/readOnly(path:)``; whatever `body` throws.
+    ///   ``FeedstoreError/readOnly(path:reason:)``; whatever `body` throws.
     public func write<R>(_ body: (WriteTransaction) throws -> R) throws -> R {
         try checkOpen()
-        if isReadOnly { throw FeedstoreError.readOnly(path: path) }
+        if let readOnlyReason { throw FeedstoreError.readOnly(path: path, reason: readOnlyReason) }
         if core.writer.isWriterThread { throw FeedstoreError.nestedWrite }
         return try withoutActuallyEscaping(body) { body in
             var value: R?
@@ -115,7 +119,7 @@ public final class Store: Sendable {
     /// each rolled back alone if it throws.
     public func write<R: Sendable>(_ body: @escaping @Sendable (WriteTransaction) throws -> R) async throws -> R {
         try checkOpen()
-        if isReadOnly { throw FeedstoreError.readOnly(path: path) }
+        if let readOnlyReason { throw FeedstoreError.readOnly(path: path, reason: readOnlyReason) }
         let slot = ResultSlot<R>()
         return try await withCheckedThrowingContinuation { continuation in
             do {

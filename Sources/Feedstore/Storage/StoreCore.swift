@@ -6,7 +6,11 @@ import Foundation
 final class StoreCore: @unchecked Sendable {
     let path: String
     let environment: LMDBEnvironment
-    let isReadOnly: Bool
+    /// Why the environment is open read-only (nil when it is writable).
+    let readOnlyReason: String?
+    /// The options of the handle that opened the environment.
+    let options: StoreOptions
+    var isReadOnly: Bool { readOnlyReason != nil }
     let mapLock = MapLock()
     let system: SystemDatabases
     let maximumMapSize: Int?
@@ -23,10 +27,13 @@ final class StoreCore: @unchecked Sendable {
     /// Wakes watchers when the journal advances.
     private(set) lazy var commits = CommitMonitor(core: self)
 
-    init(path: String, environment: LMDBEnvironment, options: StoreOptions, system: SystemDatabases, schema: SchemaSnapshot) {
+    init(path: String, environment: LMDBEnvironment, readOnlyReason: String?, options: StoreOptions, system: SystemDatabases,
+         schema: SchemaSnapshot)
+    {
         self.path = path
         self.environment = environment
-        self.isReadOnly = options.readOnly
+        self.readOnlyReason = readOnlyReason
+        self.options = options
         self.maximumMapSize = options.maximumMapSize
         self.retention = options.journalRetention
         self.maintainsCounts = options.maintainsCounts
@@ -113,7 +120,7 @@ final class StoreCore: @unchecked Sendable {
         guard let lmdb = error as? LMDBError else { return error }
         switch lmdb.code {
         case ENOSPC: return FeedstoreError.diskFull(path: path)
-        case EACCES, EROFS: return FeedstoreError.readOnly(path: path)
+        case EACCES, EROFS: return FeedstoreError.readOnly(path: path, reason: StoreOpener.writeRefusal(lmdb.code))
         case LMDBError.mapFull: return FeedstoreError.mapFull(path: path, limit: maximumMapSize ?? 0)
         default: return FeedstoreError.lmdb(lmdb, path: path)
         }

@@ -15,15 +15,18 @@ enum StoreOpener {
             guard isDirectory.boolValue else {
                 throw FeedstoreError.notAStore(path: path, reason: "it is a file; a store is a directory")
             }
+            guard access(path, X_OK) == 0 else {
+                throw FeedstoreError.accessDenied(path: path, reason: "the directory is not accessible to this user")
+            }
             if !fm.fileExists(atPath: path + "/data.mdb") {
-                if options.readOnly { throw FeedstoreError.notAStore(path: path, reason: "the directory holds no data.mdb") }
+                if options.opensReadOnly { throw FeedstoreError.notAStore(path: path, reason: "the directory holds no data.mdb") }
                 let contents = (try? fm.contentsOfDirectory(atPath: path)) ?? []
                 if !contents.isEmpty {
                     throw FeedstoreError.notAStore(path: path, reason: "the directory is not empty and holds no data.mdb")
                 }
             }
         } else {
-            if options.readOnly { throw FeedstoreError.notAStore(path: path, reason: "it does not exist") }
+            if options.opensReadOnly { throw FeedstoreError.notAStore(path: path, reason: "it does not exist") }
             // Directory permissions follow the file mode, plus search permission where readable.
             let mode = options.fileMode | ((options.fileMode & 0o444) >> 2)
             do {
@@ -38,29 +41,43 @@ enum StoreOpener {
 
     /// Opens the environment, checks or initializes the store's metadata, and resolves the schema.
     static func openCore(path: String, options: StoreOptions) throws -> StoreCore {
-        var flags: LMDBEnvironment.Flags = []
-        if options.readOnly { flags.insert(.readOnly) }
+        var flags: LMDBEnvironment.Flags = options.immutable ? [.readOnly, .noLock] : options.readOnly ? [.readOnly] : []
+        var readOnlyReason = options.readOnlyReason
         switch options.durability {
         case .full: break
         case .relaxed: flags.insert(.noMetaSync)
         case .none: flags.insert(.noSync)
         }
+        let isNew = !FileManager.default.fileExists(atPath: path + "/data.mdb")
+        func openEnvironment() throws(LMDBError) -> LMDBEnvironment {
+            try LMDBEnvironment(path: path, flags: flags, mapSize: options.initialMapSize,
+                                maxDatabases: maximumDatabases, maxReaders: 254, mode: options.fileMode)
+        }
         let environment: LMDBEnvironment
         do {
-            environment = try LMDBEnvironment(path: path, flags: flags, mapSize: options.initialMapSize,
-                                              maxDatabases: maximumDatabases, maxReaders: 254, mode: options.fileMode)
+            do {
+                environment = try openEnvironment()
+            } catch let error where readOnlyReason == nil && !isNew && (error.code == EACCES || error.code == EROFS) {
+                // A user who may not write the data file, or a read-only file system, can still read.
+                flags.insert(.readOnly)
+                readOnlyReason = writeRefusal(error.code)
+                environment = try openEnvironment()
+            }
         } catch let error {
             if error.isForeignOrCorruptFile { throw FeedstoreError.notAStore(path: path, reason: error.description) }
-            if error.code == EACCES || error.code == EROFS { throw FeedstoreError.readOnly(path: path) }
+            if error.code == EACCES { throw FeedstoreError.accessDenied(path: path, reason: accessProblem(path)) }
+            if error.code == EROFS { throw FeedstoreError.readOnly(path: path, reason: writeRefusal(EROFS)) }
             throw FeedstoreError.lmdb(error, path: path)
         }
+        if isNew, let lockMode = options.lockFileMode { chmod(path + "/lock.mdb", lockMode) }
         do {
             try checkNotTruncated(environment, path: path)
             // Reader slots of processes that died are cleared so they do not pin old pages.
-            try environment.clearStaleReaders()
-            let system = try openSystemDatabases(environment: environment, path: path, readOnly: options.readOnly)
+            if !options.immutable { try environment.clearStaleReaders() }
+            let system = try openSystemDatabases(environment: environment, path: path, readOnly: readOnlyReason != nil)
             let placeholder = SchemaSnapshot(catalog: Catalog(), entities: [:])
-            let core = StoreCore(path: path, environment: environment, options: options, system: system, schema: placeholder)
+            let core = StoreCore(path: path, environment: environment, readOnlyReason: readOnlyReason, options: options,
+                                 system: system, schema: placeholder)
             try core.refreshSchema()
             return core
         } catch {
@@ -71,6 +88,25 @@ enum StoreOpener {
             }
             throw error
         }
+    }
+
+    /// Why the system refused to write, for ``FeedstoreError/readOnly(path:reason:)``.
+    static func writeRefusal(_ code: Int32) -> String {
+        code == EROFS ? "its file system is read-only" : "data.mdb is not writable by this user"
+    }
+
+    /// Which file keeps this user out, and what would let them in.
+    static func accessProblem(_ path: String) -> String {
+        let data = path + "/data.mdb", lock = path + "/lock.mdb"
+        if access(path, X_OK) != 0 { return "the directory is not accessible to this user" }
+        if access(data, R_OK) != 0 { return "data.mdb is not readable by this user" }
+        if access(lock, F_OK) != 0 { return "lock.mdb is missing and this user may not create it in the directory" }
+        if access(lock, R_OK | W_OK) != 0 {
+            return "lock.mdb is not writable by this user, and every reader records its snapshot there; "
+                + "give readers write access to it (StoreOptions.lockFileMode), or open the store immutable "
+                + "(StoreOptions.immutable, storectl --immutable) when no process writes it"
+        }
+        return "permission denied"
     }
 
     /// LMDB maps the file: reading a page past the end of a truncated file would kill the
@@ -132,9 +168,10 @@ enum StoreOpener {
             return existing.indexes.map(\.definition) == entity.indexes
         }
         if upToDate { return }
-        if core.isReadOnly || options.readOnly {
+        if let reason = options.readOnlyReason ?? core.readOnlyReason {
             let missing = declared.first { schema.catalog.entities[$0.name] == nil }
-            throw missing.map { FeedstoreError.unknownEntity($0.name) } ?? FeedstoreError.readOnly(path: core.path)
+            throw missing.map { FeedstoreError.unknownEntity($0.name) }
+                ?? FeedstoreError.readOnly(path: core.path, reason: "\(reason), and the declared indexes differ from the stored ones")
         }
         let done = DispatchSemaphore(value: 0)
         var outcome: Result<Void, any Error> = .success(())

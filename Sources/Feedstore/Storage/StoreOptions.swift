@@ -24,8 +24,22 @@ public struct StoreOptions: Sendable {
     public var maximumMapSize: Int? = nil
     /// Permissions of files the store creates.
     public var fileMode: mode_t = 0o600
-    /// Opens without write access; writes throw ``FeedstoreError/readOnly(path:)``.
+    /// Permissions of the lock file (`lock.mdb`) when the store is created; nil means
+    /// ``fileMode``. Every reader records its snapshot there, so users who may read the store but
+    /// not write it need write access to this file alone (for example `fileMode: 0o640,
+    /// lockFileMode: 0o660`). Whoever can write it can also hold up writers.
+    public var lockFileMode: mode_t? = nil
+    /// Opens without write access; writes throw ``FeedstoreError/readOnly(path:reason:)``.
+    ///
+    /// A store opened without this option by a user who may not write its data file (or on a
+    /// read-only file system) is opened read-only as well: reads work, and writes throw
+    /// ``FeedstoreError/readOnly(path:reason:)`` saying why.
     public var readOnly: Bool = false
+    /// Opens a store that no process writes while it is open (a store on read-only media, shipped
+    /// with an application, or owned by another user): read-only, without using the lock file
+    /// (`MDB_NOLOCK`), so it needs no write access to anything. If a process does write the store
+    /// meanwhile, reads may return damaged data.
+    public var immutable: Bool = false
     /// How many recent commits the journal keeps and when it trims.
     public var journalRetention: JournalRetention = JournalRetention()
     /// Benchmarks only: skips maintaining index counts, to measure what counting costs. A store
@@ -33,6 +47,11 @@ public struct StoreOptions: Sendable {
     @_spi(Benchmarking) public var maintainsCounts: Bool = true
     /// Called while an index is built on open, with (records done, records in all).
     public var indexBuildProgress: (@Sendable (_ index: String, _ done: Int, _ total: Int) -> Void)? = nil
+
+    /// Whether this handle asks for no writes.
+    var opensReadOnly: Bool { readOnly || immutable }
+    /// Why a handle opened with these options may not write, or nil.
+    var readOnlyReason: String? { immutable ? "it was opened immutable" : readOnly ? "it was opened read-only" : nil }
 
     /// Options with the given settings; unspecified ones keep their defaults.
     public init(durability: Durability = .full, initialMapSize: Int = 64 << 20, maximumMapSize: Int? = nil,

@@ -13,8 +13,13 @@ enum StoreRegistry {
     static func acquire(path: String, options: StoreOptions, make: () throws -> StoreCore) throws -> StoreCore {
         try open.withLock { cores in
             if var entry = cores[path] {
-                if entry.core.isReadOnly && !options.readOnly {
+                // A core read-only because of its files serves every handle; one opened read-only
+                // by choice cannot serve a handle that wants to write.
+                if entry.core.options.opensReadOnly && !options.opensReadOnly {
                     throw FeedstoreError.incompatibleHandle(path: path, reason: "it is already open read-only in this process")
+                }
+                if entry.core.options.immutable && !options.immutable {
+                    throw FeedstoreError.incompatibleHandle(path: path, reason: "it is already open immutable (without locks) in this process")
                 }
                 try entry.core.requestDurability(options.durability)
                 entry.handles += 1
