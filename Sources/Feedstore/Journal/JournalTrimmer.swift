@@ -5,14 +5,16 @@ import Foundation
 struct JournalTrimmer {
     let core: StoreCore
 
-    /// The first sequence retention keeps, given the newest sequence and the durable cursors.
-    func retainedFrom(in txn: borrowing LMDBTransaction, firstSequence: UInt64, lastSequence: UInt64) throws -> UInt64 {
+    /// The first sequence retention keeps, given the newest sequence and the durable cursors, and
+    /// whether a hard bound moved it past what the soft rule keeps.
+    func retainedFrom(in txn: borrowing LMDBTransaction, firstSequence: UInt64, lastSequence: UInt64) throws -> (sequence: UInt64, forced: Bool) {
         let retention = core.retention
         var keepFrom = lastSequence > retention.minimumCommits ? lastSequence - retention.minimumCommits + 1 : 1
         // Soft rule: never past a durable cursor's position.
         if let slowest = try DurableCursors(core: core).slowestPosition(in: txn) {
             keepFrom = min(keepFrom, slowest + 1)
         }
+        let soft = keepFrom
         // Hard bounds, which may pass a cursor.
         if let maximum = retention.maximumCommits, lastSequence > maximum {
             keepFrom = max(keepFrom, lastSequence - maximum + 1)
@@ -43,15 +45,21 @@ struct JournalTrimmer {
                 }
             }
         }
-        return keepFrom
+        return (keepFrom, keepFrom > soft)
     }
 
-    /// Trims at most `budgetCommits` of the oldest commits that retention lets go.
-    func trim(in txn: borrowing LMDBTransaction, lastSequence: UInt64, budgetCommits: UInt64) throws {
+    /// Commits that only the soft rule lets go are trimmed once at least this many may go, so
+    /// that most commits write only the journal's newest pages, not also its oldest ones (about
+    /// a quarter of a small commit's pages). Hard bounds trim as soon as they are passed.
+    static let softTrimRun: UInt64 = 16
+
+    /// Trims at most `budgetCommits` of the oldest commits that retention lets go; none while
+    /// fewer than `minimumRun` may go and no hard bound is passed.
+    func trim(in txn: borrowing LMDBTransaction, lastSequence: UInt64, budgetCommits: UInt64, minimumRun: UInt64 = 1) throws {
         guard lastSequence > 0 else { return }
         let first = try MetaKey.decodeUInt64(try txn.get(core.system.meta, key: MetaKey.firstRetained), what: "first retained") ?? 1
-        let keepFrom = try retainedFrom(in: txn, firstSequence: first, lastSequence: lastSequence)
-        guard keepFrom > first else { return }
+        let (keepFrom, forced) = try retainedFrom(in: txn, firstSequence: first, lastSequence: lastSequence)
+        guard keepFrom > first, forced || keepFrom - first >= minimumRun else { return }
         let stop = keepFrom - first <= budgetCommits ? keepFrom : first + budgetCommits
         try txn.withCursor(core.system.journal) { cursor in
             var found = try cursor.first()

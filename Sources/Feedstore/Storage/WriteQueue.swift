@@ -209,7 +209,8 @@ final class WriteQueue: @unchecked Sendable {
             }
             top = parent
         }
-        try JournalTrimmer(core: core).trim(in: top, lastSequence: lastSequence, budgetCommits: 2 * UInt64(batch.count) + 2)
+        try JournalTrimmer(core: core).trim(in: top, lastSequence: lastSequence, budgetCommits: 2 * UInt64(batch.count) + JournalTrimmer.softTrimRun,
+                                            minimumRun: JournalTrimmer.softTrimRun)
         try top.commit()
         core.publish(schema)
         core.commits.published(lastSequence)
