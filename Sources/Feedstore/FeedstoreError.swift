@@ -9,6 +9,10 @@ public enum FeedstoreError: Error, Sendable, Equatable, CustomStringConvertible 
     case formatVersionTooNew(path: String, found: UInt32, supported: UInt32)
     /// The store (or handle) was closed.
     case storeClosed(path: String)
+    /// The page structure of the store's LMDB file is damaged (found by
+    /// ``StoreOptions/verifyPagesOnOpen`` or ``Store/verify(progress:)``): `problems` names each
+    /// damaged page and what is wrong with it.
+    case damagedFile(path: String, problems: [String])
     /// A write was attempted on a store open read-only; `reason` says why it is (opened so, or
     /// its files or file system are not writable).
     case readOnly(path: String, reason: String)
@@ -59,6 +63,9 @@ public enum FeedstoreError: Error, Sendable, Equatable, CustomStringConvertible 
         case let .storeClosed(path): "store \(path) is closed"
         case let .readOnly(path, reason): "store \(path) is read-only (\(reason)); writes are not allowed"
         case let .accessDenied(path, reason): "cannot open store \(path): \(reason)"
+        case let .damagedFile(path, problems):
+            "the data file of store \(path) is damaged: \(problems.prefix(3).joined(separator: "; "))"
+                + (problems.count > 3 ? " (and \(problems.count - 3) more)" : "")
         case .transactionEnded: "transaction used after its closure returned"
         case .nestedWrite: "write called inside a write transaction; use the transaction you have"
         case let .keyTooLarge(entity, index, size, limit):

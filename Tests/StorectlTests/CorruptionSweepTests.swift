@@ -5,7 +5,9 @@ import Testing
 
 /// Seeded bit flips and truncations of a store's data file: `storectl verify` must end with 0
 /// (the flips hit unused space), 1 (findings listed) or 2 (a typed error) — never die by a
-/// signal, even when LMDB itself crashes on a damaged page (the scan runs in a child process).
+/// signal. Damaged page structure must be found by the page check before any scan through LMDB
+/// (which would crash on it; the scan runs in a child process as a second line of defence), and
+/// a copy that verifies clean must read in full.
 @Suite struct CorruptionSweepTests {
     @Test(arguments: testSeeds(1, base: 5)) func damagedDataFilesGiveFindingsOrErrorsNeverCrashes(seed: UInt64) throws {
         try withTemporaryDirectory { dir in
@@ -34,10 +36,17 @@ import Testing
                 if result.stdout.contains("page structure is damaged") { crashedScans += 1 }
                 #expect([0, 1, 2].contains(result.status), "copy \(copy), seed \(seed): exit \(result.status) \(result.stderr.prefix(300))")
                 if result.status == 2 { #expect(result.stderr.hasPrefix("storectl: "), "copy \(copy): \(result.stderr.prefix(300))") }
+                if result.status == 0 {
+                    for entity in ["Message", "Contact"] {
+                        let dump = try runTool(storectlURL, ["dump", path, "--entity", entity, "--jsonl"])
+                        #expect(dump.status == 0, "copy \(copy), seed \(seed): verified clean, but dump \(entity) exits \(dump.status)")
+                    }
+                }
                 try FileManager.default.removeItem(atPath: path)
             }
             // The sweep damaged real structure: findings were reported.
             #expect(outcomes[1, default: 0] > 10, "\(outcomes)")
+            #expect(crashedScans == 0, "seed \(seed): damage the page check missed crashed LMDB")
             print("corruption sweep, seed \(seed): exit statuses \(outcomes.sorted { $0.key < $1.key }), "
                 + "\(crashedScans) scans crashed inside LMDB and were reported as findings")
         }

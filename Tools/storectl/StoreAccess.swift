@@ -6,9 +6,12 @@ import Foundation
 /// `verify` uses 1 for findings). Store errors thrown by any command reach `Storectl.main`,
 /// which reports them the same way.
 enum StoreAccess {
-    static func withReadOnlyStore<R>(_ path: String, immutable: Bool = false, _ body: (Store) throws -> R) throws -> R {
+    static func withReadOnlyStore<R>(_ path: String, immutable: Bool = false, verifyPages: Bool = false,
+                                     _ body: (Store) throws -> R) throws -> R
+    {
         var options = StoreOptions(readOnly: true)
         options.immutable = immutable
+        options.verifyPagesOnOpen = verifyPages
         let store = try Store(path: path, options: options)
         defer { store.close() }
         return try body(store)

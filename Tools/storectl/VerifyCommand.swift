@@ -29,16 +29,23 @@ struct VerifyCommand: ParsableCommand {
     func run() throws {
         guard inProcess else { return try scanInChild() }
         let bar = json || isatty(STDERR_FILENO) == 0 ? nil : ProgressBar()
-        let issues = try StoreAccess.withReadOnlyStore(path, immutable: access.immutable) { store in
-            try store.verify(progress: bar.map { bar in { bar.show($0, done: $1, total: $2) } })
+        var issues: [VerificationIssue]
+        do {
+            // Opening reads trees; with damaged pages, that alone could crash.
+            issues = try StoreAccess.withReadOnlyStore(path, immutable: access.immutable, verifyPages: true) { store in
+                try store.verify(progress: bar.map { bar in { bar.show($0, done: $1, total: $2) } })
+            }
+        } catch let FeedstoreError.damagedFile(_, problems) {
+            issues = problems.map { VerificationIssue(location: "data.mdb", problem: $0) }
         }
         bar?.clear()
         try report(issues)
     }
 
     /// LMDB trusts its page pointers, so a damaged page can crash the process reading it. The
-    /// scan therefore runs in a child (this command with `--in-process`), and a child killed by
-    /// a signal is reported as a finding instead of taking storectl down with it.
+    /// page check finds such damage before LMDB reads a tree; as a second line of defence, the
+    /// scan runs in a child (this command with `--in-process`), and a child killed by a signal is
+    /// reported as a finding instead of taking storectl down with it.
     private func scanInChild() throws {
         let child = Process()
         child.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()

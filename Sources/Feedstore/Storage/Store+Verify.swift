@@ -16,7 +16,8 @@ public struct VerificationIssue: Sendable, Hashable, CustomStringConvertible {
 }
 
 extension Store {
-    /// Checks every invariant of the store against a full scan: every record decodes; every
+    /// Checks every invariant of the store against a full scan: LMDB's page structure is sound
+    /// (checked first: the other checks run only on a sound structure); every record decodes; every
     /// index holds exactly the entries its records and condition call for, in order, with unique
     /// indexes unique; every index's counts agree with its entries at every position; the
     /// journal's commits are contiguous and complete. Returns every issue
@@ -25,7 +26,15 @@ extension Store {
     ///   how many of its items are done, and how many there are.
     /// - Complexity: O(n log n) time and O(n) memory for n index entries.
     public func verify(progress: ((_ stage: String, _ done: Int, _ total: Int) -> Void)? = nil) throws -> [VerificationIssue] {
-        try read { tx in try StoreVerifier(tx: tx, progress: progress).run() }
+        try read { tx in
+            // LMDB trusts its file: damaged page structure would crash the scans below, so it
+            // is checked first, without LMDB, and the scans run only on a sound structure.
+            let pages = try tx.access { txn in
+                try LMDBPageCheck.check(core.environment, in: txn) { progress?("data.mdb", $0, $1) }
+            }
+            if !pages.isEmpty { return pages.map { VerificationIssue(location: "data.mdb", problem: $0) } }
+            return try StoreVerifier(tx: tx, progress: progress).run()
+        }
     }
 }
 

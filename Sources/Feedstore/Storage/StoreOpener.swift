@@ -72,6 +72,10 @@ enum StoreOpener {
         if isNew, let lockMode = options.lockFileMode { chmod(path + "/lock.mdb", lockMode) }
         do {
             try checkNotTruncated(environment, path: path)
+            if options.verifyPagesOnOpen {
+                let problems = try LMDBPageCheck.check(environment, in: try LMDBTransaction(environment: environment, readOnly: true))
+                if !problems.isEmpty { throw FeedstoreError.damagedFile(path: path, problems: problems) }
+            }
             // Reader slots of processes that died are cleared so they do not pin old pages.
             if !options.immutable { try environment.clearStaleReaders() }
             let system = try openSystemDatabases(environment: environment, path: path, readOnly: readOnlyReason != nil)

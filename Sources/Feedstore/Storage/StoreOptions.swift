@@ -40,6 +40,12 @@ public struct StoreOptions: Sendable {
     /// (`MDB_NOLOCK`), so it needs no write access to anything. If a process does write the store
     /// meanwhile, reads may return damaged data.
     public var immutable: Bool = false
+    /// Checks the data file's page structure before anything reads it, and throws
+    /// ``FeedstoreError/damagedFile(path:problems:)`` for a damaged file instead of letting LMDB
+    /// (which trusts its file) crash on it. It reads the whole file, O(file size): for stores from
+    /// sources you do not trust, or after a crash of the operating system with durability
+    /// ``Durability/none``.
+    public var verifyPagesOnOpen: Bool = false
     /// How many recent commits the journal keeps and when it trims.
     public var journalRetention: JournalRetention = JournalRetention()
     /// Benchmarks only: skips maintaining index counts, to measure what counting costs. A store
