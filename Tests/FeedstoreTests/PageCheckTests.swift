@@ -7,7 +7,7 @@ import Testing
 /// overflow pages, deletes, trimming, map growth), and each kind of damage named.
 @Suite struct PageCheckTests {
     func pageProblems(_ store: Store) throws -> [String] {
-        try store.core.withReadTransaction { txn in try LMDBPageCheck.check(store.core.environment, in: txn) }
+        try LMDBPageCheck.check(store.core.environment, begin: { try store.core.begin(readOnly: true) })
     }
 
     /// A store with small and overflowing values, deletes and a trimmed journal.
@@ -45,6 +45,40 @@ import Testing
             defer { copy.close() }
             #expect(try pageProblems(copy) == [], "seed \(seed), compacted copy")
             #expect(try store.verify() == [])
+        }
+    }
+
+    /// The check reads the file beside a live writer (page reuse, map growth): it must see only
+    /// the snapshot its transaction pins.
+    @Test func aSnapshotIsSoundWhileAWriterReusesPages() throws {
+        try withTemporaryDirectory { dir in
+            let store = try populated(dir + "/s", seed: 3)
+            defer { store.close() }
+            let writer = Thread {
+                var random = RandomValues(seed: 4)
+                for round in 0..<300 {
+                    try? store.write { tx in
+                        for _ in 0..<10 {
+                            let id = Int64.random(in: 0..<400, using: &random.rng)
+                            if Bool.random(using: &random.rng) {
+                                try tx.put(Item(id: id, group: id % 7, score: random.double(), name: "n\(id)", flag: true, tag: nil))
+                            } else {
+                                _ = try tx.delete(Item.self, id: id)
+                            }
+                        }
+                        try tx.put(Note(id: "note\(round % 15)", body: "b\(round)", priority: 1, when: Date(),
+                                        labels: [String(repeating: "x", count: Int.random(in: 0...9_000, using: &random.rng))]))
+                    }
+                }
+            }
+            writer.start()
+            var checks = 0
+            repeat {
+                let issues = try store.verify()
+                #expect(issues.isEmpty, "check \(checks): \(issues)")
+                checks += 1
+            } while !writer.isFinished
+            #expect(checks >= 2)
         }
     }
 
@@ -107,7 +141,7 @@ import Testing
                     // Only the environment: opening a store reads trees, which damage may crash.
                     let environment = try LMDBEnvironment(path: path, flags: .readOnly, mapSize: 64 << 20, maxDatabases: 8,
                                                           maxReaders: 8, mode: 0o600)
-                    let problems = try LMDBPageCheck.check(environment, in: try LMDBTransaction(environment: environment, readOnly: true))
+                    let problems = try LMDBPageCheck.check(environment, begin: { try LMDBTransaction(environment: environment, readOnly: true) })
                     environment.close()
                     // (A page no tree uses may be damaged without consequence.)
                     guard problems.contains(where: { $0.contains(damage.expected) }) else { continue }

@@ -58,9 +58,10 @@ struct LMDBPageCheck {
     private var named: [(name: String, record: TreeRecord)] = []
 
     /// Checks the file of `environment` as `txn` sees it; returns what is wrong (empty when the
-    /// structure is sound). `progress` gets (pages read, pages in use).
+    /// structure is sound), or nil when commits since `txn` began overwrote its meta page (try
+    /// again with a new transaction). `progress` gets (pages read, pages in use).
     static func check(_ environment: LMDBEnvironment, in txn: borrowing LMDBTransaction,
-                      progress: ((Int, Int) -> Void)? = nil) throws -> [String]
+                      progress: ((Int, Int) -> Void)? = nil) throws -> [String]?
     {
         let path = environment.path + "/data.mdb"
         let file = open(path, O_RDONLY | O_CLOEXEC)
@@ -70,15 +71,22 @@ struct LMDBPageCheck {
         // The transaction's meta page, read first: a later commit may overwrite it, though not
         // the pages it points to.
         var meta: [UInt8]?
+        var newest: UInt64 = 0
         for page in 0..<2 {
             var bytes = [UInt8](repeating: 0, count: 256)
             let offset = page * environment.pageSize
             guard pread(file, &bytes, bytes.count, off_t(offset)) == bytes.count else { continue }
             let txnid = bytes.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: 144, as: UInt64.self)) }
             let magic = bytes.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: 16, as: UInt32.self)) }
-            if magic == metaMagic, txnid == snapshot { meta = bytes }
+            guard magic == metaMagic else { continue }
+            if txnid == snapshot { meta = bytes }
+            newest = max(newest, txnid)
         }
-        guard let meta else { return ["no meta page holds the snapshot being checked (transaction \(snapshot))"] }
+        guard let meta else {
+            // Meta pages alternate, so two commits since the transaction began replace its own.
+            if newest > snapshot + 1 { return nil }
+            return ["no meta page holds the snapshot being checked (transaction \(snapshot))"]
+        }
         return meta.withUnsafeBytes { bytes in
             let free = TreeRecord(bytes, at: 40), main = TreeRecord(bytes, at: 88)
             let lastPage = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: 136, as: UInt64.self))
@@ -112,6 +120,20 @@ struct LMDBPageCheck {
         guard problems.isEmpty else { return }
         let unaccounted = seen.lazy.filter { !$0 }.count
         if unaccounted > 0 { report("\(unaccounted) pages are neither in a tree nor free") }
+    }
+
+    /// Runs the check on a fresh read transaction until one keeps its meta page long enough.
+    static func check(_ environment: LMDBEnvironment, begin: () throws -> LMDBTransaction,
+                      progress: ((Int, Int) -> Void)? = nil) throws -> [String]
+    {
+        for _ in 0..<100 {
+            if let problems = try check(environment, in: try begin(), progress: progress) { return problems }
+        }
+        throw busy(environment)
+    }
+
+    static func busy(_ environment: LMDBEnvironment) -> FeedstoreError {
+        .lmdb(LMDBError(code: EBUSY, operation: "page check: the store kept changing"), path: environment.path)
     }
 
     /// Claims a page for one use; false (and a problem) when it is out of range or used twice.

@@ -20,14 +20,6 @@ struct LMDBTransaction: ~Copyable {
         self.isReadOnly = readOnly
     }
 
-    /// Begins a nested write transaction; the parent must not be used until this one ends.
-    init(environment: LMDBEnvironment, parent: borrowing LMDBTransaction) throws(LMDBError) {
-        var txn: OpaquePointer?
-        try lmdbCheck(mdb_txn_begin(environment.handle, parent.handle, 0, &txn), "mdb_txn_begin(nested)")
-        self.handle = txn!
-        self.isReadOnly = false
-    }
-
     consuming func commit() throws(LMDBError) {
         let txn = handle
         discard self

@@ -26,15 +26,20 @@ extension Store {
     ///   how many of its items are done, and how many there are.
     /// - Complexity: O(n log n) time and O(n) memory for n index entries.
     public func verify(progress: ((_ stage: String, _ done: Int, _ total: Int) -> Void)? = nil) throws -> [VerificationIssue] {
-        try read { tx in
-            // LMDB trusts its file: damaged page structure would crash the scans below, so it
-            // is checked first, without LMDB, and the scans run only on a sound structure.
-            let pages = try tx.access { txn in
-                try LMDBPageCheck.check(core.environment, in: txn) { progress?("data.mdb", $0, $1) }
+        for _ in 0..<100 {
+            let issues: [VerificationIssue]? = try read { tx in
+                // LMDB trusts its file: damaged page structure would crash the scans below, so
+                // it is checked first, without LMDB, and the scans run only on a sound structure.
+                let pages = try tx.access { txn in
+                    try LMDBPageCheck.check(core.environment, in: txn) { progress?("data.mdb", $0, $1) }
+                }
+                guard let pages else { return nil }  // commits replaced this snapshot's meta page
+                if !pages.isEmpty { return pages.map { VerificationIssue(location: "data.mdb", problem: $0) } }
+                return try StoreVerifier(tx: tx, progress: progress).run()
             }
-            if !pages.isEmpty { return pages.map { VerificationIssue(location: "data.mdb", problem: $0) } }
-            return try StoreVerifier(tx: tx, progress: progress).run()
+            if let issues { return issues }
         }
+        throw LMDBPageCheck.busy(core.environment)
     }
 }
 

@@ -94,8 +94,9 @@ public final class Store: Sendable {
     /// Runs `body` in a write transaction and commits it (durably, as the store's durability
     /// says) before returning. Throwing from `body` rolls back everything it wrote.
     ///
-    /// Calls from several threads are group-committed. `body` may run more than once when the
-    /// map grows, so it should have no side effects outside the transaction.
+    /// Calls from several threads are group-committed. `body` may run more than once (when the
+    /// map grows, or when another write in its group throws), so it should have no side effects
+    /// outside the transaction.
     /// - Throws: ``FeedstoreError/nestedWrite`` when called inside a write;
     ///   ``FeedstoreError/readOnly(path:reason:)``; whatever `body` throws.
     public func write<R>(_ body: (WriteTransaction) throws -> R) throws -> R {

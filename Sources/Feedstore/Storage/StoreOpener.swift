@@ -73,7 +73,7 @@ enum StoreOpener {
         do {
             try checkNotTruncated(environment, path: path)
             if options.verifyPagesOnOpen {
-                let problems = try LMDBPageCheck.check(environment, in: try LMDBTransaction(environment: environment, readOnly: true))
+                let problems = try LMDBPageCheck.check(environment, begin: { try LMDBTransaction(environment: environment, readOnly: true) })
                 if !problems.isEmpty { throw FeedstoreError.damagedFile(path: path, problems: problems) }
             }
             // Reader slots of processes that died are cleared so they do not pin old pages.

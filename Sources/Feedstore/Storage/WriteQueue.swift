@@ -2,9 +2,9 @@ import Foundation
 
 /// The store's single writer thread and its group commit.
 ///
-/// Cycle: collect every waiting request → one LMDB write transaction → each request in its own
-/// nested transaction (a throwing request is rolled back alone) → one commit and one fsync for
-/// all → complete every request. LMDB ties a write transaction to the thread that began it, so
+/// Cycle: collect every waiting request → one LMDB write transaction → each request in turn (a
+/// throwing request rolls the transaction back, and the others run again without it) → one
+/// commit and one fsync for all → complete every request. LMDB ties a write transaction to the thread that began it, so
 /// each runs start to finish on one thread, with no `await` inside: the writer thread, or, for a
 /// synchronous caller that finds no other write running or waiting, the caller's own thread
 /// (which saves two thread switches, a third of a small commit's time).
@@ -163,55 +163,53 @@ final class WriteQueue: @unchecked Sendable {
     /// Runs the batch in one LMDB transaction and commits it. Map-full and schema-changed
     /// signals escape (the whole batch is retried); any other failure of one request rolls back
     /// that request only.
+    ///
+    /// Requests run one after another in the one transaction, with no nested transaction each:
+    /// LMDB allocates megabytes of page lists for every nested transaction. A request that throws
+    /// has left its partial writes in the transaction, so the whole transaction is rolled back and
+    /// the batch runs again without it (a write closure may run more than once).
     private func commit(_ batch: [Request]) throws -> [Result<Void, any Error>] {
-        let parent = try core.begin(readOnly: false)
+        var failures: [Int: any Error] = [:]
+        while true {
+            if let outcomes = try attempt(batch, skipping: &failures) { return outcomes }
+        }
+    }
+
+    /// One try at the batch minus `failures`: the outcomes once committed, or nil (with the
+    /// request that threw added to `failures`) when it must run again.
+    private func attempt(_ batch: [Request], skipping failures: inout [Int: any Error]) throws -> [Result<Void, any Error>]? {
+        var txn = try core.begin(readOnly: false)
         var schema = core.schema
-        guard try core.storedCatalogVersion(in: parent) == schema.catalog.version else {
-            parent.abort()
+        guard try core.storedCatalogVersion(in: txn) == schema.catalog.version else {
+            txn.abort()
             throw SchemaChangedSignal()
         }
-        var lastSequence = try MetaKey.decodeUInt64(try parent.get(core.system.meta, key: MetaKey.lastSequence),
+        var lastSequence = try MetaKey.decodeUInt64(try txn.get(core.system.meta, key: MetaKey.lastSequence),
                                                     what: "last sequence") ?? 0
-        var outcomes: [Result<Void, any Error>] = []
-        let top: LMDBTransaction
-        if batch.count == 1 {
-            // One request: no nesting needed; its failure simply aborts the transaction.
-            let tx = WriteTransaction(core: core, transaction: parent, schema: schema, sequence: lastSequence + 1)
+        for (i, request) in batch.enumerated() where failures[i] == nil {
+            let tx = WriteTransaction(core: core, transaction: txn, schema: schema, sequence: lastSequence + 1)
             do {
-                try batch[0].run(tx)
+                try request.run(tx)
                 try tx.finish()
             } catch {
                 tx.detach()?.abort()
                 if Self.isMapFull(error) { throw error }
-                return [.failure(core.translate(error))]
+                failures[i] = core.translate(error)
+                return nil
             }
             schema = tx.schema
             lastSequence = tx.committedSequence ?? lastSequence
-            guard let txn = tx.detach() else { throw FeedstoreError.transactionEnded }
-            top = txn
-            outcomes.append(.success(()))
-        } else {
-            for request in batch {
-                let tx = WriteTransaction(core: core, transaction: try LMDBTransaction(environment: core.environment, parent: parent),
-                                          schema: schema, sequence: lastSequence + 1)
-                do {
-                    try request.run(tx)
-                    try tx.finish()
-                    try tx.detach()?.commit()
-                    schema = tx.schema
-                    lastSequence = tx.committedSequence ?? lastSequence
-                    outcomes.append(.success(()))
-                } catch {
-                    tx.detach()?.abort()
-                    if Self.isMapFull(error) { throw error }
-                    outcomes.append(.failure(core.translate(error)))
-                }
-            }
-            top = parent
+            guard let next = tx.detach() else { throw FeedstoreError.transactionEnded }
+            txn = next
         }
-        try JournalTrimmer(core: core).trim(in: top, lastSequence: lastSequence, budgetCommits: 2 * UInt64(batch.count) + JournalTrimmer.softTrimRun,
+        let outcomes = batch.indices.map { i in failures[i].map { Result<Void, any Error>.failure($0) } ?? .success(()) }
+        guard failures.count < batch.count else {
+            txn.abort()
+            return outcomes
+        }
+        try JournalTrimmer(core: core).trim(in: txn, lastSequence: lastSequence, budgetCommits: 2 * UInt64(batch.count) + JournalTrimmer.softTrimRun,
                                             minimumRun: JournalTrimmer.softTrimRun)
-        try top.commit()
+        try txn.commit()
         core.publish(schema)
         core.commits.published(lastSequence)
         return outcomes

@@ -4,8 +4,8 @@ import Foundation
 /// own writes. Throwing from the closure rolls back everything it did; when writes are group
 /// committed, only this closure's part is rolled back.
 ///
-/// The closure may run more than once when the map must grow mid-transaction (the first run is
-/// rolled back), so keep side effects outside it.
+/// The closure may run more than once, when the map must grow mid-transaction or another closure
+/// in its group commit throws (the first run is rolled back), so keep side effects outside it.
 public final class WriteTransaction: ReadTransaction {
     /// The sequence number this transaction's changes get if it changes anything.
     let assignedSequence: UInt64
