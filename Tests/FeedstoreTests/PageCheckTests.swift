@@ -143,6 +143,10 @@ import Testing
                                                           maxReaders: 8, mode: 0o600)
                     let problems = try LMDBPageCheck.check(environment, begin: { try LMDBTransaction(environment: environment, readOnly: true) })
                     environment.close()
+                    // Opening as usual checks the pages it reads: it opens or refuses, never crashes.
+                    do { try Store(path: path, options: StoreOptions(readOnly: true)).close() } catch let error as FeedstoreError {
+                        guard case .damagedFile = error else { Issue.record("\(damage.name): \(error)"); continue }
+                    }
                     // (A page no tree uses may be damaged without consequence.)
                     guard problems.contains(where: { $0.contains(damage.expected) }) else { continue }
                     named = true

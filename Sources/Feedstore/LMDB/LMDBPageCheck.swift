@@ -59,8 +59,10 @@ struct LMDBPageCheck {
 
     /// Checks the file of `environment` as `txn` sees it; returns what is wrong (empty when the
     /// structure is sound), or nil when commits since `txn` began overwrote its meta page (try
-    /// again with a new transaction). `progress` gets (pages read, pages in use).
-    static func check(_ environment: LMDBEnvironment, in txn: borrowing LMDBTransaction,
+    /// again with a new transaction). With `only`, just the main database and the named
+    /// databases listed are checked (a few pages), and pages are not accounted for.
+    /// `progress` gets (pages read, pages in use).
+    static func check(_ environment: LMDBEnvironment, in txn: borrowing LMDBTransaction, only: Set<String>? = nil,
                       progress: ((Int, Int) -> Void)? = nil) throws -> [String]?
     {
         let path = environment.path + "/data.mdb"
@@ -94,7 +96,7 @@ struct LMDBPageCheck {
             guard pageSize == environment.pageSize else { return ["the meta page says pages of \(pageSize) bytes"] }
             guard lastPage >= 1, lastPage < 1 << 36 else { return ["the meta page says the last page is \(lastPage)"] }
             var check = LMDBPageCheck(file: file, pageSize: pageSize, lastPage: lastPage, progress: progress)
-            check.run(free: free, main: main)
+            check.run(free: free, main: main, only: only)
             return check.problems
         }
     }
@@ -113,21 +115,23 @@ struct LMDBPageCheck {
         if problems.count < maximumProblems { problems.append(problem) }
     }
 
-    private mutating func run(free: TreeRecord, main: TreeRecord) {
-        walk(free, name: "the free list", integerKeys: true)
+    private mutating func run(free: TreeRecord, main: TreeRecord, only: Set<String>?) {
+        if only == nil { walk(free, name: "the free list", integerKeys: true) }
         walk(main, name: "the main database", integerKeys: false)
-        for database in named where problems.isEmpty { walk(database.record, name: "database \(database.name)", integerKeys: false) }
-        guard problems.isEmpty else { return }
+        for database in named where problems.isEmpty && only.map({ $0.contains(database.name) }) ?? true {
+            walk(database.record, name: "database \(database.name)", integerKeys: false)
+        }
+        guard problems.isEmpty, only == nil else { return }
         let unaccounted = seen.lazy.filter { !$0 }.count
         if unaccounted > 0 { report("\(unaccounted) pages are neither in a tree nor free") }
     }
 
     /// Runs the check on a fresh read transaction until one keeps its meta page long enough.
-    static func check(_ environment: LMDBEnvironment, begin: () throws -> LMDBTransaction,
+    static func check(_ environment: LMDBEnvironment, begin: () throws -> LMDBTransaction, only: Set<String>? = nil,
                       progress: ((Int, Int) -> Void)? = nil) throws -> [String]
     {
         for _ in 0..<100 {
-            if let problems = try check(environment, in: try begin(), progress: progress) { return problems }
+            if let problems = try check(environment, in: try begin(), only: only, progress: progress) { return problems }
         }
         throw busy(environment)
     }

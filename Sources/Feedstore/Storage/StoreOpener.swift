@@ -72,10 +72,11 @@ enum StoreOpener {
         if isNew, let lockMode = options.lockFileMode { chmod(path + "/lock.mdb", lockMode) }
         do {
             try checkNotTruncated(environment, path: path)
-            if options.verifyPagesOnOpen {
-                let problems = try LMDBPageCheck.check(environment, begin: { try LMDBTransaction(environment: environment, readOnly: true) })
-                if !problems.isEmpty { throw FeedstoreError.damagedFile(path: path, problems: problems) }
-            }
+            // Opening reads the main database and the metadata: their pages are always checked
+            // first (a few pages); every page only when asked.
+            let problems = try LMDBPageCheck.check(environment, begin: { try LMDBTransaction(environment: environment, readOnly: true) },
+                                                   only: options.verifyPagesOnOpen ? nil : [SystemDatabases.metaName])
+            if !problems.isEmpty { throw FeedstoreError.damagedFile(path: path, problems: problems) }
             // Reader slots of processes that died are cleared so they do not pin old pages.
             if !options.immutable { try environment.clearStaleReaders() }
             let system = try openSystemDatabases(environment: environment, path: path, readOnly: readOnlyReason != nil)
