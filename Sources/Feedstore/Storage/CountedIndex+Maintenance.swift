@@ -9,12 +9,13 @@ extension CountedIndex {
     /// Counts a new entry; the entry itself must already be in ``entries``.
     /// - Complexity: O(log n) amortized (one count per level, and a rare split).
     func insert(_ key: [UInt8], in txn: borrowing LMDBTransaction) throws {
-        let (path, size) = try adjust(key, by: 1, in: txn)
-        guard size > limits.maximumBucket else { return }
+        let change = try adjust(key, by: 1, in: txn)
+        guard change.size > limits.maximumBucket else { return }
+        let path = try self.path(to: key, in: txn)
         let leaf = path[path.count - 1]
         var node = try withNode(1, leaf.fence, in: txn) { try CountNode($0) }
         // Split the bucket in half at a separator between its two middle entries.
-        let half = size / 2
+        let size = change.size, half = size / 2
         let separator: [UInt8] = try txn.withCursor(entries) { cursor in
             guard try cursor.seek(atOrAfter: node.fences[leaf.child]) else { throw shortBucket() }
             for _ in 0..<(half - 1) { guard try cursor.next() else { throw shortBucket() } }
@@ -31,10 +32,11 @@ extension CountedIndex {
     /// Uncounts a removed entry; the entry itself must already be gone from ``entries``.
     /// - Complexity: O(log n) amortized.
     func remove(_ key: [UInt8], in txn: borrowing LMDBTransaction) throws {
-        let (path, _) = try adjust(key, by: -1, in: txn)
+        // Merge the bucket with a neighbour when both together are at most half full.
+        guard try adjust(key, by: -1, in: txn).mergeable else { return }
+        let path = try self.path(to: key, in: txn)
         let leaf = path[path.count - 1]
         var node = try withNode(1, leaf.fence, in: txn) { try CountNode($0) }
-        // Merge the bucket with a neighbour when both together are at most half full.
         let left = leaf.child > 0 ? leaf.child - 1 : 0
         guard left + 1 < node.counts.count, node.counts[left] + node.counts[left + 1] <= limits.maximumBucket / 2 else { return }
         node.counts[left] += node.counts[left + 1]
@@ -43,12 +45,18 @@ extension CountedIndex {
         try storeShrunk(node, at: path.count - 1, of: path, in: txn)
     }
 
+    /// What an adjustment left at the bottom of the tree.
+    private struct BucketChange {
+        /// The bucket's new size.
+        var size = 0
+        /// Whether the bucket and a neighbour now hold at most half a bucket together.
+        var mergeable = false
+    }
+
     /// Adds `delta` to the count of every node's child on the way to `key`'s bucket, patching
-    /// each node in place; returns the path, root first, and the bucket's new size.
-    private func adjust(_ key: [UInt8], by delta: Int, in txn: borrowing LMDBTransaction) throws -> (path: [PathStep], bucket: Int) {
-        var bucket = 0
-        var path: [PathStep] = []
-        var fence: [UInt8] = []
+    /// each node in place (no node is parsed or copied: the common case allocates nothing).
+    private func adjust(_ key: [UInt8], by delta: Int, in txn: borrowing LMDBTransaction) throws -> BucketChange {
+        var change = BucketChange()
         _ = try descend(in: txn) { level, node, cursor in
             let child = node.child(containing: key)
             let updated = node.entries(child) + delta
@@ -57,12 +65,31 @@ extension CountedIndex {
             try cursor.modifyCurrentInPlace { bytes in
                 bytes.storeBytes(of: UInt64(updated).littleEndian, toByteOffset: CountNode.countOffset(child), as: UInt64.self)
             }
-            path.append(PathStep(level: level, fence: fence, child: child))
-            fence = node.fence(child)
-            bucket = updated
+            if level == 1 {
+                change.size = updated
+                // `node` may show the count before the patch; `updated` is the new one.
+                let left = child > 0 ? child - 1 : 0
+                if left + 1 < node.count {
+                    let pair = (left == child ? updated : node.entries(left)) + (left + 1 == child ? updated : node.entries(left + 1))
+                    change.mergeable = pair <= limits.maximumBucket / 2
+                }
+            }
             return child
         }
-        return (path, bucket)
+        return change
+    }
+
+    /// The nodes from the root to `key`'s bucket, for the rare split or merge.
+    private func path(to key: [UInt8], in txn: borrowing LMDBTransaction) throws -> [PathStep] {
+        var path: [PathStep] = []
+        var fence: [UInt8] = []
+        _ = try descend(in: txn) { level, node, _ in
+            let child = node.child(containing: key)
+            path.append(PathStep(level: level, fence: fence, child: child))
+            fence = node.fence(child)
+            return child
+        }
+        return path
     }
 
     private func shortBucket() -> FeedstoreError {

@@ -104,6 +104,7 @@ enum StoreOpener {
     static func accessProblem(_ path: String) -> String {
         let data = path + "/data.mdb", lock = path + "/lock.mdb"
         if access(path, X_OK) != 0 { return "the directory is not accessible to this user" }
+        if access(data, F_OK) != 0 { return "this user may not create the store's files in the directory" }
         if access(data, R_OK) != 0 { return "data.mdb is not readable by this user" }
         if access(lock, F_OK) != 0 { return "lock.mdb is missing and this user may not create it in the directory" }
         if access(lock, R_OK | W_OK) != 0 {
