@@ -190,22 +190,22 @@ struct LMDBPageCheck {
                                    integerKeys: Bool, tally: inout Tally)
     {
         guard problems.isEmpty, claim(page, name), let bytes = read(page) else { return }
-        let where_ = "\(name), page \(page)"
+        let place = "\(name), page \(page)"
         let (number, flags, lower, upper) = bytes.withUnsafeBytes { raw in
             (UInt64(littleEndian: raw.loadUnaligned(as: UInt64.self)),
              UInt16(littleEndian: raw.loadUnaligned(fromByteOffset: 10, as: UInt16.self)),
              Int(UInt16(littleEndian: raw.loadUnaligned(fromByteOffset: 12, as: UInt16.self))),
              Int(UInt16(littleEndian: raw.loadUnaligned(fromByteOffset: 14, as: UInt16.self))))
         }
-        guard number == page else { return report("\(where_): its header says page \(number)") }
+        guard number == page else { return report("\(place): its header says page \(number)") }
         let isBranch = flags & 0x7F == Self.branchFlag, isLeaf = flags & 0x7F == Self.leafFlag
-        guard isBranch || isLeaf else { return report("\(where_): flags \(flags) make it neither a branch nor a leaf") }
-        guard isLeaf == (level == depth) else { return report("\(where_): a \(isLeaf ? "leaf" : "branch") at level \(level) of \(depth)") }
+        guard isBranch || isLeaf else { return report("\(place): flags \(flags) make it neither a branch nor a leaf") }
+        guard isLeaf == (level == depth) else { return report("\(place): a \(isLeaf ? "leaf" : "branch") at level \(level) of \(depth)") }
         guard lower >= Self.pageHeaderSize, lower % 2 == 0, lower <= upper, upper <= pageSize else {
-            return report("\(where_): free space \(lower)…\(upper) is out of bounds")
+            return report("\(place): free space \(lower)…\(upper) is out of bounds")
         }
         let count = (lower - Self.pageHeaderSize) / 2
-        guard count >= 1 else { return report("\(where_): an empty page in a tree") }
+        guard count >= 1 else { return report("\(place): an empty page in a tree") }
         if isBranch { tally.branchPages += 1 } else { tally.leafPages += 1 }
 
         // Nodes: offset, key and (leaf) data within the page, keys ascending and within bounds.
@@ -215,7 +215,7 @@ struct LMDBPageCheck {
             for i in 0..<count {
                 let offset = Int(UInt16(littleEndian: raw.loadUnaligned(fromByteOffset: Self.pageHeaderSize + 2 * i, as: UInt16.self)))
                 guard offset >= upper, offset + Self.nodeHeaderSize <= pageSize else {
-                    report("\(where_): node \(i) at offset \(offset) is out of bounds")
+                    report("\(place): node \(i) at offset \(offset) is out of bounds")
                     return false
                 }
                 let lo = UInt64(UInt16(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt16.self)))
@@ -226,7 +226,7 @@ struct LMDBPageCheck {
                 let dataSize = isBranch ? 0 : Int(lo | hi << 16)
                 let stored = isBranch ? 0 : (nodeFlags & Self.bigDataFlag != 0 ? 8 : dataSize)
                 guard keyStart + keySize + stored <= pageSize else {
-                    report("\(where_): node \(i) runs past the end of the page")
+                    report("\(place): node \(i) runs past the end of the page")
                     return false
                 }
                 let child = isBranch ? lo | hi << 16 | UInt64(nodeFlags) << 32 : 0
@@ -240,15 +240,15 @@ struct LMDBPageCheck {
             return Self.integer(a) < Self.integer(b)
         }
         if integerKeys, let bad = nodes.indices.first(where: { (isLeaf || $0 > 0) && nodes[$0].key.count != 8 }) {
-            return report("\(where_): key \(bad) of \(nodes[bad].key.count) bytes where 8 are due")
+            return report("\(place): key \(bad) of \(nodes[bad].key.count) bytes where 8 are due")
         }
         // A branch's first key is a placeholder: its child's keys start at the parent's bound.
         let firstOrdered = isBranch ? 1 : 0
         for i in firstOrdered..<nodes.count {
             let key = nodes[i].key
-            if i > firstOrdered, !precedes(nodes[i - 1].key, key) { return report("\(where_): keys \(i - 1) and \(i) are out of order") }
-            if let low, precedes(key, low) { return report("\(where_): key \(i) sorts before its parent's bound") }
-            if let high, !precedes(key, high) { return report("\(where_): key \(i) sorts at or after its parent's bound") }
+            if i > firstOrdered, !precedes(nodes[i - 1].key, key) { return report("\(place): keys \(i - 1) and \(i) are out of order") }
+            if let low, precedes(key, low) { return report("\(place): key \(i) sorts before its parent's bound") }
+            if let high, !precedes(key, high) { return report("\(place): key \(i) sorts at or after its parent's bound") }
         }
 
         if isBranch {
@@ -260,7 +260,7 @@ struct LMDBPageCheck {
         }
         for (i, node) in nodes.enumerated() where problems.isEmpty {
             tally.entries += 1
-            if node.flags & Self.duplicatesFlag != 0 { return report("\(where_): node \(i) has duplicates, which this store never writes") }
+            if node.flags & Self.duplicatesFlag != 0 { return report("\(place): node \(i) has duplicates, which this store never writes") }
             var value: [UInt8]
             if node.flags & Self.bigDataFlag != 0 {
                 let first = bytes.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: node.data, as: UInt64.self)) }
@@ -270,9 +270,9 @@ struct LMDBPageCheck {
                 value = Array(bytes[node.data..<(node.data + node.size)])
             }
             if integerKeys {
-                freePages(value, where_: "\(where_), node \(i)")
+                freePages(value, place: "\(place), node \(i)")
             } else if node.flags & Self.subDatabaseFlag != 0 {
-                guard value.count == Self.treeRecordSize else { return report("\(where_): node \(i) is a database record of \(value.count) bytes") }
+                guard value.count == Self.treeRecordSize else { return report("\(place): node \(i) is a database record of \(value.count) bytes") }
                 let record = value.withUnsafeBytes { TreeRecord($0, at: 0) }
                 named.append((String(decoding: node.key, as: UTF8.self), record))
             }
@@ -307,10 +307,10 @@ struct LMDBPageCheck {
     }
 
     /// Claims the pages a free-list entry lists: a count, then that many page numbers.
-    private mutating func freePages(_ value: [UInt8], where_: String) {
-        guard value.count >= 8, value.count % 8 == 0 else { return report("\(where_): a free list of \(value.count) bytes") }
+    private mutating func freePages(_ value: [UInt8], place: String) {
+        guard value.count >= 8, value.count % 8 == 0 else { return report("\(place): a free list of \(value.count) bytes") }
         let count = Self.integer(Array(value[0..<8]))
-        guard count == UInt64(value.count / 8 - 1) else { return report("\(where_): a free list claims \(count) pages in \(value.count) bytes") }
+        guard count == UInt64(value.count / 8 - 1) else { return report("\(place): a free list claims \(count) pages in \(value.count) bytes") }
         for i in 1..<(value.count / 8) {
             guard claim(Self.integer(Array(value[(8 * i)..<(8 * i + 8)])), "the free list") else { return }
         }
