@@ -5,8 +5,8 @@ import Foundation
 /// Cycle: collect every waiting request (waiting up to a quarter of the last commit's time while
 /// fewer are waiting than the last commit held) → one LMDB write transaction → each request in
 /// turn (a throwing request rolls the transaction back, and the others run again without it) →
-/// one commit and one fsync for all → complete every request. LMDB ties a write transaction to the thread that began it, so
-/// each runs start to finish on one thread, with no `await` inside: the writer thread, or, for a
+/// one commit and one fsync for all → complete every request. LMDB ties a write transaction to
+/// the thread that began it, so each runs start to finish on one thread, with no `await` inside: the writer thread, or, for a
 /// synchronous caller that finds no other write running or waiting, the caller's own thread
 /// (which saves two thread switches, a third of a small commit's time).
 final class WriteQueue: @unchecked Sendable {
@@ -193,13 +193,18 @@ final class WriteQueue: @unchecked Sendable {
     /// the batch runs again without it (a write closure may run more than once).
     private func commit(_ batch: [Request]) throws -> [Result<Void, any Error>] {
         var failures: [Int: any Error] = [:]
-        while true {
+        while failures.count < batch.count {
             if let outcomes = try attempt(batch, skipping: &failures) { return outcomes }
         }
+        return Self.outcomes(of: batch, failures: failures)
     }
 
-    /// One try at the batch minus `failures`: the outcomes once committed, or nil (with the
-    /// request that threw added to `failures`) when it must run again.
+    private static func outcomes(of batch: [Request], failures: [Int: any Error]) -> [Result<Void, any Error>] {
+        batch.indices.map { i in failures[i].map { Result<Void, any Error>.failure($0) } ?? .success(()) }
+    }
+
+    /// One try at the batch minus `failures` (at least one request is left): the outcomes once
+    /// committed, or nil (with the request that threw added to `failures`) when it must run again.
     private func attempt(_ batch: [Request], skipping failures: inout [Int: any Error]) throws -> [Result<Void, any Error>]? {
         var txn = try core.begin(readOnly: false)
         var schema = core.schema
@@ -225,17 +230,13 @@ final class WriteQueue: @unchecked Sendable {
             guard let next = tx.detach() else { throw FeedstoreError.transactionEnded }
             txn = next
         }
-        let outcomes = batch.indices.map { i in failures[i].map { Result<Void, any Error>.failure($0) } ?? .success(()) }
-        guard failures.count < batch.count else {
-            txn.abort()
-            return outcomes
-        }
-        try JournalTrimmer(core: core).trim(in: txn, lastSequence: lastSequence, budgetCommits: 2 * UInt64(batch.count) + JournalTrimmer.softTrimRun,
-                                            minimumRun: JournalTrimmer.softTrimRun)
+        let run = JournalTrimmer.softTrimRun
+        try JournalTrimmer(core: core).trim(in: txn, lastSequence: lastSequence, budgetCommits: 2 * UInt64(batch.count) + run,
+                                            minimumRun: run)
         try txn.commit()
         core.publish(schema)
         core.commits.published(lastSequence)
-        return outcomes
+        return Self.outcomes(of: batch, failures: failures)
     }
 }
 
