@@ -36,13 +36,7 @@ struct CountedIndex {
     // MARK: Reading
 
     func height(in txn: borrowing LMDBTransaction) throws -> Int {
-        guard let bytes = try txn.get(counts, key: Self.heightKey) else {
-            throw FeedstoreError.corruptData(what: "index counts", reason: "the height is missing")
-        }
-        guard bytes.count == 1, bytes[0] >= 1, bytes[0] < 0xFF else {
-            throw FeedstoreError.corruptData(what: "index counts", reason: "bad height")
-        }
-        return Int(bytes[0])
+        try txn.withCursor(counts) { try Self.positionAtRoot($0) }
     }
 
     /// The number of entries in the index.
