@@ -48,9 +48,8 @@ import Testing
     @Test(arguments: WatcherContractTests.configurations, [UInt64(3), 4])
     func rangesAndObjectsKeepAMirrorEqualToAFreshQuery(configuration c: WatcherContractTests.Configuration, seed: UInt64) throws {
         try withTemporaryDirectory { dir in
-            let store = try Store(path: dir + "/s", entities: DemoFeed.entities, options: StoreOptions(durability: .none))
             var feed = DemoFeed(seed: seed)
-            try feed.populate(store, messages: seed == 3 ? 400 : 30, contacts: 12)
+            let store = try populatedDemoStore(at: dir + "/s", feed: &feed, messages: seed == 3 ? 400 : 30, contacts: 12)
             let watcher = store.watchIndexes(c.query, options: c.options)
             var mirror = IndexMirror()
             for commit in 0..<80 {
@@ -68,9 +67,8 @@ import Testing
 
     @Test func objectsComeFromTheSnapshotOfTheLastBatchTaken() throws {
         try withTemporaryDirectory { dir in
-            let store = try Store(path: dir + "/s", entities: DemoFeed.entities, options: StoreOptions(durability: .none))
             var feed = DemoFeed(seed: 8)
-            try feed.populate(store, messages: 300, contacts: 5)
+            let store = try populatedDemoStore(at: dir + "/s", feed: &feed, messages: 300, contacts: 5)
             let watcher = store.watchIndexes(Query(Message.self, index: "byFolderDate"), options: WatchOptions(sectionBy: 1))
             let initial = try #require(try watcher.poll())
             #expect(initial.inserts.count == initial.sectionInserts.count, "one range per section")

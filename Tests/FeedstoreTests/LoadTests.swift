@@ -12,9 +12,7 @@ import Testing
     @Test func sixtyWatchersStayExactUnderThreadAndProcessWriters() throws {
         try withTemporaryDirectory { dir in
             let path = dir + "/s"
-            let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(durability: .none))
-            var feed = DemoFeed(seed: 31)
-            try feed.populate(store, messages: 3_000, contacts: 30)
+            let store = try populatedDemoStore(at: path, seed: 31, messages: 3_000, contacts: 30)
             let configurations = WatcherContractTests.configurations
             let memoryBefore = anonymousMemory()
 

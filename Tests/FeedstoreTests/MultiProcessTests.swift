@@ -10,9 +10,7 @@ import Testing
     @Test func commitsOfAnotherProcessAreSeenWhileItWrites() throws {
         try withTemporaryDirectory { dir in
             let path = dir + "/s"
-            let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(durability: .none))
-            var feed = DemoFeed(seed: 11)
-            try feed.populate(store, messages: 2_000, contacts: 50)
+            let store = try populatedDemoStore(at: path, seed: 11, messages: 2_000, contacts: 50)
             let start = try store.read { try $0.journalBounds().last }
 
             let child = Process()

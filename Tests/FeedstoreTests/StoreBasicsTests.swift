@@ -36,9 +36,7 @@ import Testing
 
     @Test func verifyReportsProgressThroughEveryDatabase() throws {
         try withTemporaryDirectory { dir in
-            let store = try Store(path: dir + "/s", entities: DemoFeed.entities, options: StoreOptions(durability: .none))
-            var feed = DemoFeed(seed: 2)
-            try feed.populate(store, messages: 20_000, contacts: 10)
+            let store = try populatedDemoStore(at: dir + "/s", seed: 2, messages: 20_000, contacts: 10)
             var finished: [String: Int] = [:]
             var steps = 0, overshoots = 0
             let issues = try store.verify { stage, done, total in

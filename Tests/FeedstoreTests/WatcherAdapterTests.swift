@@ -61,9 +61,8 @@ import Testing
 
     @Test func singleSectionBatchesAreCollectionDifferences() throws {
         try withTemporaryDirectory { dir in
-            let store = try Store(path: dir + "/s", entities: DemoFeed.entities, options: StoreOptions(durability: .none))
             var feed = DemoFeed(seed: 31)
-            try feed.populate(store, messages: 150, contacts: 5)
+            let store = try populatedDemoStore(at: dir + "/s", feed: &feed, messages: 150, contacts: 5)
             let query = Query(Message.self, index: "unreadByDate")
             let watcher = store.watch(query)
             var ids: [UInt64] = []

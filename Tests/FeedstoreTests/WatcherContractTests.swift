@@ -65,9 +65,8 @@ import Testing
     func batchesKeepAMirrorEqualToAFreshQuery(configuration c: Configuration, run: Int) throws {
         let (seed, messages) = Self.runs[run]
         try withTemporaryDirectory { dir in
-            let store = try Store(path: dir + "/s", entities: DemoFeed.entities, options: StoreOptions(durability: .none))
             var feed = DemoFeed(seed: seed)
-            try feed.populate(store, messages: messages, contacts: 12)
+            let store = try populatedDemoStore(at: dir + "/s", feed: &feed, messages: messages, contacts: 12)
             // Odd runs write through a second handle on the same files.
             let writer = run % 2 == 1 ? try Store(path: dir + "/s", entities: DemoFeed.entities) : store
             let watcher = store.watch(c.query, options: c.options)

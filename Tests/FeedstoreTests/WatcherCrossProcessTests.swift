@@ -17,9 +17,7 @@ import Testing
         let (index, options) = Self.cases[caseIndex]
         try await withTemporaryDirectory { dir in
             let path = dir + "/s"
-            let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(durability: .none))
-            var feed = DemoFeed(seed: 21)
-            try feed.populate(store, messages: 1_000, contacts: 20)
+            let store = try populatedDemoStore(at: path, seed: 21, messages: 1_000, contacts: 20)
             let query = Query(Message.self, index: index)
             let watcher = store.watch(query, options: options)
             // The watcher runs on its own thread (blocking `next`), so the measurement does not

@@ -194,9 +194,8 @@ import Testing
     @Test func aWatcherBehindRetentionGetsAReset() throws {
         try withTemporaryDirectory { dir in
             let retention = JournalRetention(minimumCommits: 1, maximumCommits: 5)
-            let store = try Store(path: dir + "/s", entities: DemoFeed.entities, options: StoreOptions(durability: .none, journalRetention: retention))
             var feed = DemoFeed(seed: 8)
-            try feed.populate(store, messages: 100, contacts: 3)
+            let store = try populatedDemoStore(at: dir + "/s", feed: &feed, messages: 100, contacts: 3, options: StoreOptions(durability: .none, journalRetention: retention))
             let query = Query(Message.self, index: "byFolderDate")
             var (watcher, mirror) = try start(store, query)
             for _ in 0..<30 { try store.write { tx in try feed.mutate(tx, count: 2, contacts: 3) } }
@@ -209,9 +208,7 @@ import Testing
 
     @Test func asyncIterationAndCallbacksFollowConcurrentWriters() async throws {
         try await withTemporaryDirectory { dir in
-            let store = try Store(path: dir + "/s", entities: DemoFeed.entities, options: StoreOptions(durability: .none))
-            var feed = DemoFeed(seed: 2)
-            try feed.populate(store, messages: 200, contacts: 5)
+            let store = try populatedDemoStore(at: dir + "/s", seed: 2, messages: 200, contacts: 5)
             let query = Query(Message.self, index: "byFolderDate")
             // Callback delivery on a queue, into a mirror.
             let callbackMirror = Protected(SectionedMirror<Message>())

@@ -14,12 +14,8 @@ import Testing
         try withTemporaryDirectory { dir in
             chmod(dir, 0o755)
             let path = dir + "/s"
-            do {
-                let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(durability: .none, fileMode: 0o644))
-                defer { store.close() }
-                var feed = DemoFeed(seed: 5)
-                try feed.populate(store, messages: 300, contacts: 10)
-            }
+            try populatedDemoStore(at: path, seed: 5, messages: 300, contacts: 10, options: StoreOptions(durability: .none, fileMode: 0o644))
+                .close()
             try body(dir, path)
         }
     }
@@ -126,10 +122,8 @@ import Testing
     @Test func readerSlotsOfKilledProcessesAreCleared() throws {
         try withTemporaryDirectory { dir in
             let path = dir + "/s"
-            let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(durability: .none))
+            let store = try populatedDemoStore(at: path, seed: 9, messages: 2_000, contacts: 10)
             defer { store.close() }
-            var feed = DemoFeed(seed: 9)
-            try feed.populate(store, messages: 2_000, contacts: 10)
 
             // A dump whose output nobody reads blocks on a full pipe inside its read transaction.
             let reader = Process()

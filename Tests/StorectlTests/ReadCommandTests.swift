@@ -9,9 +9,8 @@ import Testing
     func withDemoStore(_ body: (String, Store) throws -> Void) throws {
         try withTemporaryDirectory { dir in
             let path = dir + "/s"
-            let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(durability: .none))
             var feed = DemoFeed(seed: 3)
-            try feed.populate(store, messages: 500, contacts: 20)
+            let store = try populatedDemoStore(at: path, feed: &feed, messages: 500, contacts: 20)
             for _ in 0..<10 { _ = try store.write { tx in try feed.mutate(tx, count: 3, contacts: 20) } }
             try store.sync()
             try body(path, store)
