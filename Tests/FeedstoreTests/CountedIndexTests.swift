@@ -81,10 +81,10 @@ struct Point: Entity, Equatable {
                     // entry(at:) returns the model's i-th entry; rank of that entry is i.
                     let entry = try tx.entry(entity: "Point", index: name, at: i)
                     #expect(entry?.id == .int(sorted[i].last!), "\(context) \(name) entry(at: \(i))")
-                    let key = try tx.access { try index.counted.entry(at: i, in: $0) }!
-                    #expect(try tx.access { try index.counted.rank(of: key, in: $0) } == i, "\(context) \(name) rank")
+                    let key = try tx.accessCounts(of: index) { try index.counted.entry(at: i, in: $0) }!
+                    #expect(try tx.accessCounts(of: index) { try index.counted.rank(of: key, in: $0) } == i, "\(context) \(name) rank")
                 }
-                let problems = try tx.access { try index.counted.check(in: $0, checkEveryPosition: false) }
+                let problems = try tx.accessCounts(of: index) { try index.counted.check(in: $0, checkEveryPosition: false) }
                 #expect(problems.isEmpty, "\(context) \(name): \(problems.prefix(3))")
             }
             // Range counts: a bucket of duplicates, and random ranges of the random component.
@@ -165,6 +165,66 @@ struct Point: Entity, Equatable {
         }
     }
 
+    /// A write transaction applies its count changes in batches; its own reads of counts, ranks
+    /// and positions must still see every write made before them, and a rollback none.
+    @Test func countsInsideAWriteTransactionSeeItsOwnWrites() throws {
+        try withTemporaryDirectory { dir in
+            let store = try Store(path: dir + "/s", entities: [Point.self], options: StoreOptions(durability: .none))
+            var rng = SeededGenerator(seed: 17)
+            var model: [Int64: Point] = [:]
+            func point(_ id: Int64) -> Point {
+                Point(id: id, bucket: Int64.random(in: 0..<3, using: &rng), seq: id, rnd: Int64.random(in: 0..<1_000, using: &rng),
+                      member: Bool.random(using: &rng))
+            }
+            try store.write { tx in
+                for step in 0..<30 {
+                    // A burst of writes, sometimes past the deferral limit, then reads of counts.
+                    for _ in 0..<(step % 7 == 0 ? 5_000 : Int.random(in: 1...60, using: &rng)) {
+                        let id = Int64.random(in: 1...20_000, using: &rng)
+                        if model[id] != nil, Bool.random(using: &rng) {
+                            try tx.delete(Point.self, id: id)
+                            model[id] = nil
+                        } else {
+                            let p = point(id)
+                            try tx.put(p)
+                            model[id] = p
+                        }
+                    }
+                    let sorted = model.values.map { [$0.rnd, $0.id] }.sorted { $0.lexicographicallyPrecedes($1) }
+                    #expect(try tx.count(Point.self, index: "byRandom") == sorted.count, "step \(step)")
+                    let query = Query(Point.self, index: "byRandom")
+                    for _ in 0..<10 {
+                        let i = Int.random(in: 0..<sorted.count, using: &rng)
+                        #expect(try tx.object(at: i, in: query)?.id == sorted[i][1], "step \(step) object(at: \(i))")
+                        #expect(try tx.position(of: sorted[i][1], in: query) == i, "step \(step) position")
+                    }
+                    let low = Int64.random(in: 0..<1_000, using: &rng)
+                    #expect(try tx.count(Point.self, index: "byRandom", range: IndexRange(from: .inclusive([.int(low)])))
+                        == sorted.filter { $0[0] >= low }.count, "step \(step) range")
+                    let index = try tx.entity("Point").index(named: "byRandom")
+                    #expect(try tx.accessCounts(of: index) { try index.counted.check(in: $0, checkEveryPosition: false) }.isEmpty)
+                }
+            }
+            let committed = model.count
+            // A transaction that writes, reads its counts, writes more, then throws leaves nothing.
+            struct Abandon: Error {}
+            #expect(throws: Abandon.self) {
+                try store.write { tx in
+                    for i in 30_001...33_000 { try tx.put(point(Int64(i))) }
+                    _ = try tx.count(Point.self, index: "byRandom")
+                    for id in model.keys.prefix(2_000) { try tx.delete(Point.self, id: id) }
+                    throw Abandon()
+                }
+            }
+            try store.read { (tx: ReadTransaction) throws in
+                for name in Self.indexNames where name != "members" {
+                    #expect(try tx.count(Point.self, index: name) == committed, "\(name)")
+                }
+            }
+            #expect(try store.verify().isEmpty)
+        }
+    }
+
     @Test func everyPositionAgreesAfterDeletesShrinkTheTree() throws {
         try withTemporaryDirectory { dir in
             let store = try Store(path: dir + "/s", entities: [Point.self], options: StoreOptions(durability: .none))
@@ -180,7 +240,7 @@ struct Point: Entity, Equatable {
             #expect(issues.isEmpty, "\(issues.prefix(3))")
             try store.read { (tx: ReadTransaction) throws in
                 let index = try tx.entity("Point").index(named: "byRandom")
-                #expect(try tx.access { try index.counted.height(in: $0) } <= 2)
+                #expect(try tx.accessCounts(of: index) { try index.counted.height(in: $0) } <= 2)
                 #expect(try tx.count(Point.self, index: "byRandom") == 1_500)
             }
         }

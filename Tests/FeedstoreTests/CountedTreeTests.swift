@@ -68,6 +68,61 @@ import Testing
         }
     }
 
+    /// Changes applied in batches (as a write transaction applies its deferred counts): a batch
+    /// may overfill a bucket many times over, or empty a run of buckets, at once.
+    @Test(arguments: testSeeds(4))
+    func batchesOfChangesKeepEveryInvariant(seed: UInt64) throws {
+        let limits = CountedIndex.Limits(maximumBucket: 4, maximumChildren: 4, maximumNodeBytes: 600)
+        try withTree(limits) { env, tree in
+            var rng = SeededGenerator(seed: seed)
+            var model = Set<[UInt8]>()
+            for round in 0..<60 {
+                let txn = try LMDBTransaction(environment: env, readOnly: false)
+                var changes: [CountedIndex.Change] = []
+                let growing = round < 35
+                for _ in 0..<Int.random(in: 1...150, using: &rng) {
+                    if growing ? Int.random(in: 0..<4, using: &rng) != 0 : Int.random(in: 0..<4, using: &rng) == 0 {
+                        let key = Self.randomKey(&rng) + [1]
+                        guard model.insert(key).inserted else { continue }
+                        try txn.put(tree.entries, key: key, value: [])
+                        changes.append(CountedIndex.Change(key: key, delta: 1))
+                    } else if let key = model.randomElement(using: &rng) {
+                        // Removing an entry added in the same batch leaves both changes in it.
+                        model.remove(key)
+                        try txn.delete(tree.entries, key: key)
+                        changes.append(CountedIndex.Change(key: key, delta: -1))
+                    }
+                }
+                try tree.apply(changes.shuffled(using: &rng), in: txn)
+                let problems = try tree.check(in: txn)
+                #expect(problems.isEmpty, "seed \(seed) round \(round): \(problems.prefix(3))")
+                try txn.commit()
+                if !problems.isEmpty { return }
+            }
+        }
+    }
+
+    /// Thousands of appended keys in one batch grow one bucket into hundreds, and the root into
+    /// a tree several levels high in one step; removing most of them again empties long runs of
+    /// buckets at once.
+    @Test func oneBatchAppendsThenRemovesARun() throws {
+        let limits = CountedIndex.Limits(maximumBucket: 4, maximumChildren: 4, maximumNodeBytes: 600)
+        try withTree(limits) { env, tree in
+            let keys = (0..<3_000).map { (i: Int) -> [UInt8] in [UInt8(i >> 8), UInt8(i & 0xFF)] }
+            let txn = try LMDBTransaction(environment: env, readOnly: false)
+            for key in keys { try txn.put(tree.entries, key: key, value: []) }
+            try tree.apply(keys.map { CountedIndex.Change(key: $0, delta: 1) }, in: txn)
+            #expect(try tree.check(in: txn).isEmpty)
+            #expect(try tree.height(in: txn) >= 5)
+            let removed = keys[100..<2_900]
+            for key in removed { try txn.delete(tree.entries, key: key) }
+            try tree.apply(removed.map { CountedIndex.Change(key: $0, delta: -1) }, in: txn)
+            #expect(try tree.check(in: txn).isEmpty)
+            #expect(try tree.entry(at: 100, in: txn) == keys[2_900])
+            try txn.commit()
+        }
+    }
+
     @Test func rebuildMakesAValidTreeAtEverySize() throws {
         let limits = CountedIndex.Limits(maximumBucket: 4, maximumChildren: 4, maximumNodeBytes: 600)
         try withTree(limits) { env, tree in

@@ -66,11 +66,12 @@ struct LMDBCursor: ~Copyable {
     /// Relies on how LMDB (0.9.x) handles `MDB_CURRENT | MDB_RESERVE` with an unchanged size: it
     /// makes the page writable in this transaction (copy-on-write) and returns the value's
     /// existing bytes there, contents intact. The counted-index tests check every count this
-    /// path writes.
+    /// path writes. Afterwards ``value`` lends the modified bytes.
     borrowing func modifyCurrentInPlace(_ body: (UnsafeMutableRawBufferPointer) throws -> Void) throws {
         var key = entry.pointee.0
         var value = MDB_val(mv_size: entry.pointee.1.mv_size, mv_data: nil)
         try lmdbCheck(mdb_cursor_put(handle, &key, &value, UInt32(MDB_CURRENT | MDB_RESERVE)), "mdb_cursor_put(reserve)")
+        entry.pointee.1 = value
         try body(UnsafeMutableRawBufferPointer(start: value.mv_data, count: value.mv_size))
     }
 

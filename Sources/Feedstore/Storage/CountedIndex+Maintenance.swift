@@ -6,77 +6,166 @@ extension CountedIndex {
         var child: Int
     }
 
+    /// An entry that joined (`delta` 1) or left (`delta` -1) the index.
+    struct Change {
+        var key: [UInt8]
+        var delta: Int
+    }
+
     /// Counts a new entry; the entry itself must already be in ``entries``.
     /// - Complexity: O(log n) amortized (one count per level, and a rare split).
     func insert(_ key: [UInt8], in txn: borrowing LMDBTransaction) throws {
-        let change = try adjust(key, by: 1, in: txn)
-        guard change.size > limits.maximumBucket else { return }
-        let path = try self.path(to: key, in: txn)
-        let leaf = path[path.count - 1]
-        var node = try withNode(1, leaf.fence, in: txn) { try CountNode($0) }
-        // Split the bucket in half at a separator between its two middle entries.
-        let size = change.size, half = size / 2
-        let separator: [UInt8] = try txn.withCursor(entries) { cursor in
-            guard try cursor.seek(atOrAfter: node.fences[leaf.child]) else { throw shortBucket() }
-            for _ in 0..<(half - 1) { guard try cursor.next() else { throw shortBucket() } }
-            let previous = Array(cursor.key)
-            guard try cursor.next() else { throw shortBucket() }
-            return Self.shortestSeparator(after: previous, upTo: Array(cursor.key))
-        }
-        node.counts[leaf.child] = half
-        node.fences.insert(separator, at: leaf.child + 1)
-        node.counts.insert(size - half, at: leaf.child + 1)
-        try store(node, at: path.count - 1, of: path, in: txn)
+        try apply([Change(key: key, delta: 1)], in: txn)
     }
 
     /// Uncounts a removed entry; the entry itself must already be gone from ``entries``.
     /// - Complexity: O(log n) amortized.
     func remove(_ key: [UInt8], in txn: borrowing LMDBTransaction) throws {
-        // Merge the bucket with a neighbour when both together are at most half full.
-        guard try adjust(key, by: -1, in: txn).mergeable else { return }
+        try apply([Change(key: key, delta: -1)], in: txn)
+    }
+
+    /// Counts many entries that joined or left; they must already be in (or gone from)
+    /// ``entries``. Each node on the way to a changed bucket is patched once, however many
+    /// changes lie below it, so a transaction of k changes costs O(k) patches near the bottom
+    /// but only one per node above. Buckets that outgrew their bound split afterwards, and
+    /// buckets left small merge with a neighbour.
+    /// - Complexity: O(k log n) reads, O(k + log n) node writes for k changes in the common case.
+    func apply(_ changes: [Change], in txn: borrowing LMDBTransaction) throws {
+        guard !changes.isEmpty else { return }
+        let sorted = changes.count == 1 ? changes : changes.sorted { $0.key.lexicographicallyPrecedes($1.key) }
+        var reshapes: [Reshape] = []
+        try txn.withCursor(counts) { cursor in
+            let height = try Self.positionAtRoot(cursor)
+            try patch(level: height, sorted[...], cursor, reshapes: &reshapes)
+        }
+        for reshape in reshapes {
+            if reshape.grew {
+                try splitBucket(containing: reshape.key, in: txn)
+            } else {
+                while try mergeBucket(containing: reshape.key, in: txn) {}
+            }
+        }
+    }
+
+    /// A bucket that must split (it grew past its bound) or may merge, named by a key inside it.
+    private struct Reshape {
+        var key: [UInt8]
+        var grew: Bool
+    }
+
+    /// Adds the changes' deltas to the counts of the node `cursor` rests on (at `level`), writing
+    /// the node once, then does the same below for each child that has changes.
+    private func patch(level: Int, _ changes: ArraySlice<Change>, _ cursor: borrowing LMDBCursor,
+                       reshapes: inout [Reshape]) throws
+    {
+        let original = try CountNodeView(cursor.value)
+        // Patch each changed child's 8-byte count where it is stored, copying nothing else.
+        try cursor.modifyCurrentInPlace { bytes in
+            var start = changes.startIndex
+            while start < changes.endIndex {
+                let run = Self.run(of: changes, from: start, in: original)
+                let updated = original.entries(run.child) + run.delta
+                guard updated >= 0 else { throw FeedstoreError.corruptData(what: "index counts", reason: "level \(level) count below zero") }
+                bytes.storeBytes(of: UInt64(updated).littleEndian, toByteOffset: CountNode.countOffset(run.child), as: UInt64.self)
+                start = run.end
+            }
+        }
+        // The cursor now lends the patched node (same fences, new counts).
+        let node = try CountNodeView(cursor.value)
+        if level == 1 {
+            var start = changes.startIndex
+            while start < changes.endIndex {
+                let run = Self.run(of: changes, from: start, in: node)
+                if node.entries(run.child) > limits.maximumBucket {
+                    reshapes.append(Reshape(key: changes[start].key, grew: true))
+                } else if run.delta < 0 {
+                    let left = run.child > 0 ? run.child - 1 : 0
+                    if left + 1 < node.count, node.entries(left) + node.entries(left + 1) <= limits.maximumBucket / 2 {
+                        reshapes.append(Reshape(key: changes[start].key, grew: false))
+                    }
+                }
+                start = run.end
+            }
+            return
+        }
+        // Each child's node key is copied before the cursor moves: the node's bytes are only
+        // lent while the cursor rests on it.
+        func childKey(_ child: Int) -> [UInt8] { [UInt8(level - 1)] + Array(node.fenceBytes(child)) }
+        var below: [(changes: ArraySlice<Change>, key: [UInt8])] = []
+        var start = changes.startIndex
+        while start < changes.endIndex {
+            let run = Self.run(of: changes, from: start, in: node)
+            below.append((changes[start..<run.end], childKey(run.child)))
+            start = run.end
+        }
+        for (changes, key) in below {
+            guard try cursor.seek(exactly: key) else { throw Self.missingNode(level - 1, key.count - 1) }
+            try patch(level: level - 1, changes, cursor, reshapes: &reshapes)
+        }
+    }
+
+    /// The child of `node` that the change at `start` falls in, where the run of changes in that
+    /// child ends (changes are sorted, and a child holds those below the next child's fence),
+    /// and the run's total delta.
+    private static func run(of changes: ArraySlice<Change>, from start: Int, in node: CountNodeView) -> (child: Int, end: Int, delta: Int) {
+        let child = node.child(containing: changes[start].key)
+        var end = start, delta = 0
+        let next = child + 1 < node.count ? node.fenceBytes(child + 1) : nil
+        while end < changes.endIndex, next.map({ $0.compare(with: changes[end].key) > 0 }) ?? true {
+            delta += changes[end].delta
+            end += 1
+        }
+        return (child, end, delta)
+    }
+
+    /// Splits the bucket holding `key` into buckets filled to about ¾ when it outgrew its bound,
+    /// walking its entries once to find the separators.
+    private func splitBucket(containing key: [UInt8], in txn: borrowing LMDBTransaction) throws {
+        let path = try self.path(to: key, in: txn)
+        let leaf = path[path.count - 1]
+        var node = try withNode(1, leaf.fence, in: txn) { try CountNode($0) }
+        let size = node.counts[leaf.child]
+        guard size > limits.maximumBucket else { return }
+        let pieces = max(2, (size + bucketFill - 1) / bucketFill)
+        let starts = (1..<pieces).map { $0 * size / pieces }
+        let separators: [[UInt8]] = try txn.withCursor(entries) { cursor in
+            guard try cursor.seek(atOrAfter: node.fences[leaf.child]) else { throw shortBucket() }
+            var separators: [[UInt8]] = []
+            var position = 0, previous: [UInt8] = []
+            for start in starts {
+                while position < start - 1 {
+                    guard try cursor.next() else { throw shortBucket() }
+                    position += 1
+                }
+                previous = Array(cursor.key)
+                guard try cursor.next() else { throw shortBucket() }
+                position += 1
+                separators.append(Self.shortestSeparator(after: previous, upTo: Array(cursor.key)))
+            }
+            return separators
+        }
+        let bounds = [0] + starts + [size]
+        node.counts.replaceSubrange(leaf.child...leaf.child, with: (0..<pieces).map { bounds[$0 + 1] - bounds[$0] })
+        node.fences.insert(contentsOf: separators, at: leaf.child + 1)
+        try store(node, at: path.count - 1, of: path, in: txn)
+    }
+
+    /// Entries per bucket after a split or a rebuild.
+    var bucketFill: Int { max(1, limits.maximumBucket * 3 / 4) }
+
+    /// Merges the bucket holding `key` with a neighbour when both together hold at most half a
+    /// bucket; returns whether it did.
+    private func mergeBucket(containing key: [UInt8], in txn: borrowing LMDBTransaction) throws -> Bool {
         let path = try self.path(to: key, in: txn)
         let leaf = path[path.count - 1]
         var node = try withNode(1, leaf.fence, in: txn) { try CountNode($0) }
         let left = leaf.child > 0 ? leaf.child - 1 : 0
-        guard left + 1 < node.counts.count, node.counts[left] + node.counts[left + 1] <= limits.maximumBucket / 2 else { return }
+        guard left + 1 < node.counts.count, node.counts[left] + node.counts[left + 1] <= limits.maximumBucket / 2 else { return false }
         node.counts[left] += node.counts[left + 1]
         node.counts.remove(at: left + 1)
         node.fences.remove(at: left + 1)
         try storeShrunk(node, at: path.count - 1, of: path, in: txn)
-    }
-
-    /// What an adjustment left at the bottom of the tree.
-    private struct BucketChange {
-        /// The bucket's new size.
-        var size = 0
-        /// Whether the bucket and a neighbour now hold at most half a bucket together.
-        var mergeable = false
-    }
-
-    /// Adds `delta` to the count of every node's child on the way to `key`'s bucket, patching
-    /// each node in place (no node is parsed or copied: the common case allocates nothing).
-    private func adjust(_ key: [UInt8], by delta: Int, in txn: borrowing LMDBTransaction) throws -> BucketChange {
-        var change = BucketChange()
-        _ = try descend(in: txn) { level, node, cursor in
-            let child = node.child(containing: key)
-            let updated = node.entries(child) + delta
-            guard updated >= 0 else { throw FeedstoreError.corruptData(what: "index counts", reason: "level \(level) count below zero") }
-            // Patch the child's 8-byte count where it is stored, copying nothing else.
-            try cursor.modifyCurrentInPlace { bytes in
-                bytes.storeBytes(of: UInt64(updated).littleEndian, toByteOffset: CountNode.countOffset(child), as: UInt64.self)
-            }
-            if level == 1 {
-                change.size = updated
-                // `node` may show the count before the patch; `updated` is the new one.
-                let left = child > 0 ? child - 1 : 0
-                if left + 1 < node.count {
-                    let pair = (left == child ? updated : node.entries(left)) + (left + 1 == child ? updated : node.entries(left + 1))
-                    change.mergeable = pair <= limits.maximumBucket / 2
-                }
-            }
-            return child
-        }
-        return change
+        return true
     }
 
     /// The nodes from the root to `key`'s bucket, for the rare split or merge.
@@ -104,30 +193,39 @@ extension CountedIndex {
         node.counts.count <= limits.maximumChildren && node.byteCount + fence.count + 1 <= limits.maximumNodeBytes
     }
 
-    /// Writes `path[step]`'s node after it gained a child, splitting it (and its ancestors) when
-    /// it no longer fits; a root split adds a level.
+    /// Writes `path[step]`'s node after it gained children, splitting it (and its ancestors) into
+    /// as many nodes as it takes to fit; a root split adds a level.
     private func store(_ node: CountNode, at step: Int, of path: [PathStep], in txn: borrowing LMDBTransaction) throws {
-        let level = path[step].level, fence = path[step].fence
-        if fits(node, fence: fence) {
-            try txn.put(counts, key: Self.nodeKey(level, fence), value: node.encoded())
-            return
-        }
-        let middle = node.counts.count / 2
-        let left = CountNode(fences: Array(node.fences[..<middle]), counts: Array(node.counts[..<middle]))
-        let right = CountNode(fences: Array(node.fences[middle...]), counts: Array(node.counts[middle...]))
-        try txn.put(counts, key: Self.nodeKey(level, fence), value: left.encoded())
-        try txn.put(counts, key: Self.nodeKey(level, right.fences[0]), value: right.encoded())
+        let level = path[step].level
+        let pieces = split(node)
+        for piece in pieces { try txn.put(counts, key: Self.nodeKey(level, piece.fences[0]), value: piece.encoded()) }
+        guard pieces.count > 1 else { return }
+        let fences = pieces.map { $0.fences[0] }, totals = pieces.map(\.total)
         if step == 0 {
-            let root = CountNode(fences: [[], right.fences[0]], counts: [left.total, right.total])
-            try txn.put(counts, key: Self.nodeKey(level + 1, []), value: root.encoded())
-            return try setHeight(level + 1, in: txn)
+            try setHeight(level + 1, in: txn)
+            return try store(CountNode(fences: fences, counts: totals), at: 0, of: [PathStep(level: level + 1, fence: [], child: 0)], in: txn)
         }
         let parentStep = path[step - 1]
         var parent = try withNode(parentStep.level, parentStep.fence, in: txn) { try CountNode($0) }
-        parent.counts[parentStep.child] = left.total
-        parent.fences.insert(right.fences[0], at: parentStep.child + 1)
-        parent.counts.insert(right.total, at: parentStep.child + 1)
+        parent.counts.replaceSubrange(parentStep.child...parentStep.child, with: totals)
+        parent.fences.insert(contentsOf: fences.dropFirst(), at: parentStep.child + 1)
         try store(parent, at: step - 1, of: path, in: txn)
+    }
+
+    /// `node` as it is when it fits, or else cut into the fewest runs of children of even
+    /// length that each fit.
+    func split(_ node: CountNode) -> [CountNode] {
+        let n = node.counts.count
+        guard !fits(node, fence: node.fences[0]) else { return [node] }
+        var parts = max(2, (n + limits.maximumChildren - 1) / limits.maximumChildren)
+        while true {
+            let pieces = (0..<parts).map { p in
+                let range = (p * n / parts)..<((p + 1) * n / parts)
+                return CountNode(fences: Array(node.fences[range]), counts: Array(node.counts[range]))
+            }
+            if parts >= n || pieces.allSatisfy({ fits($0, fence: $0.fences[0]) }) { return pieces }
+            parts += 1
+        }
     }
 
     /// Writes `path[step]`'s node after it lost a child, merging it with a sibling when both
@@ -177,7 +275,6 @@ extension CountedIndex {
     /// - Complexity: O(n).
     func rebuild(in txn: borrowing LMDBTransaction) throws {
         try txn.drop(counts, delete: false)
-        let bucketFill = limits.maximumBucket * 3 / 4
         var children: [(fence: [UInt8], count: Int)] = [([], 0)]
         try txn.withCursor(entries) { cursor in
             var previous: [UInt8] = []

@@ -59,21 +59,45 @@ struct CountedIndex {
         .corruptData(what: "index counts", reason: "level \(level) lacks a node of fence \(fenceBytes) bytes")
     }
 
+    /// Where a walk from the root ended: a bucket, its size, and the fence that ends it.
+    struct Bucket {
+        var fence: [UInt8] = []
+        /// The next bucket's fence, or nil for the last bucket.
+        var end: [UInt8]?
+        var size = 0
+    }
+
     /// Walks from the root to a bucket with one cursor on the tree, reading one node per level.
-    /// `choose` is shown each node (with a cursor resting on it) and picks a child. Returns the
-    /// chosen bucket's fence.
+    /// `choose` is shown each node (with a cursor resting on it) and picks a child.
     func descend(in txn: borrowing LMDBTransaction,
-                 _ choose: (_ level: Int, _ node: CountNodeView, _ cursor: borrowing LMDBCursor) throws -> Int) throws -> [UInt8]
+                 _ choose: (_ level: Int, _ node: CountNodeView, _ cursor: borrowing LMDBCursor) throws -> Int) throws -> Bucket
     {
         try txn.withCursor(counts) { cursor in
             var level = try Self.positionAtRoot(cursor)
             var key: [UInt8] = []
             key.reserveCapacity(32)
+            var bucket = Bucket()
+            // Copied into one buffer as the walk goes down, so that finding it allocates once.
+            var end: [UInt8] = []
+            end.reserveCapacity(32)
+            var hasEnd = false
             while true {
                 let node = try CountNodeView(cursor.value)
                 // `choose` may patch a count in place; the fences it leaves as they were.
-                let fence = node.fenceBytes(try choose(level, node, cursor))
-                if level == 1 { return Array(fence) }
+                let child = try choose(level, node, cursor)
+                // The bucket ends where the nearest following sibling on the way down begins.
+                if child + 1 < node.count {
+                    end.removeAll(keepingCapacity: true)
+                    end.append(contentsOf: node.fenceBytes(child + 1))
+                    hasEnd = true
+                }
+                let fence = node.fenceBytes(child)
+                if level == 1 {
+                    bucket.fence = Array(fence)
+                    bucket.size = node.entries(child)
+                    if hasEnd { bucket.end = end }
+                    return bucket
+                }
                 level -= 1
                 key.removeAll(keepingCapacity: true)
                 key.append(UInt8(level))
@@ -95,42 +119,72 @@ struct CountedIndex {
     }
 
     /// How many entries sort strictly before `key` (a whole entry key or any prefix of one).
-    /// - Complexity: O(log n): one node per level and one bucket.
+    /// - Complexity: O(log n): one node per level and at most half a bucket.
     func rank(of key: [UInt8], in txn: borrowing LMDBTransaction) throws -> Int {
-        var rank = 0
-        let fence = try descend(in: txn) { _, node, _ in
+        var before = 0
+        let bucket = try descend(in: txn) { _, node, _ in
             let i = node.child(containing: key)
-            rank += node.sum(before: i)
+            before += node.sum(before: i)
             return i
         }
-        try txn.withCursor(entries) { cursor in
-            var found = try cursor.seek(atOrAfter: fence)
+        return try txn.withCursor(entries) { cursor in
+            if let end = bucket.end, Self.estimatedPosition(of: key, from: bucket.fence, to: end) > 0.5 {
+                // Likely nearer the bucket's end: count the entries from `key` to it instead.
+                var after = 0
+                var found = try cursor.seek(atOrAfter: key)
+                while found, cursor.key.compare(with: end) < 0 {
+                    after += 1
+                    found = try cursor.next()
+                }
+                return before + bucket.size - after
+            }
+            var found = try cursor.seek(atOrAfter: bucket.fence)
             while found, cursor.key.compare(with: key) < 0 {
-                rank += 1
+                before += 1
                 found = try cursor.next()
             }
+            return before
         }
-        return rank
+    }
+
+    /// Where `key` likely falls between two fences, from 0 to 1, reading the first eight bytes
+    /// after their common prefix as numbers. Only chooses a walk's direction.
+    static func estimatedPosition(of key: [UInt8], from low: [UInt8], to high: [UInt8]) -> Double {
+        var shared = 0
+        while shared < low.count, shared < high.count, low[shared] == high[shared] { shared += 1 }
+        func number(_ bytes: [UInt8]) -> Double {
+            var n: UInt64 = 0
+            for i in shared..<(shared + 8) { n = n << 8 | UInt64(i < bytes.count ? bytes[i] : 0) }
+            return Double(n)
+        }
+        let l = number(low), h = number(high)
+        return h > l ? (number(key) - l) / (h - l) : 0
     }
 
     /// The key of the entry at position `rank` in index order, or nil past the end.
-    /// - Complexity: O(log n).
+    /// - Complexity: O(log n): one node per level and at most half a bucket.
     func entry(at rank: Int, in txn: borrowing LMDBTransaction) throws -> [UInt8]? {
         guard rank >= 0, rank < (try total(in: txn)) else { return nil }
-        var remaining = rank
-        let fence = try descend(in: txn) { _, node, _ in
+        var offset = rank
+        let bucket = try descend(in: txn) { _, node, _ in
             var i = 0
-            while i < node.count - 1, remaining >= node.entries(i) {
-                remaining -= node.entries(i)
+            while i < node.count - 1, offset >= node.entries(i) {
+                offset -= node.entries(i)
                 i += 1
             }
             return i
         }
         return try txn.withCursor(entries) { cursor in
-            var found = try cursor.seek(atOrAfter: fence)
-            while found, remaining > 0 {
-                remaining -= 1
-                found = try cursor.next()
+            var found: Bool
+            let fromEnd = bucket.size - 1 - offset
+            if fromEnd >= 0, fromEnd < offset {
+                // Nearer the bucket's end: step back from the first entry after it.
+                found = try bucket.end.map { try cursor.seek(atOrAfter: $0) } ?? false
+                found = found ? try cursor.previous() : try cursor.last()
+                for _ in 0..<fromEnd where found { found = try cursor.previous() }
+            } else {
+                found = try cursor.seek(atOrAfter: bucket.fence)
+                for _ in 0..<offset where found { found = try cursor.next() }
             }
             guard found else { throw FeedstoreError.corruptData(what: "index counts", reason: "bucket holds fewer entries than counted") }
             return Array(cursor.key)

@@ -46,7 +46,7 @@ extension ReadTransaction {
         let index = try entity.index(named: indexName)
         let keys = try KeyRange.resolve(range, descending: index.definition.components.map(\.descending), entity: name, index: indexName)
         if keys.isEmpty { return ResolvedQuery(index: index, keys: keys, start: 0, count: 0) }
-        return try access { txn in
+        return try accessCounts(of: index) { txn in
             let start = try keys.lower.map { try index.counted.rank(of: $0, in: txn) } ?? 0
             let end = try keys.upper.map { try index.counted.rank(of: $0, in: txn) } ?? (try index.counted.total(in: txn))
             return ResolvedQuery(index: index, keys: keys, start: start, count: max(0, end - start))
@@ -89,7 +89,7 @@ extension ReadTransaction {
         let resolved = try resolve(entity: name, index: indexName, range: range)
         guard position >= 0, position < resolved.count else { return nil }
         let rank = reverse ? resolved.start + resolved.count - 1 - position : resolved.start + position
-        guard let key = try access({ try resolved.index.counted.entry(at: rank, in: $0) }) else { return nil }
+        guard let key = try accessCounts(of: resolved.index, { try resolved.index.counted.entry(at: rank, in: $0) }) else { return nil }
         return try indexEntry(forKey: key, entity: name, index: resolved.index)
     }
 
@@ -103,7 +103,7 @@ extension ReadTransaction {
               let key = try resolved.index.key(of: fields, primaryKey: try KeyEncoding.encode([id])),
               key.withUnsafeBytes({ resolved.keys.contains($0) })
         else { return nil }
-        let rank = try access { try resolved.index.counted.rank(of: key, in: $0) }
+        let rank = try accessCounts(of: resolved.index) { try resolved.index.counted.rank(of: key, in: $0) }
         let forward = rank - resolved.start
         return reverse ? resolved.count - 1 - forward : forward
     }
@@ -113,14 +113,14 @@ extension ReadTransaction {
     /// - Complexity: O(log n).
     public func indexKey(entity name: String, index indexName: String, at rank: Int) throws -> IndexKey? {
         let index = try entity(name).index(named: indexName)
-        return try access { try index.counted.entry(at: rank, in: $0) }.map(IndexKey.init)
+        return try accessCounts(of: index) { try index.counted.entry(at: rank, in: $0) }.map(IndexKey.init)
     }
 
     /// How many entries of an index sort before `key`.
     /// - Complexity: O(log n).
     public func rank(entity name: String, index indexName: String, of key: IndexKey) throws -> Int {
         let index = try entity(name).index(named: indexName)
-        return try access { try index.counted.rank(of: key.bytes, in: $0) }
+        return try accessCounts(of: index) { try index.counted.rank(of: key.bytes, in: $0) }
     }
 
     /// How many entries of an index sort before `key` (components, possibly only the leading ones).
@@ -128,13 +128,13 @@ extension ReadTransaction {
     public func rank(entity name: String, index indexName: String, before key: [FieldValue]) throws -> Int {
         let index = try entity(name).index(named: indexName)
         let bytes = try index.encodePrefix(key)
-        return try access { try index.counted.rank(of: bytes, in: $0) }
+        return try accessCounts(of: index) { try index.counted.rank(of: bytes, in: $0) }
     }
 
     /// The number of levels of an index's counts (for tools and benchmarks).
     public func indexHeight(entity name: String, index indexName: String) throws -> Int {
         let index = try entity(name).index(named: indexName)
-        return try access { try index.counted.height(in: $0) }
+        return try accessCounts(of: index) { try index.counted.height(in: $0) }
     }
 
     func indexEntry(forKey key: [UInt8], entity name: String, index: IndexSchema) throws -> IndexEntry {

@@ -24,6 +24,16 @@ public class ReadTransaction {
         }
     }
 
+    /// Lends the transaction for reading `index`'s counts. A write transaction first applies
+    /// the count changes it deferred.
+    func accessCounts<R>(of index: IndexSchema, _ body: (borrowing LMDBTransaction) throws -> R) throws -> R {
+        try applyDeferredCounts(of: index)
+        return try access(body)
+    }
+
+    /// A read transaction defers nothing; ``WriteTransaction`` does.
+    func applyDeferredCounts(of index: IndexSchema?) throws {}
+
     /// Ends this object's use of the transaction and hands it back for commit or abort.
     func detach() -> LMDBTransaction? { transaction.take() }
 

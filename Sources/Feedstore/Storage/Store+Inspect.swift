@@ -81,7 +81,7 @@ extension Store {
                         name: index.definition.name,
                         components: index.definition.components.map { $0.descending ? "\($0.field) desc" : $0.field },
                         unique: index.definition.unique, partial: index.definition.condition != nil, entries: stats.entries,
-                        depth: stats.depth, pages: stats.pages, countLevels: try tx.access { try index.counted.height(in: $0) })
+                        depth: stats.depth, pages: stats.pages, countLevels: try tx.accessCounts(of: index) { try index.counted.height(in: $0) })
                 }
                 return StoreInspection.Entity(name: entity.name, primaryKeyKind: entity.catalog.primaryKeyKind, records: records.entries,
                                               depth: records.depth, pages: records.pages,

@@ -218,6 +218,8 @@ enum StoreOpener {
     private static func apply(_ declared: Declaration, in tx: WriteTransaction,
                               progress: (@Sendable (String, Int, Int) -> Void)?) throws
     {
+        // Indexes are dropped and rebuilt below; no count change may be left to apply to them.
+        try tx.applyDeferredCounts(of: nil)
         var databases: [String: LMDBDatabase] = [:]
         if tx.schema.catalog.entities[declared.name] == nil {
             try tx.updateCatalog({ catalog in

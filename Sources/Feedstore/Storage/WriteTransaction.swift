@@ -14,6 +14,13 @@ public final class WriteTransaction: ReadTransaction {
     var journal: [JournalRecord] = []
     var catalogChanged = false
 
+    /// Count changes not yet applied, per index (keyed by its counts database). They are applied
+    /// together before the index's counts are read and when the closure returns, so that the
+    /// many changes of a transaction patch each upper node of a counted tree once, not once each.
+    private var deferredCounts: [LMDBDatabase: (index: CountedIndex, changes: [CountedIndex.Change])] = [:]
+    /// Changes of one index held at most before they are applied (bounds the memory they take).
+    static let deferredCountLimit = 4_096
+
     init(core: StoreCore, transaction: consuming LMDBTransaction, schema: SchemaSnapshot, sequence: UInt64) {
         self.assignedSequence = sequence
         super.init(core: core, transaction: transaction, schema: schema)
@@ -23,9 +30,25 @@ public final class WriteTransaction: ReadTransaction {
     /// nothing (a transaction that changes nothing adds no commit to the journal).
     public var commitSequence: UInt64? { journal.isEmpty ? nil : assignedSequence }
 
-    /// Writes the journal entries, the commit header and the catalog if it changed. Called once,
-    /// after the closure returned.
+    /// Records that an entry joined (`delta` 1) or left (-1) `index`, to count it later.
+    func countChange(of index: IndexSchema, key: [UInt8], delta: Int) throws {
+        let counts = index.counted.counts
+        deferredCounts[counts, default: (index.counted, [])].changes.append(CountedIndex.Change(key: key, delta: delta))
+        if deferredCounts[counts]!.changes.count >= Self.deferredCountLimit { try applyDeferredCounts(of: index) }
+    }
+
+    /// Applies the deferred count changes of `index`, or of every index when nil.
+    override func applyDeferredCounts(of index: IndexSchema?) throws {
+        for counts in index.map({ [$0.counted.counts] }) ?? Array(deferredCounts.keys) {
+            guard let deferred = deferredCounts.removeValue(forKey: counts) else { continue }
+            try access { try deferred.index.apply(deferred.changes, in: $0) }
+        }
+    }
+
+    /// Applies the deferred counts, then writes the journal entries, the commit header and the
+    /// catalog if it changed. Called once, after the closure returned.
     func finish() throws {
+        try applyDeferredCounts(of: nil)
         try access { txn in
             if catalogChanged {
                 try txn.put(core.system.meta, key: MetaKey.catalog, value: schema.catalog.encoded())

@@ -90,7 +90,7 @@ public final class IndexWatcher<E: Entity>: AsyncSequence, @unchecked Sendable {
             }
             let resolved = try tx.resolve(entity: engine.query.entity, index: engine.query.index, range: engine.query.range)
             let rank = engine.query.reverse ? resolved.start + resolved.count - 1 - flat : resolved.start + flat
-            guard let key = try tx.access({ try resolved.index.counted.entry(at: rank, in: $0) }) else { return nil }
+            guard let key = try tx.accessCounts(of: resolved.index, { try resolved.index.counted.entry(at: rank, in: $0) }) else { return nil }
             let entry = try tx.indexEntry(forKey: key, entity: E.entityName, index: resolved.index)
             return try ReadTransaction.decode(E.self, from: entry.record, id: entry.id)
         }

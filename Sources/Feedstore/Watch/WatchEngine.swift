@@ -80,7 +80,7 @@ final class WatchEngine {
         var sections: [SectionList.Section] = []
         var consumed = 0
         while consumed < resolved.count {
-            let key = try tx.access { try resolved.index.counted.entry(at: resolved.start + consumed, in: $0) }!
+            let key = try tx.accessCounts(of: resolved.index) { try resolved.index.counted.entry(at: resolved.start + consumed, in: $0) }!
             let prefix = try sectionPrefix(of: key)
             let count = try countInRange(prefix: prefix, tx, resolved)
             guard count > 0 else { throw FeedstoreError.corruptData(what: "index counts", reason: "an entry's section counts 0") }
@@ -101,7 +101,7 @@ final class WatchEngine {
         if let lower = resolved.keys.lower, prefix.lexicographicallyPrecedes(lower) { low = lower }
         var high = KeyEncoding.successor(ofPrefix: prefix)
         if let upper = resolved.keys.upper, high.map({ upper.lexicographicallyPrecedes($0) }) ?? true { high = upper }
-        return try tx.access { txn in
+        return try tx.accessCounts(of: resolved.index) { txn in
             let a = try low.map { try resolved.index.counted.rank(of: $0, in: txn) } ?? 0
             let b = try high.map { try resolved.index.counted.rank(of: $0, in: txn) } ?? (try resolved.index.counted.total(in: txn))
             return max(0, b - a)
@@ -140,7 +140,7 @@ final class WatchEngine {
             }
             return low
         }
-        func rank(_ key: [UInt8]) throws -> Int { try tx.access { try resolved.index.counted.rank(of: key, in: $0) } - resolved.start }
+        func rank(_ key: [UInt8]) throws -> Int { try tx.accessCounts(of: resolved.index) { try resolved.index.counted.rank(of: key, in: $0) } - resolved.start }
         func newPosition(_ key: [UInt8]) throws -> Int {
             let forward = try rank(key)
             return query.reverse ? newCount - 1 - forward : forward
