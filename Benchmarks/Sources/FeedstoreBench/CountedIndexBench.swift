@@ -29,13 +29,18 @@ struct CountedIndexBench {
         var height: Int
     }
 
+    /// The records of a run at `size`, with the generator that made them (lookups continue it).
+    static func samples(_ size: Int) -> (samples: [Sample], rng: SplitMix) {
+        var rng = SplitMix(state: UInt64(size))
+        return ((1...size).map { Sample(id: UInt64($0), key: Int64.random(in: .min ... .max, using: &rng)) }, rng)
+    }
+
     func run(uncountedUpTo: Int) throws -> [Row] {
         var rows: [Row] = []
         for size in sizes {
-            var rng = SplitMix(state: UInt64(size))
-            let samples = (1...size).map { Sample(id: UInt64($0), key: Int64.random(in: .min ... .max, using: &rng)) }
-            let counted = try insert(samples, counting: true, name: "counted-\(size)")
-            let uncounted = size <= uncountedUpTo ? try insert(samples, counting: false, name: "uncounted-\(size)").rate : nil
+            var (samples, rng) = Self.samples(size)
+            let counted = try Self.insert(samples, counting: true, path: directory + "/counted-\(size)")
+            let uncounted = size <= uncountedUpTo ? try Self.insert(samples, counting: false, path: directory + "/uncounted-\(size)").rate : nil
             let raw = try rawInsert(samples, path: directory + "/raw-\(size)", rng: &rng)
             let reads = try measureReads(store: counted.store, size: size, rng: &rng)
             counted.store.close()
@@ -48,11 +53,17 @@ struct CountedIndexBench {
         return rows
     }
 
-    private func insert(_ samples: [Sample], counting: Bool, name: String) throws -> (store: Store, rate: Double) {
+    static func options(counting: Bool = true) -> StoreOptions {
         var options = StoreOptions(durability: .none, initialMapSize: 1 << 30)
         options.maintainsCounts = counting
         options.journalRetention = JournalRetention(minimumCommits: 10)
-        let store = try Store(path: directory + "/" + name, entities: [Sample.self], options: options)
+        return options
+    }
+
+    /// Inserts `samples` into a new store at `path`, 1,000 per transaction; returns the store
+    /// (closed when not counting) and rows per second.
+    static func insert(_ samples: [Sample], counting: Bool, path: String) throws -> (store: Store, rate: Double) {
+        let store = try Store(path: path, entities: [Sample.self], options: options(counting: counting))
         let start = Date()
         var i = 0
         while i < samples.count {

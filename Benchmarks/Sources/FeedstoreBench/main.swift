@@ -104,6 +104,14 @@ case "counts":
     print("counted index, one random Int64 key per record, durability none, 100,000 random operations per size")
     print(CountedIndexBench.header)
     _ = try bench.run(uncountedUpTo: option("--uncounted-up-to", default: 10_000_000))
+case "lookup-instructions":
+    // Used by Benchmarks/lookup-instructions, which runs it under callgrind.
+    let bench = LookupInstructions(size: option("--size", default: 10_000), path: arguments.last!, operations: option("--operations", default: 10_000))
+    if arguments.contains("--build") {
+        try bench.build()
+    } else {
+        try bench.run(LookupInstructions.Lookup(rawValue: arguments.dropFirst().first ?? "") ?? .entry)
+    }
 case "watch":
     let bench = WatcherBench(sizes: sizes(default: [10_000, 100_000, 1_000_000, 10_000_000]),
                              directory: NSTemporaryDirectory() + "feedstore-watch-\(getpid())")
@@ -120,5 +128,7 @@ default:
           watch-peers [--sizes …]         live-list latency: Feedstore watcher, refetch + diff, GRDB ValueObservation
           counts [--sizes …] [--uncounted-up-to N]
           watch [--sizes …]               Feedstore watchers from 10 thousand to 10 million rows
+          lookup-instructions (--build | entry | rank | count) --size N [--operations K] PATH
+                                          one kind of counted lookup, for Benchmarks/lookup-instructions
         """)
 }
