@@ -21,6 +21,9 @@ import Testing
         }
     }
 
+    /// Buckets of 4 entries and nodes of 4 children (or 600 bytes): deep trees from few entries.
+    static let tiny = CountedIndex.Limits(maximumBucket: 4, maximumChildren: 4, maximumNodeBytes: 600)
+
     static func randomKey(_ rng: inout SeededGenerator) -> [UInt8] {
         let length = Int.random(in: 0..<10, using: &rng) == 0 ? Int.random(in: 100...400, using: &rng) : Int.random(in: 1...6, using: &rng)
         // A small alphabet makes shared prefixes (and so long separators) common.
@@ -29,8 +32,7 @@ import Testing
 
     @Test(arguments: testSeeds(4))
     func randomInsertsAndDeletesKeepEveryInvariant(seed: UInt64) throws {
-        let limits = CountedIndex.Limits(maximumBucket: 4, maximumChildren: 4, maximumNodeBytes: 600)
-        try withTree(limits) { env, tree in
+        try withTree(Self.tiny) { env, tree in
             var rng = SeededGenerator(seed: seed)
             var model = Set<[UInt8]>()
             var maxHeight = 1
@@ -72,8 +74,7 @@ import Testing
     /// may overfill a bucket many times over, or empty a run of buckets, at once.
     @Test(arguments: testSeeds(4))
     func batchesOfChangesKeepEveryInvariant(seed: UInt64) throws {
-        let limits = CountedIndex.Limits(maximumBucket: 4, maximumChildren: 4, maximumNodeBytes: 600)
-        try withTree(limits) { env, tree in
+        try withTree(Self.tiny) { env, tree in
             var rng = SeededGenerator(seed: seed)
             var model = Set<[UInt8]>()
             for round in 0..<60 {
@@ -106,8 +107,7 @@ import Testing
     /// a tree several levels high in one step; removing most of them again empties long runs of
     /// buckets at once.
     @Test func oneBatchAppendsThenRemovesARun() throws {
-        let limits = CountedIndex.Limits(maximumBucket: 4, maximumChildren: 4, maximumNodeBytes: 600)
-        try withTree(limits) { env, tree in
+        try withTree(Self.tiny) { env, tree in
             let keys = (0..<3_000).map { (i: Int) -> [UInt8] in [UInt8(i >> 8), UInt8(i & 0xFF)] }
             let txn = try LMDBTransaction(environment: env, readOnly: false)
             for key in keys { try txn.put(tree.entries, key: key, value: []) }
@@ -124,8 +124,7 @@ import Testing
     }
 
     @Test func rebuildMakesAValidTreeAtEverySize() throws {
-        let limits = CountedIndex.Limits(maximumBucket: 4, maximumChildren: 4, maximumNodeBytes: 600)
-        try withTree(limits) { env, tree in
+        try withTree(Self.tiny) { env, tree in
             var rng = SeededGenerator(seed: 3)
             for size in [0, 1, 3, 4, 5, 17, 64, 65, 300, 1_000] {
                 let txn = try LMDBTransaction(environment: env, readOnly: false)

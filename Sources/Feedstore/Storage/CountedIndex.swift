@@ -8,7 +8,7 @@
 /// bucket. Each internal node is one LMDB value, keyed by `[level] + fence` (its own fence is
 /// its first child's): the fences and entry counts of its children, level-1 nodes' children
 /// being buckets. The root is `[height] + ""`; `[0xFF]` holds the height. Finding a position
-/// reads one node per level and searches it in memory, then walks one bucket of entries.
+/// reads one node per level and searches it in memory, then walks part of one bucket of entries.
 struct CountedIndex {
     /// The index's entries (key: components + primary key; value empty).
     let entries: LMDBDatabase
@@ -68,9 +68,8 @@ struct CountedIndex {
     }
 
     /// Walks from the root to a bucket with one cursor on the tree, reading one node per level.
-    /// `choose` is shown each node (with a cursor resting on it) and picks a child.
-    func descend(in txn: borrowing LMDBTransaction,
-                 _ choose: (_ level: Int, _ node: CountNodeView, _ cursor: borrowing LMDBCursor) throws -> Int) throws -> Bucket
+    /// `choose` is shown each node and picks a child.
+    func descend(in txn: borrowing LMDBTransaction, _ choose: (_ level: Int, _ node: CountNodeView) throws -> Int) throws -> Bucket
     {
         try txn.withCursor(counts) { cursor in
             var level = try Self.positionAtRoot(cursor)
@@ -83,8 +82,7 @@ struct CountedIndex {
             var hasEnd = false
             while true {
                 let node = try CountNodeView(cursor.value)
-                // `choose` may patch a count in place; the fences it leaves as they were.
-                let child = try choose(level, node, cursor)
+                let child = try choose(level, node)
                 // The bucket ends where the nearest following sibling on the way down begins.
                 if child + 1 < node.count {
                     end.removeAll(keepingCapacity: true)
@@ -119,10 +117,10 @@ struct CountedIndex {
     }
 
     /// How many entries sort strictly before `key` (a whole entry key or any prefix of one).
-    /// - Complexity: O(log n): one node per level and at most half a bucket.
+    /// - Complexity: O(log n): one node per level and part of a bucket.
     func rank(of key: [UInt8], in txn: borrowing LMDBTransaction) throws -> Int {
         var before = 0
-        let bucket = try descend(in: txn) { _, node, _ in
+        let bucket = try descend(in: txn) { _, node in
             let i = node.child(containing: key)
             before += node.sum(before: i)
             return i
@@ -166,7 +164,7 @@ struct CountedIndex {
     func entry(at rank: Int, in txn: borrowing LMDBTransaction) throws -> [UInt8]? {
         guard rank >= 0, rank < (try total(in: txn)) else { return nil }
         var offset = rank
-        let bucket = try descend(in: txn) { _, node, _ in
+        let bucket = try descend(in: txn) { _, node in
             var i = 0
             while i < node.count - 1, offset >= node.entries(i) {
                 offset -= node.entries(i)
