@@ -45,11 +45,11 @@ import Testing
                         let key = Self.randomKey(&rng)
                         guard !model.contains(key) else { continue }
                         try txn.put(tree.entries, key: key.isEmpty ? [0] : key, value: [])
-                        try tree.insert(key.isEmpty ? [0] : key, in: txn)
+                        try tree.apply([CountedIndex.Change(key: key.isEmpty ? [0] : key, delta: 1)], in: txn)
                         model.insert(key.isEmpty ? [0] : key)
                     } else if let key = model.randomElement(using: &rng) {
                         try txn.delete(tree.entries, key: key)
-                        try tree.remove(key, in: txn)
+                        try tree.apply([CountedIndex.Change(key: key, delta: -1)], in: txn)
                         model.remove(key)
                     }
                 }
@@ -144,11 +144,11 @@ import Testing
         try withTree(.standard) { env, tree in
             let txn = try LMDBTransaction(environment: env, readOnly: false)
             try txn.put(tree.entries, key: [1], value: [])
-            try tree.insert([1], in: txn)
+            try tree.apply([CountedIndex.Change(key: [1], delta: 1)], in: txn)
             for bad: [UInt8] in [[], [1], [5, 0, 1, 2], [1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 9, 0]] {
                 try txn.put(tree.counts, key: CountedIndex.nodeKey(1, []), value: bad)
                 #expect(throws: FeedstoreError.self) { try tree.rank(of: [1], in: txn) }
-                #expect(throws: FeedstoreError.self) { try tree.insert([2], in: txn) }
+                #expect(throws: FeedstoreError.self) { try tree.apply([CountedIndex.Change(key: [2], delta: 1)], in: txn) }
             }
             txn.abort()
         }

@@ -29,10 +29,10 @@ struct LookupInstructions {
     func run(_ lookup: Lookup) throws {
         let store = try Store(path: path, entities: [Sample.self], options: CountedIndexBench.options())
         defer { store.close() }
-        var (samples, rng) = CountedIndexBench.samples(size)
+        let (samples, generator) = CountedIndexBench.samples(size)
+        var rng = generator
         let positions = (0..<operations).map { _ in Int.random(in: 0..<size, using: &rng) }
         let keys = positions.map { samples[$0].key }.sorted()
-        _ = samples.removeAll()
         let result = try store.read { tx in
             let height = try tx.indexHeight(entity: "Sample", index: "byKey")
             return (height, try Self.lookups(lookup, positions: positions, keys: keys, in: tx))

@@ -12,18 +12,6 @@ extension CountedIndex {
         var delta: Int
     }
 
-    /// Counts a new entry; the entry itself must already be in ``entries``.
-    /// - Complexity: O(log n) amortized (one count per level, and a rare split).
-    func insert(_ key: [UInt8], in txn: borrowing LMDBTransaction) throws {
-        try apply([Change(key: key, delta: 1)], in: txn)
-    }
-
-    /// Uncounts a removed entry; the entry itself must already be gone from ``entries``.
-    /// - Complexity: O(log n) amortized.
-    func remove(_ key: [UInt8], in txn: borrowing LMDBTransaction) throws {
-        try apply([Change(key: key, delta: -1)], in: txn)
-    }
-
     /// Counts many entries that joined or left; they must already be in (or gone from)
     /// ``entries``. Each node on the way to a changed bucket is patched once, however many
     /// changes lie below it, so a transaction of k changes costs O(k) patches near the bottom
