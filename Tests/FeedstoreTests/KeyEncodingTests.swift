@@ -1,4 +1,5 @@
 @testable import Feedstore
+import FeedstoreDemo
 import FeedstoreTestSupport
 import Foundation
 import Testing
@@ -26,6 +27,25 @@ import Testing
             // Round trip: values and directions come back.
             let decoded = try KeyDecoder.decode(ea)
             #expect(decoded.map(\.value) == a && decoded.map(\.descending) == descending, "seed \(seed): \(a)")
+        }
+    }
+
+    /// The memcmp comparison every key comparison goes through orders byte arrays exactly as
+    /// `lexicographicallyPrecedes` does, shared prefixes and empty arrays included.
+    @Test(arguments: testSeeds(2))
+    func bytewiseComparisonMatchesLexicographicOrder(seed: UInt64) {
+        var rng = SeededGenerator(seed: seed)
+        for _ in 0..<20_000 {
+            let a = (0..<Int.random(in: 0...6, using: &rng)).map { _ in UInt8.random(in: 0...3, using: &rng) }
+            var b = Array(a.prefix(Int.random(in: 0...a.count, using: &rng)))
+            b += (0..<Int.random(in: 0...3, using: &rng)).map { _ in UInt8.random(in: 0...3, using: &rng) }
+            let expected = a == b ? 0 : (a.lexicographicallyPrecedes(b) ? -1 : 1)
+            #expect(a.withUnsafeBytes { $0.compare(with: b) } == expected, "seed \(seed): \(a) vs \(b)")
+            #expect(a.sortsBefore(b) == (expected < 0), "seed \(seed): \(a) vs \(b)")
+            let dropped = Int.random(in: 0...a.count, using: &rng)
+            let rest = Array(a.dropFirst(dropped))
+            let expectedRest = rest == b ? 0 : (rest.lexicographicallyPrecedes(b) ? -1 : 1)
+            #expect(a.withUnsafeBytes { $0.compare(dropping: dropped, with: b) } == expectedRest, "seed \(seed): \(a) vs \(b)")
         }
     }
 

@@ -67,7 +67,10 @@ import Testing
         let encoded = try FieldValueEncoder.encode(value)
         guard case let .object(fields) = encoded else { Issue.record("not an object"); return }
         #expect(fields["date"] == .date(value.date) && fields["uuid"] == .uuid(value.uuid) && fields["data"] == .bytes([0, 1, 255]))
-        #expect(fields["none"] == nil && fields["uint64"] == .uint(.max))
+        #expect(fields["none"] == nil && fields["uint64"] == .uint(.max) && fields["url"] == .string("https://example.com/a?b"))
+        // The same types keep their kinds at the top level too.
+        #expect(try FieldValueEncoder.encode(value.date) == .date(value.date))
+        #expect(try FieldValueEncoder.encode(value.data) == .bytes([0, 1, 255]))
         let stored = fields.enumerated().map { RecordField(id: UInt32($0.offset), value: $0.element.value) }.sorted { $0.id < $1.id }
         let back = try RecordCodec.decode(RecordCodec.encode(stored))
         var named: [String: FieldValue] = [:]

@@ -34,6 +34,36 @@ import Testing
         }
     }
 
+    /// Ids that ascend are appended to the records tree without a search; an id out of order,
+    /// or equal to the last one, takes the searching path. Either way each id is stored once,
+    /// a taken id is refused, and the indexes and counts follow.
+    @Test func recordsInAnyIdOrderAreStoredOnce() throws {
+        try withTemporaryDirectory { dir in
+            let store = try Store(path: dir + "/s", entities: DemoFeed.entities)
+            func message(_ id: UInt64, _ title: String = "m") -> Message {
+                Message(id: id, folder: Int64(id % 3), date: epoch.addingTimeInterval(Double(id)), title: "\(title)\(id)",
+                        isRead: false, contactId: 1)
+            }
+            // Ascending ids, then lower ones, then a new last one, in one transaction.
+            try store.write { tx in
+                for id: UInt64 in [10, 20, 30, 5, 25, 40] { try tx.insert(message(id)) }
+            }
+            // The last id again, and a lower taken one: refused, and the store is unchanged.
+            for taken: UInt64 in [40, 20] {
+                #expect(throws: FeedstoreError.self) { try store.write { tx in try tx.insert(message(taken, "again")) } }
+            }
+            #expect(try store.read { try $0.get(Message.self, id: 40)?.title } == "m40")
+            // A put of the last id replaces it; later transactions append again.
+            try store.write { tx in try tx.put(message(40, "again")) }
+            try store.write { tx in for id: UInt64 in [50, 60] { try tx.insert(message(id)) } }
+            let stored = try store.read { try $0.entries(entity: "Message", index: nil) }
+            #expect(stored.map(\.id) == [5, 10, 20, 25, 30, 40, 50, 60].map { FieldValue.uint($0) })
+            #expect(try store.read { try $0.get(Message.self, id: 40)?.title } == "again40")
+            #expect(try store.read { try $0.count(Message.self, index: "byFolderDate") } == 8)
+            #expect(try store.verify().isEmpty)
+        }
+    }
+
     @Test func verifyReportsProgressThroughEveryDatabase() throws {
         try withTemporaryDirectory { dir in
             let store = try populatedDemoStore(at: dir + "/s", seed: 2, messages: 20_000, contacts: 10)

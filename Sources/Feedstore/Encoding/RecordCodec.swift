@@ -25,9 +25,9 @@ enum RecordCodec {
     static func encode(_ fields: [RecordField]) -> [UInt8] {
         var out: [UInt8] = [formatByte]
         out.reserveCapacity(64)
-        let present = fields.filter { if case .null = $0.value { false } else { true } }
-        appendVarint(UInt64(present.count), to: &out)
-        for field in present {
+        func isPresent(_ field: RecordField) -> Bool { if case .null = field.value { false } else { true } }
+        appendVarint(UInt64(fields.count { isPresent($0) }), to: &out)
+        for field in fields where isPresent(field) {
             appendVarint(UInt64(field.id), to: &out)
             appendValue(field.value, to: &out)
         }

@@ -57,7 +57,7 @@ public struct IndexKey: Sendable, Hashable, Comparable {
     public init(bytes: [UInt8]) { self.bytes = bytes }
 
     /// Index order: bytewise comparison of the encoded keys.
-    public static func < (lhs: IndexKey, rhs: IndexKey) -> Bool { lhs.bytes.lexicographicallyPrecedes(rhs.bytes) }
+    public static func < (lhs: IndexKey, rhs: IndexKey) -> Bool { lhs.bytes.sortsBefore(rhs.bytes) }
 
     /// The decoded components; the last one is the primary key.
     public func components() throws -> [FieldValue] { try KeyDecoder.decode(bytes).map(\.value) }

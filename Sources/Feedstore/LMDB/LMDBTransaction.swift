@@ -111,6 +111,26 @@ struct LMDBTransaction: ~Copyable {
         return nil
     }
 
+    /// Stores `value` under `key` when `key` sorts after every key of `db`, and returns false,
+    /// writing nothing, when it does not. LMDB then adds the entry at the end without searching
+    /// the tree, and a full page keeps its entries instead of giving half to a new one: a plain
+    /// put leaves keys written in ascending order (ids, journal sequence numbers) in half-empty
+    /// pages, which doubles the pages such a tree takes and every commit writes.
+    borrowing func append(_ db: LMDBDatabase, key: [UInt8], value: [UInt8]) throws(LMDBError) -> Bool {
+        let code = withMDBValue(key) { k in
+            withMDBValue(value) { v in mdb_put(handle, db.dbi, &k, &v, UInt32(MDB_APPEND)) }
+        }
+        if code == MDB_KEYEXIST { return false }
+        try lmdbCheck(code, "mdb_put")
+        return true
+    }
+
+    /// Stores `value` under `key`, appending (see ``append(_:key:value:)``) when `key` sorts last:
+    /// for trees whose keys mostly arrive in ascending order.
+    borrowing func putAppending(_ db: LMDBDatabase, key: [UInt8], value: [UInt8]) throws(LMDBError) {
+        if try !append(db, key: key, value: value) { try put(db, key: key, value: value) }
+    }
+
     /// Deletes `key`; returns whether it was present.
     @discardableResult
     borrowing func delete(_ db: LMDBDatabase, key: [UInt8]) throws(LMDBError) -> Bool {

@@ -13,21 +13,6 @@ func withMDBValue<R, E: Error>(_ bytes: [UInt8], _ body: (inout MDB_val) throws(
     return try result.get()
 }
 
-extension UnsafeRawBufferPointer {
-    /// Three-way bytewise comparison with `other` (memcmp, then length), skipping this buffer's
-    /// first `dropping` bytes.
-    @inline(__always)
-    func compare(dropping: Int = 0, with other: [UInt8]) -> Int {
-        let count = self.count - dropping
-        let shared = Swift.min(count, other.count)
-        let c = other.withUnsafeBytes { o in
-            shared == 0 ? 0 : memcmp(baseAddress! + dropping, o.baseAddress!, shared)
-        }
-        if c != 0 { return c < 0 ? -1 : 1 }
-        return count == other.count ? 0 : (count < other.count ? -1 : 1)
-    }
-}
-
 extension MDB_val {
     /// The bytes LMDB lent; valid only until the transaction ends or the next write.
     @inline(__always)

@@ -22,10 +22,10 @@ extension CatalogEntity {
         let converted = coerce(values, forIndex: index, startingAt: offset)
         for (i, value) in converted.enumerated() where offset + i < definition.components.count {
             let field = definition.components[offset + i].field
-            guard let kind = self.field(named: FieldPath(field).head)?.kind, FieldPath(field).rest.isEmpty else { continue }
-            if value != .null && kind != "mixed" && value.kindName != kind {
+            guard let catalogField = self.field(named: FieldPath(field).head), FieldPath(field).rest.isEmpty else { continue }
+            if !catalogField.accepts(value) {
                 throw FeedstoreError.invalidRange(entity: name, index: index,
-                                                  reason: "component \(offset + i + 1) is field \(field), stored as \(kind); got \(value.jsonText)")
+                                                  reason: "component \(offset + i + 1) is field \(field), stored as \(catalogField.kind); got \(value.jsonText)")
             }
         }
         return converted

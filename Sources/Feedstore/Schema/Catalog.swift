@@ -76,6 +76,12 @@ public struct CatalogField: Sendable, Codable, Equatable {
     public var name: String
     /// The ``FieldValue`` kind seen for this field, or "mixed" once several kinds were seen.
     public var kind: String
+
+    /// Whether `value` is of the kind recorded (null always is).
+    func accepts(_ value: FieldValue) -> Bool {
+        if case .null = value { return true }
+        return kind == value.kindName || kind == "mixed"
+    }
 }
 
 /// One secondary index in the catalog.

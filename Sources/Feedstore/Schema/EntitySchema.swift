@@ -1,9 +1,10 @@
 /// An entity's catalog entry resolved for use: database handles and field lookups.
-struct EntitySchema: Sendable {
+final class EntitySchema: Sendable {
     let catalog: CatalogEntity
     let records: LMDBDatabase
     let indexes: [IndexSchema]
-    let fieldIDs: [String: UInt32]
+    /// The catalog's fields by name (id and kind seen), and their names by id.
+    let fields: [String: CatalogField]
     let fieldNames: [UInt32: String]
 
     var name: String { catalog.name }
@@ -12,13 +13,13 @@ struct EntitySchema: Sendable {
         self.catalog = catalog
         self.records = records
         self.indexes = indexes
-        var ids: [String: UInt32] = [:]
+        var byName: [String: CatalogField] = [:]
         var names: [UInt32: String] = [:]
         for field in catalog.fields {
-            ids[field.name] = field.id
+            byName[field.name] = field
             names[field.id] = field.name
         }
-        fieldIDs = ids
+        fields = byName
         fieldNames = names
     }
 
@@ -31,7 +32,7 @@ struct EntitySchema: Sendable {
 }
 
 /// A secondary index resolved for use.
-struct IndexSchema: Sendable {
+final class IndexSchema: Sendable {
     let catalog: CatalogIndex
     let database: LMDBDatabase
     /// The index's order statistics.

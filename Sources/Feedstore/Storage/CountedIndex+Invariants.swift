@@ -21,7 +21,7 @@ extension CountedIndex {
                 return 0
             }
             if node.fences.first != fence { problems.append("level \(level) node's fence is not its first child's") }
-            for (a, b) in zip(node.fences, node.fences.dropFirst()) where !a.lexicographicallyPrecedes(b) {
+            for (a, b) in zip(node.fences, node.fences.dropFirst()) where !a.sortsBefore(b) {
                 problems.append("level \(level) node's children are out of order")
             }
             if node.counts.count > limits.maximumChildren || !fits(node, fence: fence) {
@@ -55,9 +55,9 @@ extension CountedIndex {
         var k = 0
         for (i, bucket) in buckets.enumerated() {
             let end = i + 1 < buckets.count ? buckets[i + 1].fence : nil
-            if k < keys.count, keys[k].lexicographicallyPrecedes(bucket.fence) { problems.append("entry before bucket \(i)'s fence") }
+            if k < keys.count, keys[k].sortsBefore(bucket.fence) { problems.append("entry before bucket \(i)'s fence") }
             var n = 0
-            while k < keys.count, end.map({ keys[k].lexicographicallyPrecedes($0) }) ?? true {
+            while k < keys.count, end.map({ keys[k].sortsBefore($0) }) ?? true {
                 n += 1
                 k += 1
             }

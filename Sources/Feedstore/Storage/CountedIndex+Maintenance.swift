@@ -20,7 +20,7 @@ extension CountedIndex {
     /// - Complexity: O(k log n) reads, O(k + log n) node writes for k changes in the common case.
     func apply(_ changes: [Change], in txn: borrowing LMDBTransaction) throws {
         guard !changes.isEmpty else { return }
-        let sorted = changes.count == 1 ? changes : changes.sorted { $0.key.lexicographicallyPrecedes($1.key) }
+        let sorted = changes.count == 1 ? changes : changes.sorted { $0.key.sortsBefore($1.key) }
         var reshapes: [Reshape] = []
         try txn.withCursor(counts) { cursor in
             let height = try Self.positionAtRoot(cursor)

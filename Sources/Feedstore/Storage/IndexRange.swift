@@ -58,8 +58,8 @@ struct KeyRange: Sendable, Equatable {
 
     func contains(_ key: UnsafeRawBufferPointer) -> Bool {
         if isEmpty { return false }
-        if let lower, key.lexicographicallyPrecedes(lower) { return false }
-        if let upper, !key.lexicographicallyPrecedes(upper) { return false }
+        if let lower, key.compare(with: lower) < 0 { return false }
+        if let upper, key.compare(with: upper) >= 0 { return false }
         return true
     }
 
@@ -103,9 +103,9 @@ struct KeyRange: Sendable, Equatable {
             let shared = min(lower.values.count, upper.values.count)
             let l = try encode(Array(lower.values.prefix(shared)), from: range.prefix.count)
             let u = try encode(Array(upper.values.prefix(shared)), from: range.prefix.count)
-            if u.lexicographicallyPrecedes(l) { throw invalid("the lower bound is above the upper bound") }
+            if u.sortsBefore(l) { throw invalid("the lower bound is above the upper bound") }
         }
-        if let l = result.lower, let u = result.upper, !l.lexicographicallyPrecedes(u) { result.isEmpty = true }
+        if let l = result.lower, let u = result.upper, !l.sortsBefore(u) { result.isEmpty = true }
         return result
     }
 }

@@ -28,16 +28,9 @@ struct KeyList {
                 let i = Int(i)
                 return UnsafeRawBufferPointer(rebasing: raw[starts[i]..<(i + 1 < starts.count ? starts[i + 1] : raw.count)])
             }
-            sorted.sort { Self.precedes(key($0), key($1)) }
+            sorted.sort { key($0).compare(with: key($1)) < 0 }
         }
         order = sorted
-    }
-
-    /// memcmp order, shorter first on a shared prefix.
-    static func precedes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
-        let shared = min(a.count, b.count)
-        let c = shared == 0 ? 0 : memcmp(a.baseAddress!, b.baseAddress!, shared)
-        return c != 0 ? c < 0 : a.count < b.count
     }
 
     /// The `i`th key in sorted order (after ``sort()``).

@@ -117,9 +117,7 @@ struct StoreVerifier {
                     } else if w == wanted.count {
                         order = 1
                     } else {
-                        order = wanted.sorted(w).withUnsafeBytes { key in
-                            KeyList.precedes(key, cursor.key) ? -1 : (KeyList.precedes(cursor.key, key) ? 1 : 0)
-                        }
+                        order = wanted.sorted(w).withUnsafeBytes { $0.compare(with: cursor.key) }
                     }
                     if order < 0 {
                         if missing.count < maximumPerCheck {

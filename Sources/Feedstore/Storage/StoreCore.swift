@@ -120,10 +120,21 @@ final class StoreCore: @unchecked Sendable {
         guard let lmdb = error as? LMDBError else { return error }
         switch lmdb.code {
         case ENOSPC: return FeedstoreError.diskFull(path: path)
+        // LMDB reports a write that stored only part of its pages as EIO: that is what a full
+        // disk does to a commit whose pages no longer all fit.
+        case EIO where Self.freeBytes(at: path).map({ $0 < 1 << 20 }) ?? false: return FeedstoreError.diskFull(path: path)
         case EACCES, EROFS: return FeedstoreError.readOnly(path: path, reason: StoreOpener.writeRefusal(lmdb.code))
         case LMDBError.mapFull: return FeedstoreError.mapFull(path: path, limit: maximumMapSize ?? 0)
         default: return FeedstoreError.lmdb(lmdb, path: path)
         }
+    }
+
+    /// Bytes the filesystem holding `path` still has for this process (statvfs), or nil.
+    static func freeBytes(at path: String) -> Int? {
+        var stats = statvfs()
+        guard statvfs(path, &stats) == 0 else { return nil }
+        let blocks = getuid() == 0 ? stats.f_bfree : stats.f_bavail
+        return Int(blocks) * Int(stats.f_frsize)
     }
 
     // MARK: Schema

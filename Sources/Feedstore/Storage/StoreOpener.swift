@@ -278,7 +278,7 @@ enum StoreOpener {
             if done % 10_000 == 0 { progress?(index.definition.name, done, total) }
         }
         // Entries go in key order (cheap appends); uniqueness shows as equal neighbours.
-        keys.sort { $0.key.lexicographicallyPrecedes($1.key) }
+        keys.sort { $0.key.sortsBefore($1.key) }
         for (i, entry) in keys.enumerated() {
             try tx.checkKeySize(entry.key, entity: entity, index: index.definition.name)
             if index.definition.unique, i > 0, entry.components == keys[i - 1].components, !entry.components.contains(.null) {

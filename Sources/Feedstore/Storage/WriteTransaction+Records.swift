@@ -69,21 +69,18 @@ extension WriteTransaction {
     func writeFields(_ fields: [String: FieldValue], id: FieldValue, entity name: String, mode: WriteMode) throws {
         var entity = try entity(name)
         let primaryKey = try primaryKeyBytes(id, entity: entity)
-        entity = try learnFields(fields, of: entity)
-        var stored: [RecordField] = []
-        stored.reserveCapacity(fields.count)
-        for (field, value) in fields {
-            if case .null = value { continue }
-            stored.append(RecordField(id: entity.fieldIDs[field]!, value: value))
+        let stored: [RecordField]
+        if let known = Self.storedFields(fields, of: entity) {
+            stored = known
+        } else {
+            entity = try learnFields(fields, of: entity)
+            stored = Self.storedFields(fields, of: entity)!
         }
-        stored.sort { $0.id < $1.id }
         let bytes = RecordCodec.encode(stored)
 
         // Inserts and upserts try to add the record first: a new record then costs one descent.
-        let old: [UInt8]? = try access { txn in
-            mode == .update ? try txn.get(entity.records, key: primaryKey)
-                : try txn.putIfAbsent(entity.records, key: primaryKey, value: bytes)
-        }
+        let old: [UInt8]? = mode == .update ? try access { try $0.get(entity.records, key: primaryKey) }
+            : try putRecordIfAbsent(entity, key: primaryKey, value: bytes)
         switch (mode, old) {
         case (.insert, .some): throw FeedstoreError.recordExists(entity: name, id: id)
         case (.update, .none): throw FeedstoreError.recordNotFound(entity: name, id: id)
@@ -103,7 +100,21 @@ extension WriteTransaction {
                                                before: oldFields, after: fields, changed: changed)
         if old != nil { try access { try $0.put(entity.records, key: primaryKey, value: bytes) } }
         journal.append(JournalRecord(entityID: entity.catalog.id, primaryKey: primaryKey, kind: oldFields == nil ? .insert : .update,
-                                     changedFieldIDs: changed.compactMap { entity.fieldIDs[$0] }, indexChanges: indexChanges))
+                                     changedFieldIDs: changed.compactMap { entity.fields[$0]?.id }, indexChanges: indexChanges))
+    }
+
+    /// Stores a new record unless its key is taken; then returns the stored bytes and writes
+    /// nothing. Records whose ids ascend (sequential ids, time-ordered ids) are appended, which
+    /// fills the records tree's pages; after one id that does not sort last, the transaction
+    /// stops trying for that entity.
+    private func putRecordIfAbsent(_ entity: EntitySchema, key: [UInt8], value: [UInt8]) throws -> [UInt8]? {
+        try access { txn in
+            if !unorderedRecords.contains(entity.records) {
+                if try txn.append(entity.records, key: key, value: value) { return nil }
+                unorderedRecords.append(entity.records)
+            }
+            return try txn.putIfAbsent(entity.records, key: key, value: value)
+        }
     }
 
     func deleteRecord(entity name: String, id: FieldValue) throws -> Bool {
@@ -125,6 +136,7 @@ extension WriteTransaction {
                                  changed: [String]) throws -> [JournalRecord.IndexChange]
     {
         var changes: [JournalRecord.IndexChange] = []
+        changes.reserveCapacity(entity.indexes.count)
         for index in entity.indexes {
             let oldKey = try before.flatMap { try index.key(of: $0, primaryKey: primaryKey) }
             let untouched = before != nil && after != nil && !changed.contains(where: index.fieldsRead.contains)
@@ -180,15 +192,28 @@ extension WriteTransaction {
         return key
     }
 
+    /// The non-null fields as stored, in field-number order, or nil when the catalog does not
+    /// know a field yet or knows it with another kind (``learnFields(_:of:)`` comes first then).
+    private static func storedFields(_ fields: [String: FieldValue], of entity: EntitySchema) -> [RecordField]? {
+        var stored: [RecordField] = []
+        stored.reserveCapacity(fields.count)
+        for (name, value) in fields {
+            if case .null = value { continue }
+            guard let field = entity.fields[name], field.accepts(value) else { return nil }
+            stored.append(RecordField(id: field.id, value: value))
+        }
+        stored.sort { $0.id < $1.id }
+        return stored
+    }
+
     /// Adds fields the catalog has not seen, and marks fields whose kind changed as "mixed".
     private func learnFields(_ fields: [String: FieldValue], of entity: EntitySchema) throws -> EntitySchema {
         var additions: [(String, String)] = []
         var mixed: [String] = []
         for (name, value) in fields {
             if case .null = value { continue }
-            if let id = entity.fieldIDs[name] {
-                let kind = entity.catalog.field(id: id)?.kind
-                if kind != value.kindName && kind != "mixed" { mixed.append(name) }
+            if let field = entity.fields[name] {
+                if !field.accepts(value) { mixed.append(name) }
             } else {
                 additions.append((name, value.kindName))
             }

@@ -14,10 +14,13 @@ public final class WriteTransaction: ReadTransaction {
     var journal: [JournalRecord] = []
     var catalogChanged = false
 
-    /// Count changes not yet applied, per index (keyed by its counts database). They are applied
-    /// together before the index's counts are read and when the closure returns, so that the
-    /// many changes of a transaction patch each upper node of a counted tree once, not once each.
-    private var deferredCounts: [LMDBDatabase: (index: CountedIndex, changes: [CountedIndex.Change])] = [:]
+    /// Count changes not yet applied, per index. They are applied together before the index's
+    /// counts are read and when the closure returns, so that the many changes of a transaction
+    /// patch each upper node of a counted tree once, not once each. (A list, not a dictionary:
+    /// a transaction touches a few indexes, and finding one by comparing beats hashing.)
+    private var deferredCounts: [(index: CountedIndex, changes: [CountedIndex.Change])] = []
+    /// Records databases in which this transaction wrote an id that did not sort last.
+    var unorderedRecords: [LMDBDatabase] = []
     /// Changes of one index held at most before they are applied (bounds the memory they take).
     static let deferredCountLimit = 4_096
 
@@ -33,14 +36,19 @@ public final class WriteTransaction: ReadTransaction {
     /// Records that an entry joined (`delta` 1) or left (-1) `index`, to count it later.
     func countChange(of index: IndexSchema, key: [UInt8], delta: Int) throws {
         let counts = index.counted.counts
-        deferredCounts[counts, default: (index.counted, [])].changes.append(CountedIndex.Change(key: key, delta: delta))
-        if deferredCounts[counts]!.changes.count >= Self.deferredCountLimit { try applyDeferredCounts(of: index) }
+        let slot = deferredCounts.firstIndex { $0.index.counts == counts } ?? {
+            deferredCounts.append((index.counted, []))
+            return deferredCounts.count - 1
+        }()
+        deferredCounts[slot].changes.append(CountedIndex.Change(key: key, delta: delta))
+        if deferredCounts[slot].changes.count >= Self.deferredCountLimit { try applyDeferredCounts(of: index) }
     }
 
     /// Applies the deferred count changes of `index`, or of every index when nil.
     override func applyDeferredCounts(of index: IndexSchema?) throws {
-        for counts in index.map({ [$0.counted.counts] }) ?? Array(deferredCounts.keys) {
-            guard let deferred = deferredCounts.removeValue(forKey: counts) else { continue }
+        let counts = index?.counted.counts
+        while let slot = deferredCounts.firstIndex(where: { counts == nil || $0.index.counts == counts }) {
+            let deferred = deferredCounts.remove(at: slot)
             try access { try deferred.index.apply(deferred.changes, in: $0) }
         }
     }
@@ -56,11 +64,11 @@ public final class WriteTransaction: ReadTransaction {
             }
             guard !journal.isEmpty else { return }
             for (ordinal, record) in journal.enumerated() {
-                try txn.put(core.system.journal, key: JournalKeys.entry(sequence: assignedSequence, ordinal: UInt32(ordinal)),
-                            value: record.encoded())
+                try txn.putAppending(core.system.journal, key: JournalKeys.entry(sequence: assignedSequence, ordinal: UInt32(ordinal)),
+                                     value: record.encoded())
             }
-            try txn.put(core.system.commits, key: JournalKeys.sequenceKey(assignedSequence),
-                        value: JournalKeys.commitHeader(timestamp: Date(), entries: journal.count))
+            try txn.putAppending(core.system.commits, key: JournalKeys.sequenceKey(assignedSequence),
+                                 value: JournalKeys.commitHeader(timestamp: Date(), entries: journal.count))
             try txn.put(core.system.meta, key: MetaKey.lastSequence, value: MetaKey.encode(assignedSequence))
         }
         if !journal.isEmpty { committedSequence = assignedSequence }

@@ -57,7 +57,7 @@ struct SectionList: Equatable {
         if let i = index(of: prefix) {
             if count == 0 { sections.remove(at: i) } else { sections[i].count = count }
         } else if count > 0 {
-            let at = sections.firstIndex { descending ? $0.prefix.lexicographicallyPrecedes(prefix) : prefix.lexicographicallyPrecedes($0.prefix) }
+            let at = sections.firstIndex { descending ? $0.prefix.sortsBefore(prefix) : prefix.sortsBefore($0.prefix) }
                 ?? sections.count
             sections.insert(Section(prefix: prefix, key: try key(), count: count), at: at)
         }

@@ -98,9 +98,9 @@ final class WatchEngine {
     /// Rows of the query whose key starts with `prefix`.
     private func countInRange(prefix: [UInt8], _ tx: ReadTransaction, _ resolved: ReadTransaction.ResolvedQuery) throws -> Int {
         var low: [UInt8]? = prefix
-        if let lower = resolved.keys.lower, prefix.lexicographicallyPrecedes(lower) { low = lower }
+        if let lower = resolved.keys.lower, prefix.sortsBefore(lower) { low = lower }
         var high = KeyEncoding.successor(ofPrefix: prefix)
-        if let upper = resolved.keys.upper, high.map({ upper.lexicographicallyPrecedes($0) }) ?? true { high = upper }
+        if let upper = resolved.keys.upper, high.map({ upper.sortsBefore($0) }) ?? true { high = upper }
         return try tx.accessCounts(of: resolved.index) { txn in
             let a = try low.map { try resolved.index.counted.rank(of: $0, in: txn) } ?? 0
             let b = try high.map { try resolved.index.counted.rank(of: $0, in: txn) } ?? (try resolved.index.counted.total(in: txn))
@@ -125,8 +125,8 @@ final class WatchEngine {
             if old == new && !change.allFields && change.fields.isEmpty { continue }
             changes.append((change, old, new))
         }
-        let oldKeys = changes.compactMap(\.old).sorted { $0.lexicographicallyPrecedes($1) }
-        let newKeys = changes.compactMap(\.new).sorted { $0.lexicographicallyPrecedes($1) }
+        let oldKeys = changes.compactMap(\.old).sorted { $0.sortsBefore($1) }
+        let newKeys = changes.compactMap(\.new).sorted { $0.sortsBefore($1) }
         let newCount = resolved.count
         let oldCount = newCount - newKeys.count + oldKeys.count
 
@@ -136,7 +136,7 @@ final class WatchEngine {
             var low = 0, high = sorted.count
             while low < high {
                 let mid = (low + high) / 2
-                if sorted[mid].lexicographicallyPrecedes(key) { low = mid + 1 } else { high = mid }
+                if sorted[mid].sortsBefore(key) { low = mid + 1 } else { high = mid }
             }
             return low
         }
