@@ -66,6 +66,19 @@ enum ProcessMemory {
     }
 }
 
+/// What the process has written through system calls (`/proc/self/io`): LMDB writes every
+/// page of a commit with `pwrite`/`writev`.
+enum ProcessWrites {
+    /// Bytes passed to write calls, and the number of calls.
+    static var current: (bytes: Int, calls: Int) {
+        let text = (try? String(contentsOfFile: "/proc/self/io", encoding: .utf8)) ?? ""
+        func field(_ name: String) -> Int {
+            Int(text.split(separator: "\n").first { $0.hasPrefix(name) }?.split(separator: " ").last ?? "0") ?? 0
+        }
+        return (field("wchar:"), field("syscw:"))
+    }
+}
+
 /// Percentiles of timing samples.
 struct Timing {
     var samples: [Double]

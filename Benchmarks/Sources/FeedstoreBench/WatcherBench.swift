@@ -19,6 +19,10 @@ struct WatcherBench {
         var sectionedBatch: (p50: Double, p99: Double)
         /// Anonymous memory added by an indexes-only watcher after its initial batch and 200 batches.
         var indexesOnlyMemory: Int
+        /// Pages and write calls per one-row commit (LMDB writes each dirty page with pwrite, or
+        /// runs of adjacent ones with writev; the meta page is one more call).
+        var pagesPerCommit: Double
+        var writeCallsPerCommit: Double
     }
 
     static func percentiles(_ samples: [Double]) -> (p50: Double, p99: Double) {
@@ -69,7 +73,9 @@ struct WatcherBench {
                 watcher.cancel()
                 return (commit, batch)
             }
+            let writesBefore = ProcessWrites.current
             let plain = try measure(WatchOptions())
+            let writesAfter = ProcessWrites.current
             let sectioned = try measure(WatchOptions(sectionBy: 1))
             // An indexes-only watcher over every row: memory beyond the mapped file.
             let memoryBefore = ProcessMemory.anonymous
@@ -91,7 +97,9 @@ struct WatcherBench {
             try? FileManager.default.removeItem(atPath: path)
             let row = Row(size: size, commit: Self.percentiles(plain.commit), batch: Self.percentiles(plain.batch),
                           total: Self.percentiles(zip(plain.commit, plain.batch).map { $0 + $1 }), open: Self.percentiles(open),
-                          sectionedBatch: Self.percentiles(sectioned.batch), indexesOnlyMemory: indexesOnlyMemory)
+                          sectionedBatch: Self.percentiles(sectioned.batch), indexesOnlyMemory: indexesOnlyMemory,
+                          pagesPerCommit: Double(writesAfter.bytes - writesBefore.bytes) / 4_096 / Double(updates),
+                          writeCallsPerCommit: Double(writesAfter.calls - writesBefore.calls) / Double(updates))
             print(Self.format(row))
             rows.append(row)
         }
@@ -99,12 +107,12 @@ struct WatcherBench {
     }
 
     static let header = """
-        | rows | commit p50 / p99 µs | batch p50 / p99 µs | update → batch p50 / p99 µs | sectioned batch p50 / p99 µs | open + first 100 rows p50 / p99 µs | indexes-only watcher memory |
-        |---:|---:|---:|---:|---:|---:|---:|
+        | rows | commit p50 / p99 µs | pages / write calls per commit | batch p50 / p99 µs | update → batch p50 / p99 µs | sectioned batch p50 / p99 µs | open + first 100 rows p50 / p99 µs | indexes-only watcher memory |
+        |---:|---:|---:|---:|---:|---:|---:|---:|
         """
 
     static func format(_ r: Row) -> String {
         func f(_ p: (p50: Double, p99: Double)) -> String { String(format: "%.0f / %.0f", p.p50, p.p99) }
-        return "| \(r.size.formatted()) | \(f(r.commit)) | \(f(r.batch)) | \(f(r.total)) | \(f(r.sectionedBatch)) | \(f(r.open)) | \(r.indexesOnlyMemory / 1024) KB |"
+        return "| \(r.size.formatted()) | \(f(r.commit)) | \(String(format: "%.1f / %.1f", r.pagesPerCommit, r.writeCallsPerCommit)) | \(f(r.batch)) | \(f(r.total)) | \(f(r.sectionedBatch)) | \(f(r.open)) | \(r.indexesOnlyMemory / 1024) KB |"
     }
 }

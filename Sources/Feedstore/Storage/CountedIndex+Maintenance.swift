@@ -47,21 +47,34 @@ extension CountedIndex {
                        reshapes: inout [Reshape]) throws
     {
         let original = try CountNodeView(cursor.value)
-        // Patch each changed child's 8-byte count where it is stored, copying nothing else.
-        try cursor.modifyCurrentInPlace { bytes in
-            var start = changes.startIndex
-            while start < changes.endIndex {
-                let run = Self.run(of: changes, from: start, in: original)
-                let updated = original.entries(run.child) + run.delta
-                guard updated >= 0 else { throw FeedstoreError.corruptData(what: "index counts", reason: "level \(level) count below zero") }
-                bytes.storeBytes(of: UInt64(updated).littleEndian, toByteOffset: CountNode.countOffset(run.child), as: UInt64.self)
-                start = run.end
+        // A node whose children's counts all stay the same (an entry that moved within one
+        // child) is not written: writing it would copy its page into the commit for nothing.
+        var countsChange = false
+        var start = changes.startIndex
+        while start < changes.endIndex, !countsChange {
+            let run = Self.run(of: changes, from: start, in: original)
+            countsChange = run.delta != 0
+            start = run.end
+        }
+        if countsChange {
+            // Patch each changed child's 8-byte count where it is stored, copying nothing else.
+            try cursor.modifyCurrentInPlace { bytes in
+                var start = changes.startIndex
+                while start < changes.endIndex {
+                    let run = Self.run(of: changes, from: start, in: original)
+                    let updated = original.entries(run.child) + run.delta
+                    guard updated >= 0 else { throw FeedstoreError.corruptData(what: "index counts", reason: "level \(level) count below zero") }
+                    if run.delta != 0 {
+                        bytes.storeBytes(of: UInt64(updated).littleEndian, toByteOffset: CountNode.countOffset(run.child), as: UInt64.self)
+                    }
+                    start = run.end
+                }
             }
         }
         // The cursor now lends the patched node (same fences, new counts).
-        let node = try CountNodeView(cursor.value)
+        let node = countsChange ? try CountNodeView(cursor.value) : original
         if level == 1 {
-            var start = changes.startIndex
+            start = changes.startIndex
             while start < changes.endIndex {
                 let run = Self.run(of: changes, from: start, in: node)
                 if node.entries(run.child) > limits.maximumBucket {
@@ -80,7 +93,7 @@ extension CountedIndex {
         // lent while the cursor rests on it.
         func childKey(_ child: Int) -> [UInt8] { [UInt8(level - 1)] + Array(node.fenceBytes(child)) }
         var below: [(changes: ArraySlice<Change>, key: [UInt8])] = []
-        var start = changes.startIndex
+        start = changes.startIndex
         while start < changes.endIndex {
             let run = Self.run(of: changes, from: start, in: node)
             below.append((changes[start..<run.end], childKey(run.child)))
