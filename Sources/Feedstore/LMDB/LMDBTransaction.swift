@@ -112,10 +112,9 @@ struct LMDBTransaction: ~Copyable {
     }
 
     /// Stores `value` under `key` when `key` sorts after every key of `db`, and returns false,
-    /// writing nothing, when it does not. LMDB then adds the entry at the end without searching
-    /// the tree, and a full page keeps its entries instead of giving half to a new one: a plain
-    /// put leaves keys written in ascending order (ids, journal sequence numbers) in half-empty
-    /// pages, which doubles the pages such a tree takes and every commit writes.
+    /// writing nothing, when it does not. LMDB then adds the entry at the end of the tree
+    /// without searching it, which saves about a third of a put for keys written in ascending
+    /// order (journal sequence numbers, sequential ids).
     borrowing func append(_ db: LMDBDatabase, key: [UInt8], value: [UInt8]) throws(LMDBError) -> Bool {
         let code = withMDBValue(key) { k in
             withMDBValue(value) { v in mdb_put(handle, db.dbi, &k, &v, UInt32(MDB_APPEND)) }
