@@ -13,10 +13,10 @@ final class StoreCore: @unchecked Sendable {
     var isReadOnly: Bool { readOnlyReason != nil }
     let mapLock = MapLock()
     let system: SystemDatabases
-    let maximumMapSize: Int?
-    let retention: JournalRetention
+    var maximumMapSize: Int? { options.maximumMapSize }
+    var retention: JournalRetention { options.journalRetention }
     /// False only in benchmarks that measure the cost of counting.
-    let maintainsCounts: Bool
+    var maintainsCounts: Bool { options.maintainsCounts }
     private(set) var durability: Durability
     private let schemaState: Protected<SchemaSnapshot>
     /// Read transactions held open between calls (indexes-only watchers).
@@ -34,9 +34,6 @@ final class StoreCore: @unchecked Sendable {
         self.environment = environment
         self.readOnlyReason = readOnlyReason
         self.options = options
-        self.maximumMapSize = options.maximumMapSize
-        self.retention = options.journalRetention
-        self.maintainsCounts = options.maintainsCounts
         self.durability = options.durability
         self.system = system
         self.schemaState = Protected(schema)

@@ -6,9 +6,9 @@ import Foundation
 /// fewer are waiting than the last commit held) → one LMDB write transaction → each request in
 /// turn (a throwing request rolls the transaction back, and the others run again without it) →
 /// one commit and one fsync for all → complete every request. LMDB ties a write transaction to
-/// the thread that began it, so each runs start to finish on one thread, with no `await` inside: the writer thread, or, for a
-/// synchronous caller that finds no other write running or waiting, the caller's own thread
-/// (which saves two thread switches, a third of a small commit's time).
+/// the thread that began it, so each runs start to finish on one thread, with no `await` inside:
+/// the writer thread, or, for a synchronous caller that finds no other write running or waiting,
+/// the caller's own thread (which saves two thread switches, a third of a small commit's time).
 final class WriteQueue: @unchecked Sendable {
     final class Request: @unchecked Sendable {
         private var body: ((WriteTransaction) throws -> Void)?
