@@ -95,4 +95,34 @@ import Testing
             #expect(try store.verify().isEmpty)
         }
     }
+
+    /// A write queued while a synchronous write runs inline is committed once the inline write
+    /// ends: the writer thread, idle until then, is woken for it.
+    @Test func writeQueuedBehindAnInlineWriteIsCommitted() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try Store(path: dir + "/s", entities: [Item.self], options: StoreOptions(durability: .none))
+            try await store.write { tx in try tx.insert(Self.item(1)) }  // starts the writer thread
+            let inside = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+            let inline = Thread {
+                try! store.write { tx in
+                    inside.signal()
+                    release.wait()
+                    try tx.insert(Self.item(2))
+                }
+            }
+            inline.start()
+            await Task.detached { inside.wait() }.value
+            let queued = Task { try await store.write { tx in try tx.insert(Self.item(3)) } }
+            let deadline = ContinuousClock.now + .seconds(10)
+            while store.core.writer.queuedRequests == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
+            #expect(store.core.writer.queuedRequests == 1)
+            release.signal()
+            // Polled rather than awaited, so that a writer left asleep fails the test instead of hanging it.
+            while try store.read({ try $0.count(Item.self) }) < 3, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
+            #expect(try store.read { try $0.count(Item.self) } == 3)
+            #expect(try store.read { try $0.journalBounds().last } == 3)
+            store.close()  // also wakes the writer thread if it was left asleep
+            try await queued.value
+        }
+    }
 }

@@ -80,8 +80,17 @@ final class WriteQueue: @unchecked Sendable {
         condition.lock()
         inlineThread = nil
         isBusy = false
-        condition.broadcast()  // requests may have queued meanwhile; a shutdown may be waiting
+        // Only requests queued meanwhile or a waiting shutdown need a wake-up. Waking the idle
+        // writer thread after every inline commit would cost a futex call and a thread switch.
+        if !pending.isEmpty || isShutDown { condition.broadcast() }
         condition.unlock()
+    }
+
+    /// Requests waiting for the writer thread (for tests).
+    var queuedRequests: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return pending.count
     }
 
     func submit(_ request: Request) throws {
