@@ -38,7 +38,7 @@ extension WriteTransaction {
     @discardableResult
     public func deleteRange<E: Entity>(_ type: E.Type, index: String, range: IndexRange) throws -> Int {
         let matching = try ids(entity: E.entityName, index: index, range: range)
-        for id in matching { try deleteRecord(entity: E.entityName, id: id) }
+        for id in matching { _ = try deleteRecord(entity: E.entityName, id: id) }
         return matching.count
     }
 
@@ -46,7 +46,7 @@ extension WriteTransaction {
     @discardableResult
     public func deleteAll<E: Entity>(_ type: E.Type) throws -> Int {
         let matching = try ids(entity: E.entityName, index: nil, range: .all)
-        for id in matching { try deleteRecord(entity: E.entityName, id: id) }
+        for id in matching { _ = try deleteRecord(entity: E.entityName, id: id) }
         return matching.count
     }
 
@@ -98,7 +98,7 @@ extension WriteTransaction {
         }
         let indexChanges = try maintainIndexes(of: entity, primaryKey: primaryKey, id: id,
                                                before: oldFields, after: fields, changed: changed)
-        if old != nil { try access { try $0.put(entity.records, key: primaryKey, value: bytes) } }
+        if old != nil { _ = try access { try $0.put(entity.records, key: primaryKey, value: bytes) } }
         journal.append(JournalRecord(entityID: entity.catalog.id, primaryKey: primaryKey, kind: oldFields == nil ? .insert : .update,
                                      changedFieldIDs: changed.compactMap { entity.fields[$0]?.id }, indexChanges: indexChanges))
     }
