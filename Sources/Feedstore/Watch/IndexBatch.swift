@@ -28,9 +28,9 @@ public struct IndexBatch: Sendable {
         public var fields: [String]
     }
 
-    /// The row's old path.
+    /// The sequence of the snapshot this batch starts from (0 for an initial batch).
     public var fromSequence: UInt64
-    /// The row's new path.
+    /// The sequence of the snapshot this batch produces.
     public var toSequence: UInt64
     /// The first batch: the whole snapshot, one range per section.
     public var isInitial: Bool
