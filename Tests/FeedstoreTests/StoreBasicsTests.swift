@@ -97,4 +97,72 @@ import Testing
             #expect(try mode(dir + "/shared/data.mdb") == 0o640)
         }
     }
+
+    /// Few fields with long or non-ASCII names: the catalog's list is scanned for them.
+    struct Narrow: Entity, Equatable {
+        var id: Int64
+        var aFieldNameLongerThanFifteenBytes: String
+        var größe: Int
+        var n: Bool
+        static let indexes = [IndexDefinition("byLong", [.ascending("aFieldNameLongerThanFifteenBytes")])]
+    }
+
+    /// More fields than are scanned: they are found by hashing.
+    struct Wide: Entity, Equatable {
+        var id: Int64
+        var f01 = 1
+        var f02 = 2
+        var f03 = 3
+        var f04 = 4
+        var f05 = 5
+        var f06 = 6
+        var f07 = 7
+        var f08 = 8
+        var f09 = 9
+        var f10 = 10
+        var f11 = 11
+        var f12 = 12
+        var f13 = 13
+        var f14 = 14
+        var f15 = 15
+        var f16 = 16
+        var f17 = 17
+        var f18 = 18
+        var f19 = 19
+        var theLastFieldHasALongName: String
+        static let indexes = [IndexDefinition("byLast", [.descending("theLastFieldHasALongName")])]
+    }
+
+    /// Records are stored, read back, indexed and journaled field by field, whichever way their
+    /// fields are found in the catalog (scanned or hashed, short or long names, non-ASCII ones).
+    @Test func fieldsAreFoundByNameInNarrowAndWideEntities() throws {
+        try withTemporaryDirectory { dir in
+            let store = try Store(path: dir + "/s", entities: [Narrow.self, Wide.self])
+            let narrow = (1...5).map { Narrow(id: $0, aFieldNameLongerThanFifteenBytes: "v\(6 - $0)", größe: Int($0) * 10, n: $0 % 2 == 0) }
+            let wide = (1...5).map { Wide(id: $0, f07: Int($0), theLastFieldHasALongName: "w\($0)") }
+            try store.write { tx in
+                for record in narrow { try tx.insert(record) }
+                for record in wide { try tx.insert(record) }
+            }
+            try store.write { tx in
+                var n = narrow[0]
+                n.größe = 99
+                try tx.put(n)
+                var w = wide[0]
+                w.f13 = -1
+                try tx.put(w)
+            }
+            try store.read { tx in
+                #expect(try tx.get(Narrow.self, id: 1)?.größe == 99)
+                #expect(try tx.get(Narrow.self, id: 2) == narrow[1])
+                #expect(try tx.get(Wide.self, id: 1)?.f13 == -1)
+                #expect(try tx.get(Wide.self, id: 3) == wide[2])
+                #expect(try tx.query(Narrow.self, index: "byLong").map(\.id) == [5, 4, 3, 2, 1])
+                #expect(try tx.query(Wide.self, index: "byLast").map(\.id) == [5, 4, 3, 2, 1])
+                let updates = try tx.journal(after: 1)[0].entries
+                #expect(updates.map(\.changedFields) == [["größe"], ["f13"]])
+            }
+            #expect(try store.verify().isEmpty)
+        }
+    }
 }

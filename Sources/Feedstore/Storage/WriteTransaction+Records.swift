@@ -100,7 +100,7 @@ extension WriteTransaction {
                                                before: oldFields, after: fields, changed: changed)
         if old != nil { _ = try access { try $0.put(entity.records, key: primaryKey, value: bytes) } }
         journal.append(JournalRecord(entityID: entity.catalog.id, primaryKey: primaryKey, kind: oldFields == nil ? .insert : .update,
-                                     changedFieldIDs: changed.compactMap { entity.fields[$0]?.id }, indexChanges: indexChanges))
+                                     changedFieldIDs: changed.compactMap { entity.field(named: $0)?.id }, indexChanges: indexChanges))
     }
 
     /// Stores a new record unless its key is taken; then returns the stored bytes and writes
@@ -199,7 +199,7 @@ extension WriteTransaction {
         stored.reserveCapacity(fields.count)
         for (name, value) in fields {
             if case .null = value { continue }
-            guard let field = entity.fields[name], field.accepts(value) else { return nil }
+            guard let field = entity.field(named: name), field.accepts(value) else { return nil }
             stored.append(RecordField(id: field.id, value: value))
         }
         stored.sort { $0.id < $1.id }
@@ -212,7 +212,7 @@ extension WriteTransaction {
         var mixed: [String] = []
         for (name, value) in fields {
             if case .null = value { continue }
-            if let field = entity.fields[name] {
+            if let field = entity.field(named: name) {
                 if !field.accepts(value) { mixed.append(name) }
             } else {
                 additions.append((name, value.kindName))
