@@ -22,7 +22,8 @@ extension CatalogEntity {
         let converted = coerce(values, forIndex: index, startingAt: offset)
         for (i, value) in converted.enumerated() where offset + i < definition.components.count {
             let field = definition.components[offset + i].field
-            guard let catalogField = self.field(named: FieldPath(field).head), FieldPath(field).rest.isEmpty else { continue }
+            let path = FieldPath(field)
+            guard path.rest.isEmpty, let catalogField = self.field(named: path.head) else { continue }
             if !catalogField.accepts(value) {
                 throw FeedstoreError.invalidRange(entity: name, index: index,
                                                   reason: "component \(offset + i + 1) is field \(field), stored as \(catalogField.kind); got \(value.jsonText)")

@@ -23,12 +23,11 @@ final class EntitySchema: Sendable {
         fieldNames = names
     }
 
-    /// The catalog field named `name`. A short list is scanned: two names of up to 15 bytes are
-    /// stored inline and compare as two machine words, which beats hashing one (this runs for
-    /// every field of every record written).
+    /// The catalog field named `name`. A short list is scanned (``CatalogEntity/field(named:)``):
+    /// two names of up to 15 bytes are stored inline and compare as two machine words, which beats
+    /// hashing one (this runs for every field of every record written).
     func field(named name: String) -> CatalogField? {
-        if catalog.fields.count <= Self.scannedFields { return catalog.fields.first { $0.name == name } }
-        return fields[name]
+        catalog.fields.count <= Self.scannedFields ? catalog.field(named: name) : fields[name]
     }
 
     /// Entities with at most this many fields have their fields found by scanning.
