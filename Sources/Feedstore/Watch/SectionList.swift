@@ -37,6 +37,9 @@ struct SectionList: Equatable {
 
     var count: Int { sections.count }
 
+    /// The rows of all sections.
+    var rowCount: Int { sections.last.map { starts[starts.count - 1] + $0.count } ?? 0 }
+
     /// The flat position of a section's first row.
     func start(of section: Int) -> Int { starts[section] }
 

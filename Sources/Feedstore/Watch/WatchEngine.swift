@@ -150,20 +150,26 @@ final class WatchEngine {
             return query.reverse ? oldCount - 1 - forward : forward
         }
 
-        // Sections of the new snapshot: recount only the sections changed rows touch.
+        // Sections of the new snapshot. A touched section's count is its old count plus the
+        // changed rows that joined it minus those that left: the same accounting that gives old
+        // positions above, so no section is recounted from the index.
         var newSections = oldSections
         if options.sectionBy == 0 {
             // An unsectioned query always has its one section, even when empty.
             newSections = .single(count: newCount, descending: query.reverse)
         } else {
-            var touched = Set<[UInt8]>()
+            var deltas: [[UInt8]: Int] = [:]
             for c in changes {
-                if let old = c.old { touched.insert(try sectionPrefix(of: old)) }
-                if let new = c.new { touched.insert(try sectionPrefix(of: new)) }
+                if let old = c.old { deltas[try sectionPrefix(of: old), default: 0] -= 1 }
+                if let new = c.new { deltas[try sectionPrefix(of: new), default: 0] += 1 }
             }
-            for prefix in touched {
-                try newSections.setCount(try countInRange(prefix: prefix, tx, resolved), of: prefix,
-                                         key: try KeyDecoder.decode(prefix).map(\.value))
+            for (prefix, delta) in deltas where delta != 0 {
+                let count = (oldSections.index(of: prefix).map { oldSections.sections[$0].count } ?? 0) + delta
+                guard count >= 0 else { throw FeedstoreError.corruptData(what: "journal", reason: "a section's count falls below zero") }
+                try newSections.setCount(count, of: prefix, key: try KeyDecoder.decode(prefix).map(\.value))
+            }
+            guard newSections.rowCount == newCount else {
+                throw FeedstoreError.corruptData(what: "journal", reason: "the changes since the last batch do not add up to the index's count")
             }
         }
         var batch = RowChanges(fromSequence: sequence, toSequence: head, isInitial: false, isReset: false)
