@@ -49,22 +49,15 @@ public enum FieldValue: Sendable {
         }
     }
 
-    /// The name of the value's kind, as the catalog records field types.
-    public var kindName: String {
-        switch self {
-        case .null: "null"
-        case .bool: "bool"
-        case .int: "int"
-        case .uint: "uint"
-        case .double: "double"
-        case .date: "date"
-        case .string: "string"
-        case .bytes: "bytes"
-        case .uuid: "uuid"
-        case .array: "array"
-        case .object: "object"
-        }
+    /// The rank of the kind named `name`, if it is one.
+    static func kindRank(ofKindName name: String) -> Int? {
+        kindNames.firstIndex(of: name)
     }
+
+    private static let kindNames = ["null", "bool", "int", "uint", "double", "date", "string", "bytes", "uuid", "array", "object"]
+
+    /// The name of the value's kind, as the catalog records field types.
+    public var kindName: String { Self.kindNames[kindRank] }
 }
 
 extension FieldValue: Comparable {

@@ -10,6 +10,19 @@ struct FieldValueEncoder {
         return node.finish()
     }
 
+    /// Encodes an entity's top-level members straight into the slots of its catalog fields
+    /// (``RecordValues``), building no dictionary of named fields. Members the catalog does not
+    /// know, or knows with another kind, come back by name for the catalog to learn. Nil when the
+    /// value does not encode as a keyed container.
+    static func encodeRecord<T: Encodable>(_ value: T, of entity: EntitySchema) throws
+        -> (record: RecordValues, unplaced: [String: FieldValue])?
+    {
+        if specialValue(value) != nil { return nil }
+        let node = EncodingNode(slotsOf: entity)
+        try value.encode(to: NodeEncoder(node: node, codingPath: []))
+        return node.finishRecord()
+    }
+
     /// The value of the types that keep their own kind. It compares types rather than casting
     /// through `Any`: that boxes every value (a heap allocation for a record) and runs four
     /// failing casts per field.
@@ -23,7 +36,9 @@ struct FieldValueEncoder {
 }
 
 /// A slot in the tree being built; containers write into it in place (scalars of an object go
-/// straight into `fields`, so encoding a flat record allocates one node).
+/// straight into `fields`, so encoding a flat record allocates one node). The top node of a
+/// record encoded for storage puts the members its entity knows into `record` by catalog
+/// number instead, and keeps only the others in `fields`.
 ///
 /// Its members skip Swift's run-time exclusivity checks, which cost about a fifth of encoding a
 /// flat record: a node is private to one encoding on one thread, and no access to a member
@@ -33,6 +48,15 @@ private final class EncodingNode {
     @exclusivity(unchecked) var fields: [String: FieldValue]?
     @exclusivity(unchecked) var nested: [String: EncodingNode]?
     @exclusivity(unchecked) var elements: [EncodingNode]?
+    /// For a record's top node: the slots of the fields its entity knows.
+    @exclusivity(unchecked) var record: RecordValues?
+    @exclusivity(unchecked) var isKeyed = false
+
+    init() {}
+
+    init(slotsOf entity: EntitySchema) {
+        record = RecordValues(entity: entity, values: Array(repeating: .null, count: Int(entity.catalog.nextFieldID)))
+    }
 
     func finish() -> FieldValue {
         if fields != nil || nested != nil {
@@ -44,12 +68,34 @@ private final class EncodingNode {
         return value ?? .null
     }
 
+    /// The record's slots and unplaced members, or nil when it did not encode as a keyed container.
+    func finishRecord() -> (record: RecordValues, unplaced: [String: FieldValue])? {
+        guard isKeyed, value == nil, elements == nil else { return nil }
+        for (key, node) in nested ?? [:] { setMember(key, node.finish()) }
+        return record.map { ($0, fields ?? [:]) }
+    }
+
     func makeObject() {
-        if fields == nil { fields = Dictionary(minimumCapacity: 8) }
+        isKeyed = true
+        if fields == nil && record == nil { fields = Dictionary(minimumCapacity: 8) }
     }
 
     func setMember(_ key: String, _ value: FieldValue) {
         nested?[key] = nil
+        if let entity = record?.entity {
+            // A member written again replaces what it held: a slot is overwritten, or the member
+            // is unplaced and overwrites its slot once the catalog has learned it.
+            if let field = entity.slot(named: key), field.accepts(value) {
+                record!.set(value, at: field.id)
+                fields?[key] = nil
+                return
+            }
+            if case .null = value {
+                fields?[key] = nil
+                return
+            }
+            if fields == nil { fields = [:] }
+        }
         fields![key] = value
     }
 

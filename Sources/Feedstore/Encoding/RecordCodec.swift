@@ -23,13 +23,22 @@ enum RecordCodec {
     }
 
     static func encode(_ fields: [RecordField]) -> [UInt8] {
+        encode(fields.lazy.map { ($0.id, $0.value) })
+    }
+
+    /// The record whose field number `i` holds `values[i]` (`.null` for none).
+    static func encode(byFieldID values: [FieldValue]) -> [UInt8] {
+        encode(values.indices.lazy.map { (UInt32($0), values[$0]) })
+    }
+
+    private static func encode(_ fields: some Collection<(UInt32, FieldValue)>) -> [UInt8] {
         var out: [UInt8] = [formatByte]
         out.reserveCapacity(64)
-        func isPresent(_ field: RecordField) -> Bool { if case .null = field.value { false } else { true } }
-        appendVarint(UInt64(fields.count { isPresent($0) }), to: &out)
-        for field in fields where isPresent(field) {
-            appendVarint(UInt64(field.id), to: &out)
-            appendValue(field.value, to: &out)
+        func isPresent(_ value: FieldValue) -> Bool { if case .null = value { false } else { true } }
+        appendVarint(UInt64(fields.count { isPresent($0.1) }), to: &out)
+        for (id, value) in fields where isPresent(value) {
+            appendVarint(UInt64(id), to: &out)
+            appendValue(value, to: &out)
         }
         return out
     }

@@ -31,7 +31,7 @@ public struct JournalEntry: Sendable, Hashable {
     public var id: FieldValue
     /// Insert, update or delete.
     public var kind: Kind
-    /// For updates, the top-level fields whose values changed; empty for inserts and deletes.
+    /// For updates, the top-level fields whose values changed, sorted by name; empty for inserts and deletes.
     public var changedFields: [String]
     /// Every index the record is in before or after the change.
     public var indexChanges: [IndexChange]
@@ -136,7 +136,7 @@ struct JournalRecord: Equatable {
             entity: entity?.name ?? "#\(entityID)",
             id: id,
             kind: kind,
-            changedFields: changedFieldIDs.map { fid in entity?.field(id: fid)?.name ?? "#\(fid)" },
+            changedFields: changedFieldIDs.map { fid in entity?.field(id: fid)?.name ?? "#\(fid)" }.sorted(),
             indexChanges: indexChanges.map { change in
                 JournalEntry.IndexChange(
                     index: entity?.indexes.first { $0.id == change.indexID }?.definition.name ?? "#\(change.indexID)",

@@ -78,10 +78,7 @@ public struct CatalogField: Sendable, Codable, Equatable {
     public var kind: String
 
     /// Whether `value` is of the kind recorded (null always is).
-    func accepts(_ value: FieldValue) -> Bool {
-        if case .null = value { return true }
-        return kind == value.kindName || kind == "mixed"
-    }
+    func accepts(_ value: FieldValue) -> Bool { FieldSlot(self).accepts(value) }
 }
 
 /// One secondary index in the catalog.

@@ -6,6 +6,11 @@ final class EntitySchema: Sendable {
     /// The catalog's fields by name (id and kind seen), and their names by id.
     let fields: [String: CatalogField]
     let fieldNames: [UInt32: String]
+    /// The fields the write path looks up for every member of every record, in catalog order, and
+    /// the two raw words of each name, compared before any call into string comparison.
+    private let slots: [FieldSlot]
+    private let slotNameWords: [StringWords]
+    private let slotsByName: [String: FieldSlot]
 
     var name: String { catalog.name }
 
@@ -21,6 +26,21 @@ final class EntitySchema: Sendable {
         }
         fields = byName
         fieldNames = names
+        slots = catalog.fields.map(FieldSlot.init)
+        slotNameWords = catalog.fields.map { StringWords($0.name) }
+        slotsByName = byName.mapValues(FieldSlot.init)
+    }
+
+    /// The slot of the field named `name`. Up to ``scannedFields`` fields, the names' raw words
+    /// are scanned first: a name of up to 15 bytes is stored in them, so equal short names have
+    /// equal words and most lookups end without comparing strings. Other names fall back to
+    /// string equality, which equal words always imply.
+    func slot(named name: String) -> FieldSlot? {
+        guard slots.count <= Self.scannedFields else { return slotsByName[name] }
+        let words = StringWords(name)
+        for i in slotNameWords.indices where slotNameWords[i] == words { return slots[i] }
+        for i in slots.indices where catalog.fields[i].name == name { return slots[i] }
+        return nil
     }
 
     /// The catalog field named `name`. A short list is scanned (``CatalogEntity/field(named:)``):
@@ -38,6 +58,36 @@ final class EntitySchema: Sendable {
             throw FeedstoreError.unknownIndex(entity: catalog.name, index: name)
         }
         return index
+    }
+}
+
+/// What the write path needs of a field: its catalog number and the kind its values must have.
+struct FieldSlot: Sendable {
+    let id: UInt32
+    /// The ``FieldValue/kindRank`` of the one kind the field has held, or nil once it is "mixed"
+    /// (-1, which no value has, for a kind name the catalog never writes).
+    let kindRank: Int?
+
+    init(_ field: CatalogField) {
+        id = field.id
+        kindRank = field.kind == "mixed" ? nil : FieldValue.kindRank(ofKindName: field.kind) ?? -1
+    }
+
+    /// Whether storing `value` keeps the field's kind (``CatalogField/accepts(_:)``).
+    func accepts(_ value: FieldValue) -> Bool {
+        if case .null = value { return true }
+        return kindRank.map { $0 == value.kindRank } ?? true
+    }
+}
+
+/// A string's two raw words: equal words mean equal strings (the converse holds for names of
+/// up to 15 bytes stored inline, which is most field names).
+struct StringWords: Equatable, Sendable {
+    let low: UInt64
+    let high: UInt64
+
+    init(_ string: String) {
+        (low, high) = unsafeBitCast(string, to: (UInt64, UInt64).self)
     }
 }
 
@@ -64,17 +114,17 @@ final class IndexSchema: Sendable {
     }
 
     /// Whether a record with these fields belongs in the index.
-    func contains(_ fields: [String: FieldValue]) -> Bool {
+    func contains(_ fields: some TopLevelFields) -> Bool {
         definition.condition?.holds { FieldPath.value(of: $0, in: fields) } ?? true
     }
 
     /// The component values of a record.
-    func components(of fields: [String: FieldValue]) -> [FieldValue] {
+    func components(of fields: some TopLevelFields) -> [FieldValue] {
         componentPaths.map { $0.value(in: fields) }
     }
 
     /// The entry key of a record (components then primary key), or nil when it is not a member.
-    func key(of fields: [String: FieldValue], primaryKey: [UInt8]) throws -> [UInt8]? {
+    func key(of fields: some TopLevelFields, primaryKey: [UInt8]) throws -> [UInt8]? {
         guard contains(fields) else { return nil }
         var key: [UInt8] = []
         key.reserveCapacity(32 + primaryKey.count)

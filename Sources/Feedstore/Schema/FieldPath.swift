@@ -16,8 +16,8 @@ struct FieldPath: Sendable, Hashable {
 
     /// The value at this path in a record's top-level fields; missing fields (and paths through
     /// non-objects) read as `.null`.
-    func value(in fields: [String: FieldValue]) -> FieldValue {
-        var current = fields[head] ?? .null
+    func value(in fields: some TopLevelFields) -> FieldValue {
+        var current = fields.value(ofField: head)
         for part in rest {
             guard case let .object(members) = current else { return .null }
             current = members[part] ?? .null
@@ -28,8 +28,8 @@ struct FieldPath: Sendable, Hashable {
 
 extension FieldPath {
     /// Reads `name` (plain or dotted) without building a path for plain names.
-    static func value(of name: String, in fields: [String: FieldValue]) -> FieldValue {
-        if !name.utf8.contains(UInt8(ascii: ".")) { return fields[name] ?? .null }
+    static func value(of name: String, in fields: some TopLevelFields) -> FieldValue {
+        if !name.utf8.contains(UInt8(ascii: ".")) { return fields.value(ofField: name) }
         return FieldPath(name).value(in: fields)
     }
 }

@@ -56,25 +56,38 @@ public class ReadTransaction {
 
     /// Decodes stored record bytes into named fields.
     func decodeFields(_ bytes: UnsafeRawBufferPointer, of entity: inout EntitySchema, id: FieldValue?) throws -> [String: FieldValue] {
+        let fields = try decodeRecord(bytes, of: &entity, id: id)
+        var named: [String: FieldValue] = [:]
+        named.reserveCapacity(fields.count)
+        for field in fields { named[entity.fieldNames[field.id]!] = field.value }
+        return named
+    }
+
+    /// Decodes stored record bytes into slots by catalog field number, as the write path holds records.
+    func decodeValues(_ bytes: UnsafeRawBufferPointer, of entity: inout EntitySchema, id: FieldValue?) throws -> RecordValues {
+        let fields = try decodeRecord(bytes, of: &entity, id: id)
+        var record = RecordValues(entity: entity, values: Array(repeating: .null, count: Int(entity.catalog.nextFieldID)))
+        for field in fields { record.set(field.value, at: field.id) }
+        return record
+    }
+
+    /// The record's fields, each checked to be in the catalog; a number this handle's catalog
+    /// lacks reloads it once, since another handle or process may have added the field.
+    private func decodeRecord(_ bytes: UnsafeRawBufferPointer, of entity: inout EntitySchema, id: FieldValue?) throws -> [RecordField] {
         let fields: [RecordField]
         do {
             fields = try RecordCodec.decode(bytes)
         } catch let FeedstoreError.corruptData(_, reason) {
             throw FeedstoreError.corruptData(what: "record \(entity.name) \(id?.jsonText ?? "")", reason: reason)
         }
-        var named: [String: FieldValue] = [:]
-        named.reserveCapacity(fields.count)
-        for field in fields {
-            if entity.fieldNames[field.id] == nil {
-                try reloadSchemaIfNewer()
-                entity = try schema.entity(entity.name)
-            }
-            guard let name = entity.fieldNames[field.id] else {
+        for field in fields where entity.fieldNames[field.id] == nil {
+            try reloadSchemaIfNewer()
+            entity = try schema.entity(entity.name)
+            guard entity.fieldNames[field.id] != nil else {
                 throw FeedstoreError.corruptData(what: "record \(entity.name) \(id?.jsonText ?? "")",
                                                  reason: "field number \(field.id) is not in the catalog")
             }
-            named[name] = field.value
         }
-        return named
+        return fields
     }
 }

@@ -132,7 +132,7 @@ final class WriteQueue: @unchecked Sendable {
                     let deadline = lingerUntil ?? Date(timeIntervalSinceNow: Double(lastCommitNanoseconds / Self.lingerShare) / 1e9)
                     lingerUntil = deadline
                     if Date() < deadline {
-                        condition.wait(until: deadline)
+                        _ = condition.wait(until: deadline)
                         continue
                     }
                 }

@@ -53,54 +53,52 @@ extension WriteTransaction {
     // MARK: The write path
 
     private func write<E: Entity>(_ record: E, mode: WriteMode) throws {
-        let encoded: FieldValue
+        var entity = try entity(E.entityName)
+        let encoded: (record: RecordValues, unplaced: [String: FieldValue])?
         do {
-            encoded = try FieldValueEncoder.encode(record)
+            encoded = try FieldValueEncoder.encodeRecord(record, of: entity)
         } catch {
             throw FeedstoreError.encodingFailed(entity: E.entityName, reason: "\(error)")
         }
-        guard case let .object(fields) = encoded else {
+        guard let encoded else {
             throw FeedstoreError.encodingFailed(entity: E.entityName, reason: "an entity must encode as a keyed container")
         }
-        try writeFields(fields, id: record.id.fieldValue, entity: E.entityName, mode: mode)
+        var values = encoded.record
+        let unplaced = encoded.unplaced
+        if !unplaced.isEmpty {
+            entity = try learnFields(unplaced, of: entity)
+            values = RecordValues(entity: entity, values: values.values)
+            for (name, value) in unplaced {
+                guard let field = entity.field(named: name) else {
+                    throw FeedstoreError.encodingFailed(entity: E.entityName, reason: "the catalog did not take field \(name)")
+                }
+                values.set(value, at: field.id)
+            }
+        }
+        try writeRecord(values, id: record.id.fieldValue, mode: mode)
     }
 
-    /// Writes one record given as named fields: the path every typed write takes, and tools too.
-    func writeFields(_ fields: [String: FieldValue], id: FieldValue, entity name: String, mode: WriteMode) throws {
-        var entity = try entity(name)
+    /// Writes one record held by catalog field number: the path every typed write takes.
+    private func writeRecord(_ values: RecordValues, id: FieldValue, mode: WriteMode) throws {
+        var entity = values.entity
         let primaryKey = try primaryKeyBytes(id, entity: entity)
-        let stored: [RecordField]
-        if let known = Self.storedFields(fields, of: entity) {
-            stored = known
-        } else {
-            entity = try learnFields(fields, of: entity)
-            stored = Self.storedFields(fields, of: entity)!
-        }
-        let bytes = RecordCodec.encode(stored)
+        let bytes = values.encoded()
 
         // Inserts and upserts try to add the record first: a new record then costs one descent.
         let old: [UInt8]? = mode == .update ? try access { try $0.get(entity.records, key: primaryKey) }
             : try putRecordIfAbsent(entity, key: primaryKey, value: bytes)
         switch (mode, old) {
-        case (.insert, .some): throw FeedstoreError.recordExists(entity: name, id: id)
-        case (.update, .none): throw FeedstoreError.recordNotFound(entity: name, id: id)
+        case (.insert, .some): throw FeedstoreError.recordExists(entity: entity.name, id: id)
+        case (.update, .none): throw FeedstoreError.recordNotFound(entity: entity.name, id: id)
         default: break
         }
         if old == bytes { return }
-        let oldFields = try old.map { bytes in try bytes.withUnsafeBytes { try decodeFields($0, of: &entity, id: id) } }
-
-        var changed: [String] = []
-        if let oldFields {
-            for key in Set(oldFields.keys).union(fields.keys) where !(oldFields[key] ?? .null).isIdentical(to: fields[key] ?? .null) {
-                changed.append(key)
-            }
-            changed.sort()
-        }
-        let indexChanges = try maintainIndexes(of: entity, primaryKey: primaryKey, id: id,
-                                               before: oldFields, after: fields, changed: changed)
+        let oldValues = try old.map { bytes in try bytes.withUnsafeBytes { try decodeValues($0, of: &entity, id: id) } }
+        let changed = oldValues.map { values.changedFieldIDs(from: $0) } ?? []
+        let indexChanges = try maintainIndexes(of: entity, primaryKey: primaryKey, before: oldValues, after: values, changed: changed)
         if old != nil { _ = try access { try $0.put(entity.records, key: primaryKey, value: bytes) } }
-        journal.append(JournalRecord(entityID: entity.catalog.id, primaryKey: primaryKey, kind: oldFields == nil ? .insert : .update,
-                                     changedFieldIDs: changed.compactMap { entity.field(named: $0)?.id }, indexChanges: indexChanges))
+        journal.append(JournalRecord(entityID: entity.catalog.id, primaryKey: primaryKey, kind: oldValues == nil ? .insert : .update,
+                                     changedFieldIDs: changed, indexChanges: indexChanges))
     }
 
     /// Stores a new record unless its key is taken; then returns the stored bytes and writes
@@ -121,8 +119,8 @@ extension WriteTransaction {
         var entity = try entity(name)
         let primaryKey = try primaryKeyBytes(id, entity: entity)
         guard let old = try access({ try $0.get(entity.records, key: primaryKey) }) else { return false }
-        let oldFields = try old.withUnsafeBytes { try decodeFields($0, of: &entity, id: id) }
-        let indexChanges = try maintainIndexes(of: entity, primaryKey: primaryKey, id: id, before: oldFields, after: nil, changed: [])
+        let oldValues = try old.withUnsafeBytes { try decodeValues($0, of: &entity, id: id) }
+        let indexChanges = try maintainIndexes(of: entity, primaryKey: primaryKey, before: oldValues, after: nil, changed: [])
         try access { _ = try $0.delete(entity.records, key: primaryKey) }
         journal.append(JournalRecord(entityID: entity.catalog.id, primaryKey: primaryKey, kind: .delete,
                                      changedFieldIDs: [], indexChanges: indexChanges))
@@ -131,15 +129,16 @@ extension WriteTransaction {
 
     /// Moves the record's entries in every index from its old key to its new one, writing only
     /// entries that change, and returns the before/after keys of every index it belongs to.
-    private func maintainIndexes(of entity: EntitySchema, primaryKey: [UInt8], id: FieldValue,
-                                 before: [String: FieldValue]?, after: [String: FieldValue]?,
-                                 changed: [String]) throws -> [JournalRecord.IndexChange]
+    /// `changed` lists the numbers of the fields an update changed.
+    private func maintainIndexes(of entity: EntitySchema, primaryKey: [UInt8], before: RecordValues?, after: RecordValues?,
+                                 changed: [UInt32]) throws -> [JournalRecord.IndexChange]
     {
         var changes: [JournalRecord.IndexChange] = []
         changes.reserveCapacity(entity.indexes.count)
+        let changedNames = changed.compactMap { entity.fieldNames[$0] }
         for index in entity.indexes {
             let oldKey = try before.flatMap { try index.key(of: $0, primaryKey: primaryKey) }
-            let untouched = before != nil && after != nil && !changed.contains(where: index.fieldsRead.contains)
+            let untouched = before != nil && after != nil && !changedNames.contains(where: index.fieldsRead.contains)
             let newKey = untouched ? oldKey : try after.flatMap { try index.key(of: $0, primaryKey: primaryKey) }
             if oldKey == nil && newKey == nil { continue }
             changes.append(JournalRecord.IndexChange(indexID: index.id, before: oldKey, after: newKey))
@@ -190,20 +189,6 @@ extension WriteTransaction {
         }
         try checkKeySize(key, entity: entity, index: nil)
         return key
-    }
-
-    /// The non-null fields as stored, in field-number order, or nil when the catalog does not
-    /// know a field yet or knows it with another kind (``learnFields(_:of:)`` comes first then).
-    private static func storedFields(_ fields: [String: FieldValue], of entity: EntitySchema) -> [RecordField]? {
-        var stored: [RecordField] = []
-        stored.reserveCapacity(fields.count)
-        for (name, value) in fields {
-            if case .null = value { continue }
-            guard let field = entity.field(named: name), field.accepts(value) else { return nil }
-            stored.append(RecordField(id: field.id, value: value))
-        }
-        stored.sort { $0.id < $1.id }
-        return stored
     }
 
     /// Adds fields the catalog has not seen, and marks fields whose kind changed as "mixed".
