@@ -39,6 +39,18 @@ enum RawLMDB {
         }
     }
 
+    /// Puts `value` under `key`, both given as bytes.
+    static func put(_ txn: OpaquePointer?, _ dbi: MDB_dbi, key: [UInt8], value: [UInt8], flags: UInt32 = 0) throws {
+        // LMDB does not write through the pointers it is given for a put.
+        try key.withUnsafeBytes { keyBytes in
+            try value.withUnsafeBytes { valueBytes in
+                var k = MDB_val(mv_size: keyBytes.count, mv_data: UnsafeMutableRawPointer(mutating: keyBytes.baseAddress))
+                var v = MDB_val(mv_size: valueBytes.count, mv_data: UnsafeMutableRawPointer(mutating: valueBytes.baseAddress))
+                try check(mdb_put(txn, dbi, &k, &v, flags), "mdb_put")
+            }
+        }
+    }
+
     /// Positions `cursor` at the first key at or after `key`; whether there is one.
     static func seek(_ cursor: OpaquePointer?, atOrAfter key: UInt64) -> Bool {
         var big = key.bigEndian
