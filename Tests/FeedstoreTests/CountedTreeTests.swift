@@ -70,6 +70,27 @@ import Testing
         }
     }
 
+    /// A split edits a node's stored bytes in place of parsing and encoding it: the edited bytes
+    /// must be those of the parsed node with the child replaced.
+    @Test(arguments: testSeeds(2))
+    func replacingAChildInStoredBytesMatchesEncodingTheEditedNode(seed: UInt64) throws {
+        var rng = SeededGenerator(seed: seed)
+        for _ in 0..<2_000 {
+            let n = Int.random(in: 1...12, using: &rng)
+            let node = CountNode(fences: (0..<n).map { _ in Self.randomKey(&rng) }, counts: (0..<n).map { _ in Int.random(in: 0...1_000, using: &rng) })
+            let child = Int.random(in: 0..<n, using: &rng)
+            let separators = (0..<Int.random(in: 1...3, using: &rng)).map { _ in Self.randomKey(&rng) }
+            let counts = (0...separators.count).map { _ in Int.random(in: 0...100, using: &rng) }
+            var expected = node
+            expected.counts.replaceSubrange(child...child, with: counts)
+            expected.fences.insert(contentsOf: separators, at: child + 1)
+            let edited = try node.encoded().withUnsafeBytes { bytes in
+                try CountNodeView(bytes).replacingChild(child, withCounts: counts, separators: separators)
+            }
+            #expect(edited == expected.encoded(), "seed \(seed): child \(child) of \(n)")
+        }
+    }
+
     /// Changes applied in batches (as a write transaction applies its deferred counts): a batch
     /// may overfill a bucket many times over, or empty a run of buckets, at once.
     @Test(arguments: testSeeds(4))

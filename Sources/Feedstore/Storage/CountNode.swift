@@ -98,6 +98,32 @@ struct CountNodeView {
 
     func fence(_ i: Int) -> [UInt8] { Array(fenceBytes(i)) }
 
+    /// The stored form of this node with child `i` replaced by children counting `counts`, the
+    /// first keeping child `i`'s fence and the others taking `separators` (one fewer than
+    /// `counts`), copying the other children's bytes as they are. The node must be valid.
+    func replacingChild(_ i: Int, withCounts counts: [Int], separators: [[UInt8]]) -> [UInt8] {
+        let added = separators.count
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count + 10 * added + separators.reduce(0) { $0 + $1.count })
+        withUnsafeBytes(of: UInt16(count + added).littleEndian) { out.append(contentsOf: $0) }
+        out.append(contentsOf: bytes[2..<(2 + 8 * i)])
+        for c in counts { withUnsafeBytes(of: UInt64(c).littleEndian) { out.append(contentsOf: $0) } }
+        out.append(contentsOf: bytes[(2 + 8 * (i + 1))..<(2 + 8 * count)])
+        func appendEnd(_ end: Int) { withUnsafeBytes(of: UInt16(end).littleEndian) { out.append(contentsOf: $0) } }
+        for j in 0...i { appendEnd(rawFenceEnd(j)) }
+        var end = rawFenceEnd(i)
+        for separator in separators {
+            end += separator.count
+            appendEnd(end)
+        }
+        let shift = end - rawFenceEnd(i)
+        for j in (i + 1)..<count { appendEnd(rawFenceEnd(j) + shift) }
+        out.append(contentsOf: bytes[fencesStart..<(fencesStart + rawFenceEnd(i))])
+        for separator in separators { out.append(contentsOf: separator) }
+        out.append(contentsOf: bytes[(fencesStart + rawFenceEnd(i))...])
+        return out
+    }
+
     func sum(before i: Int) -> Int {
         var s = 0
         for j in 0..<i { s += entries(j) }

@@ -124,13 +124,12 @@ extension CountedIndex {
     private func splitBucket(containing key: [UInt8], in txn: borrowing LMDBTransaction) throws {
         let path = try self.path(to: key, in: txn)
         let leaf = path[path.count - 1]
-        var node = try withNode(1, leaf.fence, in: txn) { try CountNode($0) }
-        let size = node.counts[leaf.child]
+        let (size, fence) = try withNode(1, leaf.fence, in: txn) { ($0.entries(leaf.child), $0.fence(leaf.child)) }
         guard size > limits.maximumBucket else { return }
         let pieces = max(2, (size + bucketFill - 1) / bucketFill)
         let starts = (1..<pieces).map { $0 * size / pieces }
         let separators: [[UInt8]] = try txn.withCursor(entries) { cursor in
-            guard try cursor.seek(atOrAfter: node.fences[leaf.child]) else { throw shortBucket() }
+            guard try cursor.seek(atOrAfter: fence) else { throw shortBucket() }
             var separators: [[UInt8]] = []
             var position = 0, previous: [UInt8] = []
             for start in starts {
@@ -146,7 +145,22 @@ extension CountedIndex {
             return separators
         }
         let bounds = [0] + starts + [size]
-        node.counts.replaceSubrange(leaf.child...leaf.child, with: (0..<pieces).map { bounds[$0 + 1] - bounds[$0] })
+        let sizes = (0..<pieces).map { bounds[$0 + 1] - bounds[$0] }
+        // Most splits leave the node within its bounds: its stored bytes are then edited as they
+        // are, without parsing every fence into an array and encoding them again.
+        let edited: [UInt8]? = try withNode(1, leaf.fence, in: txn) { view in
+            let children = view.count + separators.count
+            let bytes = view.bytes.count + 10 * separators.count + separators.reduce(0) { $0 + $1.count }
+            guard children <= limits.maximumChildren, bytes + view.fenceBytes(0).count + 1 <= limits.maximumNodeBytes else { return nil }
+            try view.validate()
+            return view.replacingChild(leaf.child, withCounts: sizes, separators: separators)
+        }
+        if let edited {
+            try txn.put(counts, key: Self.nodeKey(1, leaf.fence), value: edited)
+            return
+        }
+        var node = try withNode(1, leaf.fence, in: txn) { try CountNode($0) }
+        node.counts.replaceSubrange(leaf.child...leaf.child, with: sizes)
         node.fences.insert(contentsOf: separators, at: leaf.child + 1)
         try store(node, at: path.count - 1, of: path, in: txn)
     }
