@@ -7,7 +7,10 @@ import Foundation
 public class ReadTransaction {
     let core: StoreCore
     /// Owned here so it ends exactly once: taken back by the store when the closure returns.
-    private var transaction: LMDBTransaction?
+    /// Every read and write of the store goes through it, so it skips Swift's run-time
+    /// exclusivity checks: a transaction is used on one thread, and only ``detach()`` modifies
+    /// it, never while ``access(_:)`` lends it.
+    @exclusivity(unchecked) private var transaction: LMDBTransaction?
     var schema: SchemaSnapshot
 
     init(core: StoreCore, transaction: consuming LMDBTransaction, schema: SchemaSnapshot) {

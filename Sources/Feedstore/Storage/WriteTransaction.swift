@@ -11,16 +11,19 @@ public final class WriteTransaction: ReadTransaction {
     let assignedSequence: UInt64
     /// Set by ``finish()`` when the transaction wrote journal entries.
     private(set) var committedSequence: UInt64?
-    var journal: [JournalRecord] = []
+    // The lists below change for every record written, so they skip Swift's run-time
+    // exclusivity checks (a few percent of a bulk insert): a transaction is used on one thread,
+    // and each access to them reads or changes the list and ends before another begins.
+    @exclusivity(unchecked) var journal: [JournalRecord] = []
     var catalogChanged = false
 
     /// Count changes not yet applied, per index. They are applied together before the index's
     /// counts are read and when the closure returns, so that the many changes of a transaction
     /// patch each upper node of a counted tree once, not once each. (A list, not a dictionary:
     /// a transaction touches a few indexes, and finding one by comparing beats hashing.)
-    private var deferredCounts: [(index: CountedIndex, changes: [CountedIndex.Change])] = []
+    @exclusivity(unchecked) private var deferredCounts: [(index: CountedIndex, changes: [CountedIndex.Change])] = []
     /// Records databases in which this transaction wrote an id that did not sort last.
-    var unorderedRecords: [LMDBDatabase] = []
+    @exclusivity(unchecked) var unorderedRecords: [LMDBDatabase] = []
     /// Changes of one index held at most before they are applied (bounds the memory they take).
     static let deferredCountLimit = 4_096
 
