@@ -1,8 +1,10 @@
 import Foundation
 
 // LMDB's key order, which is the order of every key Feedstore writes: bytewise (memcmp), and
-// shorter first on a shared prefix. Comparing through memcmp is many times cheaper than
-// `lexicographicallyPrecedes`, which steps through the bytes one at a time.
+// shorter first on a shared prefix. Keys are compared eight bytes at a time as big-endian
+// words, which orders them as memcmp does; for keys of a few dozen bytes this beats a call to
+// memcmp, and both are many times cheaper than `lexicographicallyPrecedes`, which steps through
+// the bytes one at a time.
 
 extension UnsafeRawBufferPointer {
     /// Three-way comparison with `other` in key order, skipping this buffer's first `dropping`
@@ -11,8 +13,21 @@ extension UnsafeRawBufferPointer {
     func compare(dropping: Int = 0, with other: UnsafeRawBufferPointer) -> Int {
         let count = self.count - dropping
         let shared = Swift.min(count, other.count)
-        let c = shared == 0 ? 0 : memcmp(baseAddress! + dropping, other.baseAddress!, shared)
-        if c != 0 { return c < 0 ? -1 : 1 }
+        if shared > 0 {
+            let a = baseAddress! + dropping, b = other.baseAddress!
+            var i = 0
+            while i + 8 <= shared {
+                let x = UInt64(bigEndian: a.loadUnaligned(fromByteOffset: i, as: UInt64.self))
+                let y = UInt64(bigEndian: b.loadUnaligned(fromByteOffset: i, as: UInt64.self))
+                if x != y { return x < y ? -1 : 1 }
+                i += 8
+            }
+            while i < shared {
+                let x = a.load(fromByteOffset: i, as: UInt8.self), y = b.load(fromByteOffset: i, as: UInt8.self)
+                if x != y { return x < y ? -1 : 1 }
+                i += 1
+            }
+        }
         return count == other.count ? 0 : (count < other.count ? -1 : 1)
     }
 
