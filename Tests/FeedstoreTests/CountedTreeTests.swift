@@ -70,6 +70,28 @@ import Testing
         }
     }
 
+    /// Count changes are sorted on their keys' first 16 bytes as words, and on whole keys only
+    /// where those tie: the order must be the stable key order, for keys shorter and longer than
+    /// 16 bytes, with zero bytes (which padding could be confused with) and repeated keys.
+    @Test(arguments: testSeeds(2))
+    func countChangesSortInKeyOrder(seed: UInt64) {
+        var rng = SeededGenerator(seed: seed)
+        for _ in 0..<300 {
+            let alphabet: [UInt8] = [0x00, 0x01, 0x7F, 0x80, 0xFF]
+            let pool: [[UInt8]] = (0..<Int.random(in: 1...40, using: &rng)).map { _ in
+                (0..<Int.random(in: 0...24, using: &rng)).map { _ in alphabet.randomElement(using: &rng)! }
+            }
+            let changes = (0..<Int.random(in: 2...60, using: &rng)).map { _ in
+                CountedIndex.Change(key: pool.randomElement(using: &rng)!, delta: Int.random(in: -1...1, using: &rng))
+            }
+            let sorted = CountedIndex.sortedByKey(changes)
+            let expected = changes.enumerated().sorted { a, b in
+                a.element.key == b.element.key ? a.offset < b.offset : a.element.key.lexicographicallyPrecedes(b.element.key)
+            }.map(\.element)
+            #expect(sorted.map(\.key) == expected.map(\.key) && sorted.map(\.delta) == expected.map(\.delta), "seed \(seed)")
+        }
+    }
+
     /// A split edits a node's stored bytes in place of parsing and encoding it: the edited bytes
     /// must be those of the parsed node with the child replaced.
     @Test(arguments: testSeeds(2))

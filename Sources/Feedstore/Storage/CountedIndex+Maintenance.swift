@@ -20,7 +20,7 @@ extension CountedIndex {
     /// - Complexity: O(k log n) reads, O(k + log n) node writes for k changes in the common case.
     func apply(_ changes: [Change], in txn: borrowing LMDBTransaction) throws {
         guard !changes.isEmpty else { return }
-        let sorted = changes.count == 1 ? changes : changes.sorted { $0.key.sortsBefore($1.key) }
+        let sorted = changes.count == 1 ? changes : Self.sortedByKey(changes)
         var reshapes: [Reshape] = []
         try txn.withCursor(counts) { cursor in
             let height = try Self.positionAtRoot(cursor)
@@ -33,6 +33,28 @@ extension CountedIndex {
                 while try mergeBucket(containing: reshape.key, in: txn) {}
             }
         }
+    }
+
+    /// The changes in key order (changes of equal keys keep their order). The sort moves small
+    /// plain values (each key's first 16 bytes as two big-endian words, zero-padded, and the
+    /// change's position) and compares whole keys only where those words tie: words that differ
+    /// order their keys as the keys do, since a zero-padded shorter key is a prefix of the other
+    /// or differs from it at a real byte.
+    static func sortedByKey(_ changes: [Change]) -> [Change] {
+        var order = changes.indices.map { i in
+            changes[i].key.withUnsafeBytes { key in
+                var words: (UInt64, UInt64) = (0, 0)
+                withUnsafeMutableBytes(of: &words) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: key.prefix(16))) }
+                return (first: UInt64(bigEndian: words.0), second: UInt64(bigEndian: words.1), index: i)
+            }
+        }
+        order.sort { a, b in
+            if a.first != b.first { return a.first < b.first }
+            if a.second != b.second { return a.second < b.second }
+            let c = changes[a.index].key.withUnsafeBytes { $0.compare(with: changes[b.index].key) }
+            return c != 0 ? c < 0 : a.index < b.index
+        }
+        return order.map { changes[$0.index] }
     }
 
     /// A bucket that must split (it grew past its bound) or may merge, named by a key inside it.

@@ -97,8 +97,8 @@ extension WriteTransaction {
         let changed = oldValues.map { values.changedFieldIDs(from: $0) } ?? []
         let indexChanges = try maintainIndexes(of: entity, primaryKey: primaryKey, before: oldValues, after: values, changed: changed)
         if old != nil { _ = try access { try $0.put(entity.records, key: primaryKey, value: bytes) } }
-        journal.append(JournalRecord(entityID: entity.catalog.id, primaryKey: primaryKey, kind: oldValues == nil ? .insert : .update,
-                                     changedFieldIDs: changed, indexChanges: indexChanges))
+        try appendJournal(JournalRecord(entityID: entity.catalog.id, primaryKey: primaryKey, kind: oldValues == nil ? .insert : .update,
+                                        changedFieldIDs: changed, indexChanges: indexChanges))
     }
 
     /// Stores a new record unless its key is taken; then returns the stored bytes and writes
@@ -122,8 +122,8 @@ extension WriteTransaction {
         let oldValues = try old.withUnsafeBytes { try decodeValues($0, of: &entity, id: id) }
         let indexChanges = try maintainIndexes(of: entity, primaryKey: primaryKey, before: oldValues, after: nil, changed: [])
         try access { _ = try $0.delete(entity.records, key: primaryKey) }
-        journal.append(JournalRecord(entityID: entity.catalog.id, primaryKey: primaryKey, kind: .delete,
-                                     changedFieldIDs: [], indexChanges: indexChanges))
+        try appendJournal(JournalRecord(entityID: entity.catalog.id, primaryKey: primaryKey, kind: .delete,
+                                        changedFieldIDs: [], indexChanges: indexChanges))
         return true
     }
 
@@ -183,8 +183,9 @@ extension WriteTransaction {
     }
 
     func primaryKeyBytes(_ id: FieldValue, entity: EntitySchema) throws -> [UInt8] {
-        let key: [UInt8]
-        do { key = try KeyEncoding.encode([id]) } catch {
+        var key: [UInt8] = []
+        key.reserveCapacity(17)
+        do { try KeyEncoding.append(id, descending: false, to: &key) } catch {
             throw FeedstoreError.encodingFailed(entity: entity.name, reason: "a \(id.kindName) cannot be a primary key")
         }
         try checkKeySize(key, entity: entity, index: nil)

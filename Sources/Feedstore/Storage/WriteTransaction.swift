@@ -11,10 +11,11 @@ public final class WriteTransaction: ReadTransaction {
     let assignedSequence: UInt64
     /// Set by ``finish()`` when the transaction wrote journal entries.
     private(set) var committedSequence: UInt64?
+    /// Journal entries written so far (each is written as its record changes).
+    private(set) var journalEntries: UInt32 = 0
     // The lists below change for every record written, so they skip Swift's run-time
     // exclusivity checks (a few percent of a bulk insert): a transaction is used on one thread,
     // and each access to them reads or changes the list and ends before another begins.
-    @exclusivity(unchecked) var journal: [JournalRecord] = []
     var catalogChanged = false
 
     /// Count changes not yet applied, per index. They are applied together before the index's
@@ -34,7 +35,17 @@ public final class WriteTransaction: ReadTransaction {
 
     /// The journal sequence number this transaction's commit gets, or nil while it has changed
     /// nothing (a transaction that changes nothing adds no commit to the journal).
-    public var commitSequence: UInt64? { journal.isEmpty ? nil : assignedSequence }
+    public var commitSequence: UInt64? { journalEntries == 0 ? nil : assignedSequence }
+
+    /// Writes the journal entry of one changed record. Entries are keyed by sequence and
+    /// ordinal, so each sorts after every entry written before it and is appended.
+    func appendJournal(_ record: JournalRecord) throws {
+        try access { txn in
+            try txn.putAppending(core.system.journal, key: JournalKeys.entry(sequence: assignedSequence, ordinal: journalEntries),
+                                 value: record.encoded())
+        }
+        journalEntries += 1
+    }
 
     /// Records that an entry joined (`delta` 1) or left (-1) `index`, to count it later.
     func countChange(of index: IndexSchema, key: [UInt8], delta: Int) throws {
@@ -56,8 +67,8 @@ public final class WriteTransaction: ReadTransaction {
         }
     }
 
-    /// Applies the deferred counts, then writes the journal entries, the commit header and the
-    /// catalog if it changed. Called once, after the closure returned.
+    /// Applies the deferred counts, then writes the commit header and the catalog if it changed.
+    /// Called once, after the closure returned.
     func finish() throws {
         try applyDeferredCounts(of: nil)
         try access { txn in
@@ -65,16 +76,12 @@ public final class WriteTransaction: ReadTransaction {
                 try txn.put(core.system.meta, key: MetaKey.catalog, value: schema.catalog.encoded())
                 try txn.put(core.system.meta, key: MetaKey.catalogVersion, value: MetaKey.encode(schema.catalog.version))
             }
-            guard !journal.isEmpty else { return }
-            for (ordinal, record) in journal.enumerated() {
-                try txn.putAppending(core.system.journal, key: JournalKeys.entry(sequence: assignedSequence, ordinal: UInt32(ordinal)),
-                                     value: record.encoded())
-            }
+            guard journalEntries > 0 else { return }
             try txn.putAppending(core.system.commits, key: JournalKeys.sequenceKey(assignedSequence),
-                                 value: JournalKeys.commitHeader(timestamp: Date(), entries: journal.count))
+                                 value: JournalKeys.commitHeader(timestamp: Date(), entries: Int(journalEntries)))
             try txn.put(core.system.meta, key: MetaKey.lastSequence, value: MetaKey.encode(assignedSequence))
         }
-        if !journal.isEmpty { committedSequence = assignedSequence }
+        if journalEntries > 0 { committedSequence = assignedSequence }
     }
 
     /// Replaces the working catalog (new fields, registrations); written by ``finish()``.
