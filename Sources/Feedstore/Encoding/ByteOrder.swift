@@ -38,6 +38,27 @@ extension UnsafeRawBufferPointer {
 }
 
 extension Array where Element == UInt8 {
+    /// Appends `value` most significant byte first. Byte by byte, this is several times cheaper
+    /// than appending the integer's bytes through `withUnsafeBytes(of:)`.
+    @inline(__always)
+    mutating func appendBigEndian<T: FixedWidthInteger>(_ value: T) {
+        var shift = T.bitWidth - 8
+        while shift >= 0 {
+            append(UInt8(truncatingIfNeeded: value >> shift))
+            shift -= 8
+        }
+    }
+
+    /// Appends `value` least significant byte first.
+    @inline(__always)
+    mutating func appendLittleEndian<T: FixedWidthInteger>(_ value: T) {
+        var shift = 0
+        while shift < T.bitWidth {
+            append(UInt8(truncatingIfNeeded: value >> shift))
+            shift += 8
+        }
+    }
+
     /// Whether these bytes sort before `other` in key order.
     @inline(__always)
     func sortsBefore(_ other: [UInt8]) -> Bool {

@@ -35,16 +35,16 @@ enum KeyEncoding {
         case let .bool(b): out.append(b ? Tag.trueValue.rawValue : Tag.falseValue.rawValue)
         case let .int(i):
             out.append(Tag.int.rawValue)
-            appendBigEndian(UInt64(bitPattern: i) ^ (1 << 63), to: &out)
+            out.appendBigEndian(UInt64(bitPattern: i) ^ (1 << 63))
         case let .uint(u):
             out.append(Tag.uint.rawValue)
-            appendBigEndian(u, to: &out)
+            out.appendBigEndian(u)
         case let .double(d):
             out.append(Tag.double.rawValue)
-            appendBigEndian(orderedBits(d), to: &out)
+            out.appendBigEndian(orderedBits(d))
         case let .date(d):
             out.append(Tag.date.rawValue)
-            appendBigEndian(orderedBits(d.timeIntervalSinceReferenceDate), to: &out)
+            out.appendBigEndian(orderedBits(d.timeIntervalSinceReferenceDate))
         case let .string(s):
             out.append(Tag.string.rawValue)
             appendEscaped(normalized(s).utf8, to: &out)
@@ -79,10 +79,6 @@ enum KeyEncoding {
         return s.precomposedStringWithCanonicalMapping
     }
 
-    @inline(__always)
-    static func appendBigEndian(_ v: UInt64, to out: inout [UInt8]) {
-        withUnsafeBytes(of: v.bigEndian) { out.append(contentsOf: $0) }
-    }
 
     @inline(__always)
     static func orderedBits(_ d: Double) -> UInt64 {

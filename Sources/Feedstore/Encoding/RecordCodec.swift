@@ -78,10 +78,10 @@ enum RecordCodec {
             appendVarint(u, to: &out)
         case let .double(d):
             out.append(Tag.double.rawValue)
-            withUnsafeBytes(of: d.bitPattern.littleEndian) { out.append(contentsOf: $0) }
+            out.appendLittleEndian(d.bitPattern)
         case let .date(d):
             out.append(Tag.date.rawValue)
-            withUnsafeBytes(of: d.timeIntervalSinceReferenceDate.bitPattern.littleEndian) { out.append(contentsOf: $0) }
+            out.appendLittleEndian(d.timeIntervalSinceReferenceDate.bitPattern)
         case let .string(s):
             out.append(Tag.string.rawValue)
             appendVarint(UInt64(s.utf8.count), to: &out)

@@ -149,14 +149,19 @@ struct JournalRecord: Equatable {
 enum JournalKeys {
     /// `feedstore.journal`: sequence (8 bytes big-endian) then ordinal within the commit (4 bytes).
     static func entry(sequence: UInt64, ordinal: UInt32) -> [UInt8] {
-        var key = sequenceKey(sequence)
-        withUnsafeBytes(of: ordinal.bigEndian) { key.append(contentsOf: $0) }
+        var key: [UInt8] = []
+        key.reserveCapacity(12)
+        key.appendBigEndian(sequence)
+        key.appendBigEndian(ordinal)
         return key
     }
 
     /// `feedstore.commits` and the first 8 bytes of journal keys.
     static func sequenceKey(_ sequence: UInt64) -> [UInt8] {
-        withUnsafeBytes(of: sequence.bigEndian) { Array($0) }
+        var key: [UInt8] = []
+        key.reserveCapacity(8)
+        key.appendBigEndian(sequence)
+        return key
     }
 
     static func sequence(from key: UnsafeRawBufferPointer) throws -> UInt64 {
@@ -166,7 +171,8 @@ enum JournalKeys {
 
     /// Commit header value: timestamp (seconds since 2001, 8 bytes LE) and entry count (varint).
     static func commitHeader(timestamp: Date, entries: Int) -> [UInt8] {
-        var out = withUnsafeBytes(of: timestamp.timeIntervalSinceReferenceDate.bitPattern.littleEndian) { Array($0) }
+        var out: [UInt8] = []
+        out.appendLittleEndian(timestamp.timeIntervalSinceReferenceDate.bitPattern)
         RecordCodec.appendVarint(UInt64(entries), to: &out)
         return out
     }

@@ -11,12 +11,12 @@ struct CountNode: Equatable {
     func encoded() -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(byteCount)
-        withUnsafeBytes(of: UInt16(fences.count).littleEndian) { out.append(contentsOf: $0) }
-        for c in counts { withUnsafeBytes(of: UInt64(c).littleEndian) { out.append(contentsOf: $0) } }
+        out.appendLittleEndian(UInt16(fences.count))
+        for c in counts { out.appendLittleEndian(UInt64(c)) }
         var end = 0
         for f in fences {
             end += f.count
-            withUnsafeBytes(of: UInt16(end).littleEndian) { out.append(contentsOf: $0) }
+            out.appendLittleEndian(UInt16(end))
         }
         for f in fences { out.append(contentsOf: f) }
         return out
@@ -105,11 +105,11 @@ struct CountNodeView {
         let added = separators.count
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count + 10 * added + separators.reduce(0) { $0 + $1.count })
-        withUnsafeBytes(of: UInt16(count + added).littleEndian) { out.append(contentsOf: $0) }
+        out.appendLittleEndian(UInt16(count + added))
         out.append(contentsOf: bytes[2..<(2 + 8 * i)])
-        for c in counts { withUnsafeBytes(of: UInt64(c).littleEndian) { out.append(contentsOf: $0) } }
+        for c in counts { out.appendLittleEndian(UInt64(c)) }
         out.append(contentsOf: bytes[(2 + 8 * (i + 1))..<(2 + 8 * count)])
-        func appendEnd(_ end: Int) { withUnsafeBytes(of: UInt16(end).littleEndian) { out.append(contentsOf: $0) } }
+        func appendEnd(_ end: Int) { out.appendLittleEndian(UInt16(end)) }
         for j in 0...i { appendEnd(rawFenceEnd(j)) }
         var end = rawFenceEnd(i)
         for separator in separators {
