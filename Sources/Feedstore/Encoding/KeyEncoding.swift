@@ -79,7 +79,6 @@ enum KeyEncoding {
         return s.precomposedStringWithCanonicalMapping
     }
 
-
     @inline(__always)
     static func orderedBits(_ d: Double) -> UInt64 {
         let canonical: Double = d.isNaN ? .nan : (d == 0 ? 0 : d)
