@@ -13,10 +13,11 @@ public final class WriteTransaction: ReadTransaction {
     private(set) var committedSequence: UInt64?
     /// Journal entries written so far (each is written as its record changes).
     private(set) var journalEntries: UInt32 = 0
-    // The lists below change for every record written, so they skip Swift's run-time
+    var catalogChanged = false
+
+    // The two lists below change for every record written, so they skip Swift's run-time
     // exclusivity checks (a few percent of a bulk insert): a transaction is used on one thread,
     // and each access to them reads or changes the list and ends before another begins.
-    var catalogChanged = false
 
     /// Count changes not yet applied, per index. They are applied together before the index's
     /// counts are read and when the closure returns, so that the many changes of a transaction
