@@ -3,8 +3,7 @@ final class EntitySchema: Sendable {
     let catalog: CatalogEntity
     let records: LMDBDatabase
     let indexes: [IndexSchema]
-    /// The catalog's fields by name (id and kind seen), and their names by id.
-    let fields: [String: CatalogField]
+    /// The catalog's field names by number.
     let fieldNames: [UInt32: String]
     /// The fields the write path looks up for every member of every record, in catalog order, and
     /// the two raw words of each name, compared before any call into string comparison.
@@ -18,17 +17,10 @@ final class EntitySchema: Sendable {
         self.catalog = catalog
         self.records = records
         self.indexes = indexes
-        var byName: [String: CatalogField] = [:]
-        var names: [UInt32: String] = [:]
-        for field in catalog.fields {
-            byName[field.name] = field
-            names[field.id] = field.name
-        }
-        fields = byName
-        fieldNames = names
+        fieldNames = Dictionary(catalog.fields.map { ($0.id, $0.name) }, uniquingKeysWith: { first, _ in first })
         slots = catalog.fields.map(FieldSlot.init)
         slotNameWords = catalog.fields.map { StringWords($0.name) }
-        slotsByName = byName.mapValues(FieldSlot.init)
+        slotsByName = Dictionary(catalog.fields.map { ($0.name, FieldSlot($0)) }, uniquingKeysWith: { first, _ in first })
     }
 
     /// The slot of the field named `name`. Up to ``scannedFields`` fields, the names' raw words
@@ -41,13 +33,6 @@ final class EntitySchema: Sendable {
         for i in slotNameWords.indices where slotNameWords[i] == words { return slots[i] }
         for i in slots.indices where catalog.fields[i].name == name { return slots[i] }
         return nil
-    }
-
-    /// The catalog field named `name`. A short list is scanned (``CatalogEntity/field(named:)``):
-    /// two names of up to 15 bytes are stored inline and compare as two machine words, which beats
-    /// hashing one (this runs for every field of every record written).
-    func field(named name: String) -> CatalogField? {
-        catalog.fields.count <= Self.scannedFields ? catalog.field(named: name) : fields[name]
     }
 
     /// Entities with at most this many fields have their fields found by scanning.
@@ -73,7 +58,7 @@ struct FieldSlot: Sendable {
         kindRank = field.kind == "mixed" ? nil : FieldValue.kindRank(ofKindName: field.kind) ?? -1
     }
 
-    /// Whether storing `value` keeps the field's kind (``CatalogField/accepts(_:)``).
+    /// Whether storing `value` keeps the field's kind (null always does).
     func accepts(_ value: FieldValue) -> Bool {
         if case .null = value { return true }
         return kindRank.map { $0 == value.kindRank } ?? true

@@ -69,7 +69,7 @@ extension WriteTransaction {
             entity = try learnFields(unplaced, of: entity)
             values = RecordValues(entity: entity, values: values.values)
             for (name, value) in unplaced {
-                guard let field = entity.field(named: name) else {
+                guard let field = entity.slot(named: name) else {
                     throw FeedstoreError.encodingFailed(entity: E.entityName, reason: "the catalog did not take field \(name)")
                 }
                 values.set(value, at: field.id)
@@ -198,7 +198,7 @@ extension WriteTransaction {
         var mixed: [String] = []
         for (name, value) in fields {
             if case .null = value { continue }
-            if let field = entity.field(named: name) {
+            if let field = entity.slot(named: name) {
                 if !field.accepts(value) { mixed.append(name) }
             } else {
                 additions.append((name, value.kindName))
