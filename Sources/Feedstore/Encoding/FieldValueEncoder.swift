@@ -55,7 +55,7 @@ private final class EncodingNode {
     init() {}
 
     init(slotsOf entity: EntitySchema) {
-        record = RecordValues(entity: entity, values: Array(repeating: .null, count: Int(entity.catalog.nextFieldID)))
+        record = RecordValues(entity: entity)
     }
 
     func finish() -> FieldValue {

@@ -20,6 +20,16 @@ struct RecordValues: TopLevelFields {
     /// Values by catalog field number; may be shorter than the catalog (the rest are `.null`).
     var values: [FieldValue]
 
+    init(entity: EntitySchema, values: [FieldValue]) {
+        self.entity = entity
+        self.values = values
+    }
+
+    /// A record with no fields yet, with a slot for each field number the catalog has given out.
+    init(entity: EntitySchema) {
+        self.init(entity: entity, values: Array(repeating: .null, count: Int(entity.catalog.nextFieldID)))
+    }
+
     func value(ofField name: String) -> FieldValue {
         guard let field = entity.slot(named: name) else { return .null }
         return self[field.id]

@@ -69,7 +69,7 @@ public class ReadTransaction {
     /// Decodes stored record bytes into slots by catalog field number, as the write path holds records.
     func decodeValues(_ bytes: UnsafeRawBufferPointer, of entity: inout EntitySchema, id: FieldValue?) throws -> RecordValues {
         let fields = try decodeRecord(bytes, of: &entity, id: id)
-        var record = RecordValues(entity: entity, values: Array(repeating: .null, count: Int(entity.catalog.nextFieldID)))
+        var record = RecordValues(entity: entity)
         for field in fields { record.set(field.value, at: field.id) }
         return record
     }
