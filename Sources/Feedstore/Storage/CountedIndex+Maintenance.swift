@@ -171,9 +171,8 @@ extension CountedIndex {
         // Most splits leave the node within its bounds: its stored bytes are then edited as they
         // are, without parsing every fence into an array and encoding them again.
         let edited: [UInt8]? = try withNode(1, leaf.fence, in: txn) { view in
-            let children = view.count + separators.count
-            let bytes = view.bytes.count + 10 * separators.count + separators.reduce(0) { $0 + $1.count }
-            guard children <= limits.maximumChildren, bytes + view.fenceBytes(0).count + 1 <= limits.maximumNodeBytes else { return nil }
+            let byteCount = view.bytes.count + 10 * separators.count + separators.reduce(0) { $0 + $1.count }
+            guard fits(children: view.count + separators.count, byteCount: byteCount, fenceLength: view.fenceBytes(0).count) else { return nil }
             try view.validate()
             return view.replacingChild(leaf.child, withCounts: sizes, separators: separators)
         }
@@ -227,7 +226,13 @@ extension CountedIndex {
     }
 
     func fits(_ node: CountNode, fence: [UInt8]) -> Bool {
-        node.counts.count <= limits.maximumChildren && node.byteCount + fence.count + 1 <= limits.maximumNodeBytes
+        fits(children: node.counts.count, byteCount: node.byteCount, fenceLength: fence.count)
+    }
+
+    /// Whether a node of `children` children taking `byteCount` bytes, stored under a fence of
+    /// `fenceLength` bytes, is within the limits.
+    func fits(children: Int, byteCount: Int, fenceLength: Int) -> Bool {
+        children <= limits.maximumChildren && byteCount + fenceLength + 1 <= limits.maximumNodeBytes
     }
 
     /// Writes `path[step]`'s node after it gained children, splitting it (and its ancestors) into
