@@ -4,10 +4,14 @@
 protocol TopLevelFields {
     /// The field's value, or `.null` when the record does not have it.
     func value(ofField name: String) -> FieldValue
+    /// The value of field number `id` (`.null` when the record does not have it), or nil when
+    /// these fields are held by name and must be read with ``value(ofField:)``.
+    func value(ofFieldID id: UInt32) -> FieldValue?
 }
 
 extension Dictionary: TopLevelFields where Key == String, Value == FieldValue {
     func value(ofField name: String) -> FieldValue { self[name] ?? .null }
+    func value(ofFieldID id: UInt32) -> FieldValue? { nil }
 }
 
 /// A record as the write path holds it: each field's value at its catalog field number, `.null`
@@ -35,6 +39,8 @@ struct RecordValues: TopLevelFields {
         return self[field.id]
     }
 
+    func value(ofFieldID id: UInt32) -> FieldValue? { self[id] }
+
     subscript(id: UInt32) -> FieldValue {
         Int(id) < values.count ? values[Int(id)] : .null
     }
@@ -54,6 +60,6 @@ struct RecordValues: TopLevelFields {
         return changed
     }
 
-    /// The stored bytes (``RecordCodec``).
-    func encoded() -> [UInt8] { RecordCodec.encode(byFieldID: values) }
+    /// Appends the stored bytes (``RecordCodec``) to `out`.
+    func encode(into out: inout [UInt8]) { RecordCodec.encode(byFieldID: values, into: &out) }
 }

@@ -80,6 +80,12 @@ struct JournalRecord: Equatable {
     func encoded() -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(32 + primaryKey.count + indexChanges.count * 40)
+        encode(into: &out)
+        return out
+    }
+
+    /// Appends the stored form to `out`.
+    func encode(into out: inout [UInt8]) {
         RecordCodec.appendVarint(UInt64(entityID), to: &out)
         appendBytes(primaryKey, to: &out)
         out.append(kind == .insert ? 0 : kind == .update ? 1 : 2)
@@ -92,7 +98,6 @@ struct JournalRecord: Equatable {
             if let before = change.before { appendBytes(before, to: &out) }
             if let after = change.after { appendBytes(after, to: &out) }
         }
-        return out
     }
 
     private func appendBytes(_ bytes: [UInt8], to out: inout [UInt8]) {
@@ -151,9 +156,13 @@ enum JournalKeys {
     static func entry(sequence: UInt64, ordinal: UInt32) -> [UInt8] {
         var key: [UInt8] = []
         key.reserveCapacity(12)
+        appendEntry(sequence: sequence, ordinal: ordinal, to: &key)
+        return key
+    }
+
+    static func appendEntry(sequence: UInt64, ordinal: UInt32, to key: inout [UInt8]) {
         key.appendBigEndian(sequence)
         key.appendBigEndian(ordinal)
-        return key
     }
 
     /// `feedstore.commits` and the first 8 bytes of journal keys.

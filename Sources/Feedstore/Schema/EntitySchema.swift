@@ -86,26 +86,43 @@ final class IndexSchema: Sendable {
     let fieldsRead: Set<String>
     /// The component fields, parsed once.
     let componentPaths: [FieldPath]
+    /// Per component: the catalog number of its field when it is a top-level field of the
+    /// entity's catalog, so that keys of records held by number skip the lookup by name (field
+    /// numbers are never reused, so a number stays right in later catalogs); nil otherwise.
+    private let componentFieldIDs: [UInt32?]
+    private let componentDescending: [Bool]
+    private let condition: IndexCondition?
 
     var definition: IndexDefinition { catalog.definition }
     var id: UInt32 { catalog.id }
 
-    init(catalog: CatalogIndex, database: LMDBDatabase, counts: LMDBDatabase) {
+    /// `fields` are the entity's catalog fields, which resolve the components' field numbers.
+    init(catalog: CatalogIndex, fields: [CatalogField], database: LMDBDatabase, counts: LMDBDatabase) {
         self.catalog = catalog
         self.database = database
         self.counted = CountedIndex(entries: database, counts: counts)
-        componentPaths = catalog.definition.components.map { FieldPath($0.field) }
-        fieldsRead = Set(componentPaths.map(\.head) + (catalog.definition.condition?.fields ?? []).map { FieldPath($0).head })
+        let components = catalog.definition.components
+        componentPaths = components.map { FieldPath($0.field) }
+        componentFieldIDs = componentPaths.map { path in
+            path.rest.isEmpty ? fields.first { $0.name == path.head }?.id : nil
+        }
+        componentDescending = components.map(\.descending)
+        condition = catalog.definition.condition
+        fieldsRead = Set(componentPaths.map(\.head) + (condition?.fields ?? []).map { FieldPath($0).head })
     }
 
     /// Whether a record with these fields belongs in the index.
     func contains(_ fields: some TopLevelFields) -> Bool {
-        definition.condition?.holds { FieldPath.value(of: $0, in: fields) } ?? true
+        condition?.holds { FieldPath.value(of: $0, in: fields) } ?? true
     }
 
     /// The component values of a record.
     func components(of fields: some TopLevelFields) -> [FieldValue] {
-        componentPaths.map { $0.value(in: fields) }
+        componentPaths.indices.map { componentValue($0, in: fields) }
+    }
+
+    private func componentValue(_ i: Int, in fields: some TopLevelFields) -> FieldValue {
+        componentFieldIDs[i].flatMap(fields.value(ofFieldID:)) ?? componentPaths[i].value(in: fields)
     }
 
     /// The entry key of a record (components then primary key), or nil when it is not a member.
@@ -113,14 +130,14 @@ final class IndexSchema: Sendable {
         guard contains(fields) else { return nil }
         var key: [UInt8] = []
         key.reserveCapacity(32 + primaryKey.count)
-        for (component, path) in zip(definition.components, componentPaths) {
-            let value = path.value(in: fields)
+        for i in componentDescending.indices {
+            let value = componentValue(i, in: fields)
             do {
-                try KeyEncoding.append(value, descending: component.descending, to: &key)
+                try KeyEncoding.append(value, descending: componentDescending[i], to: &key)
             } catch {
                 throw FeedstoreError.invalidIndexDefinition(
                     entity: catalog.entity, index: definition.name,
-                    reason: "field \(component.field) holds a \(value.kindName), which cannot be a key component")
+                    reason: "field \(definition.components[i].field) holds a \(value.kindName), which cannot be a key component")
             }
         }
         key.append(contentsOf: primaryKey)

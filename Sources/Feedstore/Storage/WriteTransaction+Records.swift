@@ -81,8 +81,17 @@ extension WriteTransaction {
     /// Writes one record held by catalog field number: the path every typed write takes.
     private func writeRecord(_ values: RecordValues, id: FieldValue, mode: WriteMode) throws {
         var entity = values.entity
-        let primaryKey = try primaryKeyBytes(id, entity: entity)
-        let bytes = values.encoded()
+        // The transaction's buffers are moved here for the record, so each is uniquely held and
+        // grows in place, and moved back emptied.
+        var buffers = RecordBuffers()
+        swap(&buffers, &recordBuffers)
+        defer {
+            buffers.empty()
+            swap(&buffers, &recordBuffers)
+        }
+        try appendPrimaryKey(id, entity: entity, to: &buffers.primaryKey)
+        values.encode(into: &buffers.bytes)
+        let primaryKey = buffers.primaryKey, bytes = buffers.bytes
 
         // Inserts and upserts try to add the record first: a new record then costs one descent.
         let old: [UInt8]? = mode == .update ? try access { try $0.get(entity.records, key: primaryKey) }
@@ -95,10 +104,11 @@ extension WriteTransaction {
         if old == bytes { return }
         let oldValues = try old.map { bytes in try bytes.withUnsafeBytes { try decodeValues($0, of: &entity, id: id) } }
         let changed = oldValues.map { values.changedFieldIDs(from: $0) } ?? []
-        let indexChanges = try maintainIndexes(of: entity, primaryKey: primaryKey, before: oldValues, after: values, changed: changed)
+        try maintainIndexes(of: entity, primaryKey: primaryKey, before: oldValues, after: values, changed: changed,
+                            into: &buffers.indexChanges)
         if old != nil { _ = try access { try $0.put(entity.records, key: primaryKey, value: bytes) } }
         try appendJournal(JournalRecord(entityID: entity.catalog.id, primaryKey: primaryKey, kind: oldValues == nil ? .insert : .update,
-                                        changedFieldIDs: changed, indexChanges: indexChanges))
+                                        changedFieldIDs: changed, indexChanges: buffers.indexChanges))
     }
 
     /// Stores a new record unless its key is taken; then returns the stored bytes and writes
@@ -120,7 +130,8 @@ extension WriteTransaction {
         let primaryKey = try primaryKeyBytes(id, entity: entity)
         guard let old = try access({ try $0.get(entity.records, key: primaryKey) }) else { return false }
         let oldValues = try old.withUnsafeBytes { try decodeValues($0, of: &entity, id: id) }
-        let indexChanges = try maintainIndexes(of: entity, primaryKey: primaryKey, before: oldValues, after: nil, changed: [])
+        var indexChanges: [JournalRecord.IndexChange] = []
+        try maintainIndexes(of: entity, primaryKey: primaryKey, before: oldValues, after: nil, changed: [], into: &indexChanges)
         try access { _ = try $0.delete(entity.records, key: primaryKey) }
         try appendJournal(JournalRecord(entityID: entity.catalog.id, primaryKey: primaryKey, kind: .delete,
                                         changedFieldIDs: [], indexChanges: indexChanges))
@@ -128,13 +139,11 @@ extension WriteTransaction {
     }
 
     /// Moves the record's entries in every index from its old key to its new one, writing only
-    /// entries that change, and returns the before/after keys of every index it belongs to.
-    /// `changed` lists the numbers of the fields an update changed.
+    /// entries that change, and appends to `changes` the before/after keys of every index it
+    /// belongs to. `changed` lists the numbers of the fields an update changed.
     private func maintainIndexes(of entity: EntitySchema, primaryKey: [UInt8], before: RecordValues?, after: RecordValues?,
-                                 changed: [UInt32]) throws -> [JournalRecord.IndexChange]
+                                 changed: [UInt32], into changes: inout [JournalRecord.IndexChange]) throws
     {
-        var changes: [JournalRecord.IndexChange] = []
-        changes.reserveCapacity(entity.indexes.count)
         let changedNames = changed.compactMap { entity.fieldNames[$0] }
         for index in entity.indexes {
             let oldKey = try before.flatMap { try index.key(of: $0, primaryKey: primaryKey) }
@@ -154,7 +163,6 @@ extension WriteTransaction {
                 try IndexStorage(index: index).insert(newKey, in: self)
             }
         }
-        return changes
     }
 
     func checkUnique(_ index: IndexSchema, components: [FieldValue], key: [UInt8], primaryKey: [UInt8],
@@ -185,11 +193,16 @@ extension WriteTransaction {
     func primaryKeyBytes(_ id: FieldValue, entity: EntitySchema) throws -> [UInt8] {
         var key: [UInt8] = []
         key.reserveCapacity(17)
+        try appendPrimaryKey(id, entity: entity, to: &key)
+        return key
+    }
+
+    /// Appends the encoded primary key to the empty array `key`.
+    private func appendPrimaryKey(_ id: FieldValue, entity: EntitySchema, to key: inout [UInt8]) throws {
         do { try KeyEncoding.append(id, descending: false, to: &key) } catch {
             throw FeedstoreError.encodingFailed(entity: entity.name, reason: "a \(id.kindName) cannot be a primary key")
         }
         try checkKeySize(key, entity: entity, index: nil)
-        return key
     }
 
     /// Adds fields the catalog has not seen, and marks fields whose kind changed as "mixed".

@@ -26,6 +26,11 @@ public final class WriteTransaction: ReadTransaction {
     @exclusivity(unchecked) private var deferredCounts: [(index: CountedIndex, changes: [CountedIndex.Change])] = []
     /// Records databases in which this transaction wrote an id that did not sort last.
     @exclusivity(unchecked) var unorderedRecords: [LMDBDatabase] = []
+    /// Arrays filled for every record written, kept from record to record so that writing one
+    /// allocates none of them. Each is emptied after use.
+    @exclusivity(unchecked) var recordBuffers = RecordBuffers()
+    @exclusivity(unchecked) private var journalKey: [UInt8] = []
+    @exclusivity(unchecked) private var journalValue: [UInt8] = []
     /// Changes of one index held at most before they are applied (bounds the memory they take).
     static let deferredCountLimit = 4_096
 
@@ -41,10 +46,13 @@ public final class WriteTransaction: ReadTransaction {
     /// Writes the journal entry of one changed record. Entries are keyed by sequence and
     /// ordinal, so each sorts after every entry written before it and is appended.
     func appendJournal(_ record: JournalRecord) throws {
-        try access { txn in
-            try txn.putAppending(core.system.journal, key: JournalKeys.entry(sequence: assignedSequence, ordinal: journalEntries),
-                                 value: record.encoded())
+        defer {
+            journalKey.removeAll(keepingCapacity: true)
+            journalValue.removeAll(keepingCapacity: true)
         }
+        JournalKeys.appendEntry(sequence: assignedSequence, ordinal: journalEntries, to: &journalKey)
+        record.encode(into: &journalValue)
+        try access { txn in try txn.putAppending(core.system.journal, key: journalKey, value: journalValue) }
         journalEntries += 1
     }
 
@@ -101,10 +109,24 @@ public final class WriteTransaction: ReadTransaction {
                 let known = old?.indexes.first(where: { $0.id == index.id })
                 guard let db = databases[index.databaseName] ?? known?.database,
                       let counts = databases[index.countsDatabaseName] ?? known?.counted.counts else { return nil }
-                return IndexSchema(catalog: index, database: db, counts: counts)
+                return IndexSchema(catalog: index, fields: entity.fields, database: db, counts: counts)
             }
             entities[entity.name] = EntitySchema(catalog: entity, records: records, indexes: indexes)
         }
         schema = SchemaSnapshot(catalog: catalog, entities: entities)
+    }
+}
+
+/// The arrays ``WriteTransaction`` reuses for each record it writes.
+struct RecordBuffers {
+    var primaryKey: [UInt8] = []
+    var bytes: [UInt8] = []
+    var indexChanges: [JournalRecord.IndexChange] = []
+
+    /// Empties the arrays, keeping their storage.
+    mutating func empty() {
+        primaryKey.removeAll(keepingCapacity: true)
+        bytes.removeAll(keepingCapacity: true)
+        indexChanges.removeAll(keepingCapacity: true)
     }
 }
