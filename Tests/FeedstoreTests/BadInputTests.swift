@@ -47,6 +47,42 @@ import Testing
         }
     }
 
+    /// A closure may catch a refused write and go on ("insert unless taken"). The refused write
+    /// must leave nothing behind in the transaction: no record without its index entries, no
+    /// entry in one index but not the next, and nothing carried into the writes after it.
+    @Test func aRefusedWriteCaughtInsideTheTransactionLeavesNothingBehind() throws {
+        try withTemporaryDirectory { dir in
+            let store = try seeded(dir)
+            let long = String(repeating: "x", count: 600)
+            let kept = Item(id: 32, group: 3, score: 7, name: "kept", flag: true, tag: UUID())
+            let moved = Item(id: 2, group: 2, score: 2, name: "n2 renamed", flag: true, tag: nil)
+            try store.write { tx in
+                // New records: refused by the second index (unique), by its key size, and by id.
+                #expect(throws: FeedstoreError.self) { try tx.insert(Item(id: 30, group: 1, score: 0, name: "n2", flag: true, tag: nil)) }
+                #expect(throws: FeedstoreError.self) { try tx.put(Item(id: 31, group: 2, score: 0, name: long, flag: true, tag: nil)) }
+                #expect(throws: FeedstoreError.self) { try tx.insert(Item(id: 1, group: 9, score: 9, name: "other", flag: false, tag: nil)) }
+                // Existing records: an update and an upsert that would take another record's name.
+                #expect(throws: FeedstoreError.self) { try tx.update(Item(id: 3, group: 2, score: 3, name: "n4", flag: true, tag: nil)) }
+                #expect(throws: FeedstoreError.self) { try tx.put(Item(id: 4, group: 2, score: 4, name: "n5", flag: true, tag: nil)) }
+                try tx.insert(kept)
+                try tx.update(moved)
+            }
+            #expect(try store.verify().isEmpty)
+            let expected = (1...5).map { Item(id: Int64($0), group: 1, score: Double($0), name: "n\($0)", flag: true, tag: nil) }
+                .map { $0.id == 2 ? moved : $0 } + [kept]
+            try store.read { tx in
+                let stored = try tx.entries(entity: "Item", index: nil).map { FieldValue.object($0.record) }
+                #expect(stored == expected.map { FieldValue.object($0.fields.filter { $0.value != .null }) })
+                let names = try tx.entries(entity: "Item", index: "byName").map { $0.record["name"] }
+                #expect(names == expected.map(\.name).sorted().map { FieldValue.string($0) })
+                #expect(try tx.count(Item.self, index: "byGroupScore") == expected.count)
+                #expect(try tx.count(Item.self, index: "flagged") == 2)
+                let commit = try #require(try tx.journal(after: 1).first)
+                #expect(commit.entries.map(\.kind) == [.insert, .update])
+            }
+        }
+    }
+
     @Test func uniqueViolationNamesIndexKeyAndRollsBackTheTransaction() throws {
         try withTemporaryDirectory { dir in
             let store = try seeded(dir)

@@ -94,6 +94,10 @@ extension WriteTransaction {
         let primaryKey = buffers.primaryKey, bytes = buffers.bytes
 
         // Inserts and upserts try to add the record first: a new record then costs one descent.
+        // Every check that can refuse the record (key sizes, unique indexes, keyable values) runs
+        // before its index entries are written, so a refusal that the closure catches leaves
+        // nothing of the record behind: a new record is taken out again, an existing one is not
+        // yet touched.
         let old: [UInt8]? = mode == .update ? try access { try $0.get(entity.records, key: primaryKey) }
             : try putRecordIfAbsent(entity, key: primaryKey, value: bytes)
         switch (mode, old) {
@@ -104,9 +108,15 @@ extension WriteTransaction {
         if old == bytes { return }
         let oldValues = try old.map { bytes in try bytes.withUnsafeBytes { try decodeValues($0, of: &entity, id: id) } }
         let changed = oldValues.map { values.changedFieldIDs(from: $0) } ?? []
-        try maintainIndexes(of: entity, primaryKey: primaryKey, before: oldValues, after: values, changed: changed,
+        do {
+            try planIndexes(of: entity, primaryKey: primaryKey, before: oldValues, after: values, changed: changed,
                             into: &buffers.indexChanges)
+        } catch {
+            if old == nil { try access { _ = try $0.delete(entity.records, key: primaryKey) } }
+            throw error
+        }
         if old != nil { _ = try access { try $0.put(entity.records, key: primaryKey, value: bytes) } }
+        try applyIndexChanges(buffers.indexChanges, of: entity)
         try appendJournal(JournalRecord(entityID: entity.catalog.id, primaryKey: primaryKey, kind: oldValues == nil ? .insert : .update,
                                         changedFieldIDs: changed, indexChanges: buffers.indexChanges))
     }
@@ -131,18 +141,20 @@ extension WriteTransaction {
         guard let old = try access({ try $0.get(entity.records, key: primaryKey) }) else { return false }
         let oldValues = try old.withUnsafeBytes { try decodeValues($0, of: &entity, id: id) }
         var indexChanges: [JournalRecord.IndexChange] = []
-        try maintainIndexes(of: entity, primaryKey: primaryKey, before: oldValues, after: nil, changed: [], into: &indexChanges)
+        try planIndexes(of: entity, primaryKey: primaryKey, before: oldValues, after: nil, changed: [], into: &indexChanges)
+        try applyIndexChanges(indexChanges, of: entity)
         try access { _ = try $0.delete(entity.records, key: primaryKey) }
         try appendJournal(JournalRecord(entityID: entity.catalog.id, primaryKey: primaryKey, kind: .delete,
                                         changedFieldIDs: [], indexChanges: indexChanges))
         return true
     }
 
-    /// Moves the record's entries in every index from its old key to its new one, writing only
-    /// entries that change, and appends to `changes` the before/after keys of every index it
-    /// belongs to. `changed` lists the numbers of the fields an update changed.
-    private func maintainIndexes(of entity: EntitySchema, primaryKey: [UInt8], before: RecordValues?, after: RecordValues?,
-                                 changed: [UInt32], into changes: inout [JournalRecord.IndexChange]) throws
+    /// Appends to `changes` the record's entry key before and after the write in every index it
+    /// belongs to (in index order), checking each new key (size, uniqueness) without writing
+    /// anything. `changed` lists the numbers of the fields an update changed: indexes that read
+    /// none of them keep their key without recomputing it.
+    private func planIndexes(of entity: EntitySchema, primaryKey: [UInt8], before: RecordValues?, after: RecordValues?,
+                             changed: [UInt32], into changes: inout [JournalRecord.IndexChange]) throws
     {
         let changedNames = changed.compactMap { entity.fieldNames[$0] }
         for index in entity.indexes {
@@ -151,17 +163,25 @@ extension WriteTransaction {
             let newKey = untouched ? oldKey : try after.flatMap { try index.key(of: $0, primaryKey: primaryKey) }
             if oldKey == nil && newKey == nil { continue }
             changes.append(JournalRecord.IndexChange(indexID: index.id, before: oldKey, after: newKey))
-            if oldKey == newKey { continue }
-            if let oldKey {
-                try IndexStorage(index: index).remove(oldKey, in: self)
-            }
-            if let newKey, let after {
+            if let newKey, let after, newKey != oldKey {
                 try checkKeySize(newKey, entity: entity, index: index.definition.name)
                 if index.definition.unique {
                     try checkUnique(index, components: index.components(of: after), key: newKey, primaryKey: primaryKey, entity: entity)
                 }
-                try IndexStorage(index: index).insert(newKey, in: self)
             }
+        }
+    }
+
+    /// Moves the record's entries from their old keys to their new ones, writing only entries
+    /// that change. `changes` comes from ``planIndexes``, in the entity's index order.
+    private func applyIndexChanges(_ changes: [JournalRecord.IndexChange], of entity: EntitySchema) throws {
+        var next = 0
+        for index in entity.indexes where next < changes.count && changes[next].indexID == index.id {
+            let change = changes[next]
+            next += 1
+            if change.before == change.after { continue }
+            if let oldKey = change.before { try IndexStorage(index: index).remove(oldKey, in: self) }
+            if let newKey = change.after { try IndexStorage(index: index).insert(newKey, in: self) }
         }
     }
 
