@@ -22,16 +22,8 @@ enum RecordCodec {
         case null = 0, falseValue, trueValue, int, uint, double, string, bytes, date, uuid, array, object
     }
 
-    static func encode(_ fields: [RecordField]) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(64)
-        encode(fields.lazy.map { ($0.id, $0.value) }, into: &out)
-        return out
-    }
-
     /// Appends the record whose field number `i` holds `values[i]` (`.null` for none) to `out`.
-    /// (Written out rather than through the general form: walking the slots by index and
-    /// testing for null by case copies no values.)
+    /// It walks the slots by index and tests for null by case, which copies no values.
     static func encode(byFieldID values: [FieldValue], into out: inout [UInt8]) {
         out.append(formatByte)
         var present = 0
@@ -44,16 +36,6 @@ enum RecordCodec {
             if case .null = values[i] { continue }
             appendVarint(UInt64(i), to: &out)
             appendValue(values[i], to: &out)
-        }
-    }
-
-    private static func encode(_ fields: some Collection<(UInt32, FieldValue)>, into out: inout [UInt8]) {
-        out.append(formatByte)
-        func isPresent(_ value: FieldValue) -> Bool { if case .null = value { false } else { true } }
-        appendVarint(UInt64(fields.count { isPresent($0.1) }), to: &out)
-        for (id, value) in fields where isPresent(value) {
-            appendVarint(UInt64(id), to: &out)
-            appendValue(value, to: &out)
         }
     }
 

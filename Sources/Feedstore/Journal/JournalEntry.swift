@@ -77,13 +77,6 @@ struct JournalRecord: Equatable {
     var changedFieldIDs: [UInt32]
     var indexChanges: [IndexChange]
 
-    func encoded() -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(32 + primaryKey.count + indexChanges.count * 40)
-        encode(into: &out)
-        return out
-    }
-
     /// Appends the stored form to `out`.
     func encode(into out: inout [UInt8]) {
         RecordCodec.appendVarint(UInt64(entityID), to: &out)
@@ -152,14 +145,8 @@ struct JournalRecord: Equatable {
 
 /// Keys of the journal databases.
 enum JournalKeys {
-    /// `feedstore.journal`: sequence (8 bytes big-endian) then ordinal within the commit (4 bytes).
-    static func entry(sequence: UInt64, ordinal: UInt32) -> [UInt8] {
-        var key: [UInt8] = []
-        key.reserveCapacity(12)
-        appendEntry(sequence: sequence, ordinal: ordinal, to: &key)
-        return key
-    }
-
+    /// Appends a `feedstore.journal` key to `key`: sequence (8 bytes big-endian) then ordinal
+    /// within the commit (4 bytes).
     static func appendEntry(sequence: UInt64, ordinal: UInt32, to key: inout [UInt8]) {
         key.appendBigEndian(sequence)
         key.appendBigEndian(ordinal)

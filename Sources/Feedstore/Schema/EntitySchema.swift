@@ -90,6 +90,7 @@ final class IndexSchema: Sendable {
     /// entity's catalog, so that keys of records held by number skip the lookup by name (field
     /// numbers are never reused, so a number stays right in later catalogs); nil otherwise.
     private let componentFieldIDs: [UInt32?]
+    /// Copied out of the definition, which building a key would otherwise copy whole each time.
     private let componentDescending: [Bool]
     private let condition: IndexCondition?
 

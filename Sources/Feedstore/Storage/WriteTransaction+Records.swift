@@ -80,45 +80,39 @@ extension WriteTransaction {
 
     /// Writes one record held by catalog field number: the path every typed write takes.
     private func writeRecord(_ values: RecordValues, id: FieldValue, mode: WriteMode) throws {
-        var entity = values.entity
-        // The transaction's buffers are moved here for the record, so each is uniquely held and
-        // grows in place, and moved back emptied.
-        var buffers = RecordBuffers()
-        swap(&buffers, &recordBuffers)
-        defer {
-            buffers.empty()
-            swap(&buffers, &recordBuffers)
-        }
-        try appendPrimaryKey(id, entity: entity, to: &buffers.primaryKey)
-        values.encode(into: &buffers.bytes)
-        let primaryKey = buffers.primaryKey, bytes = buffers.bytes
+        try withRecordBuffers { buffers in
+            var entity = values.entity
+            try appendPrimaryKey(id, entity: entity, to: &buffers.primaryKey)
+            values.encode(into: &buffers.bytes)
+            let primaryKey = buffers.primaryKey, bytes = buffers.bytes
 
-        // Inserts and upserts try to add the record first: a new record then costs one descent.
-        // Every check that can refuse the record (key sizes, unique indexes, keyable values) runs
-        // before its index entries are written, so a refusal that the closure catches leaves
-        // nothing of the record behind: a new record is taken out again, an existing one is not
-        // yet touched.
-        let old: [UInt8]? = mode == .update ? try access { try $0.get(entity.records, key: primaryKey) }
-            : try putRecordIfAbsent(entity, key: primaryKey, value: bytes)
-        switch (mode, old) {
-        case (.insert, .some): throw FeedstoreError.recordExists(entity: entity.name, id: id)
-        case (.update, .none): throw FeedstoreError.recordNotFound(entity: entity.name, id: id)
-        default: break
+            // Inserts and upserts try to add the record first: a new record then costs one
+            // descent. Every check that can refuse the record (key sizes, unique indexes, keyable
+            // values) runs before its index entries are written, so a refusal that the closure
+            // catches leaves nothing of the record behind: a new record is taken out again, an
+            // existing one is not yet touched.
+            let old: [UInt8]? = mode == .update ? try access { try $0.get(entity.records, key: primaryKey) }
+                : try putRecordIfAbsent(entity, key: primaryKey, value: bytes)
+            switch (mode, old) {
+            case (.insert, .some): throw FeedstoreError.recordExists(entity: entity.name, id: id)
+            case (.update, .none): throw FeedstoreError.recordNotFound(entity: entity.name, id: id)
+            default: break
+            }
+            if old == bytes { return }
+            let oldValues = try old.map { bytes in try bytes.withUnsafeBytes { try decodeValues($0, of: &entity, id: id) } }
+            let changed = oldValues.map { values.changedFieldIDs(from: $0) } ?? []
+            do {
+                try planIndexes(of: entity, primaryKey: primaryKey, before: oldValues, after: values, changed: changed,
+                                into: &buffers.indexChanges)
+            } catch {
+                if old == nil { try access { _ = try $0.delete(entity.records, key: primaryKey) } }
+                throw error
+            }
+            if old != nil { _ = try access { try $0.put(entity.records, key: primaryKey, value: bytes) } }
+            try applyIndexChanges(buffers.indexChanges, of: entity)
+            try appendJournal(JournalRecord(entityID: entity.catalog.id, primaryKey: primaryKey, kind: oldValues == nil ? .insert : .update,
+                                            changedFieldIDs: changed, indexChanges: buffers.indexChanges), using: &buffers)
         }
-        if old == bytes { return }
-        let oldValues = try old.map { bytes in try bytes.withUnsafeBytes { try decodeValues($0, of: &entity, id: id) } }
-        let changed = oldValues.map { values.changedFieldIDs(from: $0) } ?? []
-        do {
-            try planIndexes(of: entity, primaryKey: primaryKey, before: oldValues, after: values, changed: changed,
-                            into: &buffers.indexChanges)
-        } catch {
-            if old == nil { try access { _ = try $0.delete(entity.records, key: primaryKey) } }
-            throw error
-        }
-        if old != nil { _ = try access { try $0.put(entity.records, key: primaryKey, value: bytes) } }
-        try applyIndexChanges(buffers.indexChanges, of: entity)
-        try appendJournal(JournalRecord(entityID: entity.catalog.id, primaryKey: primaryKey, kind: oldValues == nil ? .insert : .update,
-                                        changedFieldIDs: changed, indexChanges: buffers.indexChanges))
     }
 
     /// Stores a new record unless its key is taken; then returns the stored bytes and writes
@@ -137,16 +131,18 @@ extension WriteTransaction {
 
     func deleteRecord(entity name: String, id: FieldValue) throws -> Bool {
         var entity = try entity(name)
-        let primaryKey = try primaryKeyBytes(id, entity: entity)
-        guard let old = try access({ try $0.get(entity.records, key: primaryKey) }) else { return false }
-        let oldValues = try old.withUnsafeBytes { try decodeValues($0, of: &entity, id: id) }
-        var indexChanges: [JournalRecord.IndexChange] = []
-        try planIndexes(of: entity, primaryKey: primaryKey, before: oldValues, after: nil, changed: [], into: &indexChanges)
-        try applyIndexChanges(indexChanges, of: entity)
-        try access { _ = try $0.delete(entity.records, key: primaryKey) }
-        try appendJournal(JournalRecord(entityID: entity.catalog.id, primaryKey: primaryKey, kind: .delete,
-                                        changedFieldIDs: [], indexChanges: indexChanges))
-        return true
+        return try withRecordBuffers { buffers in
+            try appendPrimaryKey(id, entity: entity, to: &buffers.primaryKey)
+            let primaryKey = buffers.primaryKey
+            guard let old = try access({ try $0.get(entity.records, key: primaryKey) }) else { return false }
+            let oldValues = try old.withUnsafeBytes { try decodeValues($0, of: &entity, id: id) }
+            try planIndexes(of: entity, primaryKey: primaryKey, before: oldValues, after: nil, changed: [], into: &buffers.indexChanges)
+            try applyIndexChanges(buffers.indexChanges, of: entity)
+            try access { _ = try $0.delete(entity.records, key: primaryKey) }
+            try appendJournal(JournalRecord(entityID: entity.catalog.id, primaryKey: primaryKey, kind: .delete,
+                                            changedFieldIDs: [], indexChanges: buffers.indexChanges), using: &buffers)
+            return true
+        }
     }
 
     /// Appends to `changes` the record's entry key before and after the write in every index it
@@ -208,13 +204,6 @@ extension WriteTransaction {
         if key.count > limit {
             throw FeedstoreError.keyTooLarge(entity: entity.name, index: index, size: key.count, limit: limit)
         }
-    }
-
-    func primaryKeyBytes(_ id: FieldValue, entity: EntitySchema) throws -> [UInt8] {
-        var key: [UInt8] = []
-        key.reserveCapacity(17)
-        try appendPrimaryKey(id, entity: entity, to: &key)
-        return key
     }
 
     /// Appends the encoded primary key to the empty array `key`.

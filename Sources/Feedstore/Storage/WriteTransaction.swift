@@ -26,11 +26,9 @@ public final class WriteTransaction: ReadTransaction {
     @exclusivity(unchecked) private var deferredCounts: [(index: CountedIndex, changes: [CountedIndex.Change])] = []
     /// Records databases in which this transaction wrote an id that did not sort last.
     @exclusivity(unchecked) var unorderedRecords: [LMDBDatabase] = []
-    /// Arrays filled for every record written, kept from record to record so that writing one
-    /// allocates none of them. Each is emptied after use.
-    @exclusivity(unchecked) var recordBuffers = RecordBuffers()
-    @exclusivity(unchecked) private var journalKey: [UInt8] = []
-    @exclusivity(unchecked) private var journalValue: [UInt8] = []
+    /// Arrays filled for every record written or deleted, kept from record to record so that
+    /// writing one allocates none of them (see ``withRecordBuffers(_:)``).
+    @exclusivity(unchecked) private var recordBuffers = RecordBuffers()
     /// Changes of one index held at most before they are applied (bounds the memory they take).
     static let deferredCountLimit = 4_096
 
@@ -43,16 +41,25 @@ public final class WriteTransaction: ReadTransaction {
     /// nothing (a transaction that changes nothing adds no commit to the journal).
     public var commitSequence: UInt64? { journalEntries == 0 ? nil : assignedSequence }
 
-    /// Writes the journal entry of one changed record. Entries are keyed by sequence and
-    /// ordinal, so each sorts after every entry written before it and is appended.
-    func appendJournal(_ record: JournalRecord) throws {
+    /// Runs `body` with the transaction's record buffers moved out, so each array is held once
+    /// and grows in place, then moves them back emptied.
+    func withRecordBuffers<R>(_ body: (inout RecordBuffers) throws -> R) throws -> R {
+        var buffers = RecordBuffers()
+        swap(&buffers, &recordBuffers)
         defer {
-            journalKey.removeAll(keepingCapacity: true)
-            journalValue.removeAll(keepingCapacity: true)
+            buffers.empty()
+            swap(&buffers, &recordBuffers)
         }
-        JournalKeys.appendEntry(sequence: assignedSequence, ordinal: journalEntries, to: &journalKey)
-        record.encode(into: &journalValue)
-        try access { txn in try txn.putAppending(core.system.journal, key: journalKey, value: journalValue) }
+        return try body(&buffers)
+    }
+
+    /// Writes the journal entry of one changed record, encoding it into `buffers`. Entries are
+    /// keyed by sequence and ordinal, so each sorts after every entry written before it and is
+    /// appended.
+    func appendJournal(_ record: JournalRecord, using buffers: inout RecordBuffers) throws {
+        JournalKeys.appendEntry(sequence: assignedSequence, ordinal: journalEntries, to: &buffers.journalKey)
+        record.encode(into: &buffers.journalValue)
+        try access { try $0.putAppending(core.system.journal, key: buffers.journalKey, value: buffers.journalValue) }
         journalEntries += 1
     }
 
@@ -117,16 +124,20 @@ public final class WriteTransaction: ReadTransaction {
     }
 }
 
-/// The arrays ``WriteTransaction`` reuses for each record it writes.
+/// The arrays ``WriteTransaction`` reuses for each record it writes or deletes.
 struct RecordBuffers {
     var primaryKey: [UInt8] = []
     var bytes: [UInt8] = []
     var indexChanges: [JournalRecord.IndexChange] = []
+    var journalKey: [UInt8] = []
+    var journalValue: [UInt8] = []
 
     /// Empties the arrays, keeping their storage.
     mutating func empty() {
         primaryKey.removeAll(keepingCapacity: true)
         bytes.removeAll(keepingCapacity: true)
         indexChanges.removeAll(keepingCapacity: true)
+        journalKey.removeAll(keepingCapacity: true)
+        journalValue.removeAll(keepingCapacity: true)
     }
 }
