@@ -7,6 +7,9 @@ public enum FeedstoreError: Error, Sendable, Equatable, CustomStringConvertible 
     case notAStore(path: String, reason: String)
     /// The store was written by a newer Feedstore whose format this library cannot read.
     case formatVersionTooNew(path: String, found: UInt32, supported: UInt32)
+    /// The store was written in an older format, which opening it for writing upgrades; a
+    /// read-only opening cannot.
+    case formatUpgradeNeeded(path: String, found: UInt32, current: UInt32)
     /// The store (or handle) was closed.
     case storeClosed(path: String)
     /// The page structure of the store's LMDB file is damaged (found by
@@ -60,6 +63,8 @@ public enum FeedstoreError: Error, Sendable, Equatable, CustomStringConvertible 
         case let .notAStore(path, reason): "\(path) is not a Feedstore store: \(reason)"
         case let .formatVersionTooNew(path, found, supported):
             "store \(path) has format version \(found); this library reads versions up to \(supported)"
+        case let .formatUpgradeNeeded(path, found, current):
+            "store \(path) has format version \(found); open it once for writing (`storectl upgrade \(path)`) to upgrade it to version \(current)"
         case let .storeClosed(path): "store \(path) is closed"
         case let .readOnly(path, reason): "store \(path) is read-only (\(reason)); writes are not allowed"
         case let .accessDenied(path, reason): "cannot open store \(path): \(reason)"

@@ -217,13 +217,13 @@ import Testing
             }
             store.close()
             #expect { try Store(path: dir + "/s", entities: [Item.self]) } throws: { error in
-                if case let FeedstoreError.formatVersionTooNew(_, found, supported) = error { return found == 99 && supported == 1 }
+                if case let FeedstoreError.formatVersionTooNew(_, found, supported) = error { return found == 99 && supported == Catalog.currentFormatVersion }
                 return false
             }
             // Put the version back: every record is still there.
             let env = try LMDBEnvironment(path: dir + "/s", flags: [], mapSize: 64 << 20, maxDatabases: 126, maxReaders: 8, mode: 0o600)
             let txn = try LMDBTransaction(environment: env, readOnly: false)
-            try txn.put(try txn.openDatabase(named: SystemDatabases.metaName, create: false)!, key: MetaKey.format, value: [0, 0, 0, 1])
+            try txn.put(try txn.openDatabase(named: SystemDatabases.metaName, create: false)!, key: MetaKey.format, value: [0, 0, 0, UInt8(Catalog.currentFormatVersion)])
             try txn.commit()
             env.close()
             let reopened = try Store(path: dir + "/s", entities: [Item.self, Note.self])

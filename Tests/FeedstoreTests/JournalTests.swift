@@ -134,4 +134,37 @@ import Testing
             #expect(try store.verify().isEmpty)
         }
     }
+
+    /// Each commit's header follows its entries in the journal; `verify` and readers report a
+    /// header that is missing or miscounts its commit instead of returning a wrong commit.
+    @Test func aMissingOrMiscountingCommitHeaderIsReported() throws {
+        try withTemporaryDirectory { dir in
+            let store = try Store(path: dir + "/s", entities: [Item.self], options: StoreOptions(durability: .none))
+            try commit(store, 3)
+            try store.write { tx in try tx.put(Self.item(10)); try tx.put(Self.item(11)) }
+            #expect(try store.verify().isEmpty)
+            func tamper(_ change: (borrowing LMDBTransaction) throws -> Void) throws {
+                try store.core.mapLock.withShared {
+                    let txn = try LMDBTransaction(environment: store.core.environment, readOnly: false)
+                    try change(txn)
+                    try txn.commit()
+                }
+            }
+            try tamper { txn in
+                try txn.put(store.core.system.journal, key: JournalKeys.headerKey(4),
+                            value: JournalKeys.commitHeader(timestamp: Date(), entries: 3))
+            }
+            #expect(try store.verify().map(\.problem) == ["commit 4 has 2 entries; its header says 3"])
+            #expect { try store.read { try $0.journal(after: 3) } } throws: { error in
+                if case let FeedstoreError.corruptData(what, reason) = error { return what == "journal" && reason.contains("commit 4") }
+                return false
+            }
+            try tamper { txn in _ = try txn.delete(store.core.system.journal, key: JournalKeys.headerKey(2)) }
+            #expect(try store.verify().map(\.problem).contains("commit 2 has 1 entries but no header"))
+            #expect { try store.read { try $0.journal(after: 1, limit: 1) } } throws: { error in
+                if case let FeedstoreError.corruptData(_, reason) = error { return reason.contains("commit 2") }
+                return false
+            }
+        }
+    }
 }

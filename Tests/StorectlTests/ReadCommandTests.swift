@@ -133,6 +133,32 @@ import Testing
         }
     }
 
+    /// A store in format 1 (no journal commits yet: only its layout's marks) is refused by the
+    /// read-only commands with the way out, and `upgrade` brings it to the current format.
+    @Test func upgradeBringsAnOlderFormatToTheCurrentOne() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir + "/s"
+            try Store(path: path).close()
+            let env = try LMDBEnvironment(path: path, flags: [], mapSize: 16 << 20, maxDatabases: 126, maxReaders: 8, mode: 0o600)
+            let txn = try LMDBTransaction(environment: env, readOnly: false)
+            let meta = try txn.openDatabase(named: SystemDatabases.metaName, create: false)!
+            _ = try txn.openDatabase(named: SystemDatabases.formatOneCommitsName, create: true)
+            try txn.put(meta, key: MetaKey.formatOneLastSequence, value: MetaKey.encode(0))
+            try txn.put(meta, key: MetaKey.format, value: [0, 0, 0, 1])
+            try txn.commit()
+            env.close()
+
+            let refused = try runTool(storectlURL, ["inspect", path])
+            #expect(refused.status == 2 && refused.stderr.contains("storectl upgrade"), "\(refused.stderr)")
+            let upgrade = try runTool(storectlURL, ["upgrade", path])
+            #expect(upgrade.status == 0 && upgrade.stdout.contains("format \(Catalog.currentFormatVersion)"), "\(upgrade.stdout)\(upgrade.stderr)")
+            let inspect = try runTool(storectlURL, ["inspect", path, "--json"])
+            #expect(inspect.status == 0, "\(inspect.stderr)")
+            #expect((try json(inspect.stdout) as? [String: Any])?["formatVersion"] as? Int == Int(Catalog.currentFormatVersion))
+            #expect(try runTool(storectlURL, ["verify", path]).status == 0)
+        }
+    }
+
     @Test func compactWritesAVerifiedCopyWithTheSameRecords() throws {
         try withDemoStore { path, store in
             let copy = path + "-compact"

@@ -11,7 +11,7 @@ struct Storectl: ParsableCommand {
         another process is writing.
         """,
         subcommands: [InspectCommand.self, DumpCommand.self, GetCommand.self, JournalCommand.self, VerifyCommand.self, WatchCommand.self,
-                      CompactCommand.self,
+                      CompactCommand.self, UpgradeCommand.self,
                       DemoCommand.self]
     )
 

@@ -100,9 +100,7 @@ final class CommitMonitor: @unchecked Sendable {
                     return false
                 }
                 if stop { return }
-                if let head = try? core.withReadTransaction({ txn in
-                    try MetaKey.decodeUInt64(try txn.get(core.system.meta, key: MetaKey.lastSequence), what: "last sequence") ?? 0
-                }) {
+                if let head = try? core.withReadTransaction({ txn in try core.system.journalBounds(in: txn).last }) {
                     published(head)
                 }
                 usleep(Self.pollInterval)

@@ -143,16 +143,34 @@ struct JournalRecord: Equatable {
     }
 }
 
-/// Keys of the journal databases.
+/// Keys of the journal database: sequence (8 bytes big-endian) then ordinal within the commit
+/// (4 bytes). A commit's entries take ordinals 0, 1, …; its header takes the last ordinal, so it
+/// sorts after them and the journal's last key names the newest commit.
 enum JournalKeys {
-    /// Appends a `feedstore.journal` key to `key`: sequence (8 bytes big-endian) then ordinal
-    /// within the commit (4 bytes).
+    /// The ordinal of a commit's header.
+    static let headerOrdinal = UInt32.max
+
+    /// Appends the key of entry `ordinal` of commit `sequence` to `key`.
     static func appendEntry(sequence: UInt64, ordinal: UInt32, to key: inout [UInt8]) {
         key.appendBigEndian(sequence)
         key.appendBigEndian(ordinal)
     }
 
-    /// `feedstore.commits` and the first 8 bytes of journal keys.
+    /// The key of commit `sequence`'s header.
+    static func headerKey(_ sequence: UInt64) -> [UInt8] {
+        var key: [UInt8] = []
+        key.reserveCapacity(12)
+        appendEntry(sequence: sequence, ordinal: headerOrdinal, to: &key)
+        return key
+    }
+
+    /// Whether a journal key is a commit's header rather than one of its entries.
+    static func isHeader(_ key: UnsafeRawBufferPointer) throws -> Bool {
+        guard key.count == 12 else { throw FeedstoreError.corruptData(what: "journal key", reason: "\(key.count) bytes, expected 12") }
+        return key[8] == 0xFF && key[9] == 0xFF && key[10] == 0xFF && key[11] == 0xFF
+    }
+
+    /// The first 8 bytes of a commit's keys: a seek there lands on its first entry (or header).
     static func sequenceKey(_ sequence: UInt64) -> [UInt8] {
         var key: [UInt8] = []
         key.reserveCapacity(8)

@@ -32,16 +32,15 @@ struct JournalTrimmer {
         }
         if let age = retention.maximumAge {
             let cutoff = Date().addingTimeInterval(-age)
-            try txn.withCursor(core.system.commits) { cursor in
-                var found = try cursor.first()
+            try txn.withCursor(core.system.journal) { cursor in
+                var sequence = firstSequence
                 var checked = 0
-                while found, checked < 64 {
-                    let sequence = try JournalKeys.sequence(from: cursor.key)
-                    guard sequence < lastSequence,
-                          try JournalKeys.decodeCommitHeader(cursor.value).timestamp < cutoff else { break }
+                while sequence < lastSequence, checked < 64, try cursor.seek(exactly: JournalKeys.headerKey(sequence)),
+                      try JournalKeys.decodeCommitHeader(cursor.value).timestamp < cutoff
+                {
                     keepFrom = max(keepFrom, sequence + 1)
+                    sequence += 1
                     checked += 1
-                    found = try cursor.next()
                 }
             }
         }
@@ -62,13 +61,6 @@ struct JournalTrimmer {
         guard keepFrom > first, forced || keepFrom - first >= minimumRun else { return }
         let stop = keepFrom - first <= budgetCommits ? keepFrom : first + budgetCommits
         try txn.withCursor(core.system.journal) { cursor in
-            var found = try cursor.first()
-            while found, try JournalKeys.sequence(from: cursor.key) < stop {
-                try cursor.deleteCurrent()
-                found = try cursor.first()
-            }
-        }
-        try txn.withCursor(core.system.commits) { cursor in
             var found = try cursor.first()
             while found, try JournalKeys.sequence(from: cursor.key) < stop {
                 try cursor.deleteCurrent()

@@ -1,20 +1,8 @@
-/// The journal's retained range: commits `first...last` are readable (`first > last` when none).
-public struct JournalBounds: Sendable, Hashable, Codable {
-    /// The oldest retained sequence.
-    public var first: UInt64
-    /// The newest sequence (0 before the first commit).
-    public var last: UInt64
-}
-
 extension ReadTransaction {
     /// The retained range of the journal as of this transaction.
-    /// - Complexity: O(1).
+    /// - Complexity: O(log n) for n retained entries (two lookups).
     public func journalBounds() throws -> JournalBounds {
-        try access { txn in
-            let last = try MetaKey.decodeUInt64(try txn.get(core.system.meta, key: MetaKey.lastSequence), what: "last sequence") ?? 0
-            let first = try MetaKey.decodeUInt64(try txn.get(core.system.meta, key: MetaKey.firstRetained), what: "first retained") ?? 1
-            return JournalBounds(first: first, last: last)
-        }
+        try access { try core.system.journalBounds(in: $0) }
     }
 
     /// The commits after `sequence`, oldest first, at most `limit` of them (commits are never split).
@@ -29,30 +17,34 @@ extension ReadTransaction {
         guard limit > 0, sequence < bounds.last else { return [] }
         let catalog = schema.catalog
         var commits: [JournalCommit] = []
-        var current: JournalCommit?
+        var entries: [JournalEntry] = []
         try access { txn in
             try txn.withCursor(core.system.journal) { cursor in
                 var found = try cursor.seek(atOrAfter: JournalKeys.sequenceKey(sequence + 1))
                 while found {
                     let seq = try JournalKeys.sequence(from: cursor.key)
-                    if current?.sequence != seq {
-                        if let done = current { commits.append(done) }
-                        if commits.count == limit { current = nil; return }
-                        let header = try txn.withValue(core.system.commits, key: JournalKeys.sequenceKey(seq)) {
-                            try JournalKeys.decodeCommitHeader($0)
-                        }
-                        guard let header else {
-                            throw FeedstoreError.corruptData(what: "journal", reason: "commit \(seq) has entries but no header")
-                        }
-                        current = JournalCommit(sequence: seq, timestamp: header.timestamp, entries: [])
+                    if let open = entries.first, open.sequence != seq {
+                        throw FeedstoreError.corruptData(what: "journal", reason: "commit \(open.sequence) has entries but no header")
                     }
-                    let record = try JournalRecord.decode(cursor.value)
-                    current!.entries.append(try record.resolved(sequence: seq, catalog: catalog))
+                    if try JournalKeys.isHeader(cursor.key) {
+                        // A commit's entries come before its header.
+                        let header = try JournalKeys.decodeCommitHeader(cursor.value)
+                        guard header.entries == entries.count else {
+                            throw FeedstoreError.corruptData(what: "journal", reason: "commit \(seq) has \(entries.count) entries; its header says \(header.entries)")
+                        }
+                        commits.append(JournalCommit(sequence: seq, timestamp: header.timestamp, entries: entries))
+                        entries = []
+                        if commits.count == limit { return }
+                    } else {
+                        entries.append(try JournalRecord.decode(cursor.value).resolved(sequence: seq, catalog: catalog))
+                    }
                     found = try cursor.next()
                 }
             }
         }
-        if let last = current { commits.append(last) }
+        if let orphan = entries.first {
+            throw FeedstoreError.corruptData(what: "journal", reason: "commit \(orphan.sequence) has entries but no header")
+        }
         return commits
     }
 

@@ -5,7 +5,7 @@ import Foundation
 /// application's Swift types. Stored as JSON in the store's meta database.
 public struct Catalog: Sendable, Codable, Equatable {
     /// The newest format this library reads and writes.
-    public static let currentFormatVersion: UInt32 = 1
+    public static let currentFormatVersion: UInt32 = 2
 
     /// The format the store was written in.
     public var formatVersion: UInt32

@@ -89,7 +89,7 @@ extension Store {
             }
             let bounds = try tx.journalBounds()
             let journalStats = try tx.access { try $0.statistics(tx.core.system.journal) }
-            let commitStats = try tx.access { try $0.statistics(tx.core.system.commits) }
+            let commitsRetained = bounds.last >= bounds.first ? Int(bounds.last - bounds.first + 1) : 0
             let cursors = try tx.journalCursors().map {
                 StoreInspection.Cursor(name: $0.name, sequence: $0.position, lag: bounds.last > $0.position ? bounds.last - $0.position : 0)
             }
@@ -99,8 +99,8 @@ extension Store {
                                    lastTransactionID: info.lastTransactionID, maxReaders: info.maxReaders, readersUsed: info.readersUsed,
                                    readers: readers),
                 entities: entities,
-                journal: .init(firstSequence: bounds.first, lastSequence: bounds.last, entriesRetained: journalStats.entries,
-                               commitsRetained: commitStats.entries, cursors: cursors))
+                journal: .init(firstSequence: bounds.first, lastSequence: bounds.last, entriesRetained: journalStats.entries - commitsRetained,
+                               commitsRetained: commitsRetained, cursors: cursors))
         }
     }
 }

@@ -33,6 +33,8 @@ public final class Store: Sendable {
     /// - Throws: ``FeedstoreError/notAStore(path:reason:)`` for a file, a non-empty directory
     ///   without a store, or a foreign or damaged LMDB file;
     ///   ``FeedstoreError/formatVersionTooNew(path:found:supported:)``;
+    ///   ``FeedstoreError/formatUpgradeNeeded(path:found:current:)`` when opening an older
+    ///   format read-only (opening it for writing upgrades it, in one transaction);
     ///   ``FeedstoreError/uniqueViolation(entity:index:key:existingID:)`` when a new unique index
     ///   cannot be built from existing records (the store is left unchanged).
     public init(path: String, entities: [any Entity.Type] = [], options: StoreOptions = StoreOptions()) throws {

@@ -152,15 +152,53 @@ enum StoreOpener {
             throw FeedstoreError.formatVersionTooNew(path: path, found: version, supported: Catalog.currentFormatVersion)
         }
         var opened: [LMDBDatabase] = []
-        for name in [SystemDatabases.journalName, SystemDatabases.commitsName, SystemDatabases.cursorsName] {
+        for name in [SystemDatabases.journalName, SystemDatabases.cursorsName] {
             guard let db = try txn.openDatabase(named: name, create: !readOnly) else {
                 throw FeedstoreError.notAStore(path: path, reason: "database \(name) is missing")
             }
             opened.append(db)
         }
-        let system = SystemDatabases(meta: meta!, journal: opened[0], commits: opened[1], cursors: opened[2])
+        let system = SystemDatabases(meta: meta!, journal: opened[0], cursors: opened[1])
+        if version < Catalog.currentFormatVersion {
+            guard !readOnly else {
+                throw FeedstoreError.formatUpgradeNeeded(path: path, found: version, current: Catalog.currentFormatVersion)
+            }
+            try upgradeFromFormatOne(system, in: txn, path: path)
+        }
         try txn.commit()
         return system
+    }
+
+    /// Format 1 → 2, in the transaction that opens the store (all or nothing): commit headers move
+    /// from `feedstore.commits` into the journal, after their commits' entries, and the newest
+    /// sequence is no longer kept in the meta database (format 2 reads it from the journal, which
+    /// saves writing two pages on every commit).
+    private static func upgradeFromFormatOne(_ system: SystemDatabases, in txn: borrowing LMDBTransaction, path: String) throws {
+        guard let commits = try txn.openDatabase(named: SystemDatabases.formatOneCommitsName, create: false) else {
+            throw FeedstoreError.notAStore(path: path, reason: "database \(SystemDatabases.formatOneCommitsName) is missing")
+        }
+        var headers: [(sequence: UInt64, value: [UInt8])] = []
+        try txn.withCursor(commits) { cursor in
+            var found = try cursor.first()
+            while found {
+                headers.append((try JournalKeys.sequence(from: cursor.key), Array(cursor.value)))
+                found = try cursor.next()
+            }
+        }
+        for header in headers {
+            _ = try JournalKeys.decodeCommitHeader(header.value.withUnsafeBytes { $0 })
+            guard try txn.put(system.journal, key: JournalKeys.headerKey(header.sequence), value: header.value, noOverwrite: true) else {
+                throw FeedstoreError.corruptData(what: "journal", reason: "commit \(header.sequence) already has a header")
+            }
+        }
+        try txn.drop(commits, delete: true)
+        _ = try txn.delete(system.meta, key: MetaKey.formatOneLastSequence)
+        try txn.put(system.meta, key: MetaKey.format, value: withUnsafeBytes(of: Catalog.currentFormatVersion.bigEndian) { Array($0) })
+        if let stored = try txn.get(system.meta, key: MetaKey.catalog) {
+            var catalog = try Catalog.decode(stored)
+            catalog.formatVersion = Catalog.currentFormatVersion
+            try txn.put(system.meta, key: MetaKey.catalog, value: catalog.encoded())
+        }
     }
 
     // MARK: Registration

@@ -3,15 +3,14 @@
 struct SystemDatabases: Sendable {
     static let metaName = "feedstore.meta"
     static let journalName = "feedstore.journal"
-    static let commitsName = "feedstore.commits"
     static let cursorsName = "feedstore.cursors"
+    /// Format 1 kept commit headers here; opening such a store for writing moves them into the journal.
+    static let formatOneCommitsName = "feedstore.commits"
 
-    /// Format version, catalog and journal bounds.
+    /// Format version, catalog and the first retained sequence.
     let meta: LMDBDatabase
-    /// Journal entries keyed by (sequence, ordinal).
+    /// Journal entries and commit headers, keyed by (sequence, ordinal) (``JournalKeys``).
     let journal: LMDBDatabase
-    /// One header per commit (timestamp, entry count) keyed by sequence.
-    let commits: LMDBDatabase
     /// Durable journal cursors: name → sequence consumed through.
     let cursors: LMDBDatabase
 }
@@ -21,7 +20,8 @@ enum MetaKey {
     static let format: [UInt8] = Array("format".utf8)
     static let catalog: [UInt8] = Array("catalog".utf8)
     static let catalogVersion: [UInt8] = Array("catalog.version".utf8)
-    static let lastSequence: [UInt8] = Array("journal.last".utf8)
+    /// Format 1 wrote the newest sequence here on every commit; format 2 reads it from the journal.
+    static let formatOneLastSequence: [UInt8] = Array("journal.last".utf8)
     static let firstRetained: [UInt8] = Array("journal.first".utf8)
 
     static func encode(_ value: UInt64) -> [UInt8] { withUnsafeBytes(of: value.bigEndian) { Array($0) } }

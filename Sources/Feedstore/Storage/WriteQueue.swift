@@ -221,8 +221,7 @@ final class WriteQueue: @unchecked Sendable {
             txn.abort()
             throw SchemaChangedSignal()
         }
-        var lastSequence = try MetaKey.decodeUInt64(try txn.get(core.system.meta, key: MetaKey.lastSequence),
-                                                    what: "last sequence") ?? 0
+        var lastSequence = try core.system.journalBounds(in: txn).last
         for (i, request) in batch.enumerated() where failures[i] == nil {
             let tx = WriteTransaction(core: core, transaction: txn, schema: schema, sequence: lastSequence + 1)
             do {

@@ -93,9 +93,9 @@ public final class WriteTransaction: ReadTransaction {
                 try txn.put(core.system.meta, key: MetaKey.catalogVersion, value: MetaKey.encode(schema.catalog.version))
             }
             guard journalEntries > 0 else { return }
-            try txn.putAppending(core.system.commits, key: JournalKeys.sequenceKey(assignedSequence),
+            // The header goes after the commit's entries, in pages the entries made dirty already.
+            try txn.putAppending(core.system.journal, key: JournalKeys.headerKey(assignedSequence),
                                  value: JournalKeys.commitHeader(timestamp: Date(), entries: Int(journalEntries)))
-            try txn.put(core.system.meta, key: MetaKey.lastSequence, value: MetaKey.encode(assignedSequence))
         }
         if journalEntries > 0 { committedSequence = assignedSequence }
     }
