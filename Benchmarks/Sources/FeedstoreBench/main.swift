@@ -105,6 +105,11 @@ case "counts":
     print("counted index, one random Int64 key per record, durability none, 100,000 random operations per size")
     print(CountedIndexBench.header)
     _ = try bench.run(uncountedUpTo: option("--uncounted-up-to", default: 10_000_000))
+case "commit-pages":
+    let bench = CommitPages(sizes: sizes(default: [10_000, 1_000_000]), directory: NSTemporaryDirectory() + "feedstore-pages-\(getpid())",
+                            updates: option("--updates", default: 50))
+    print("pages a one-row update writes, by tree (mean of \(bench.updates) updates; demo feed, durability none)\n")
+    for line in CommitPages.format(try bench.run()) { print(line) }
 case "lookup-instructions":
     // Used by Benchmarks/lookup-instructions, which runs it under callgrind.
     let bench = LookupInstructions(size: option("--size", default: 10_000), path: arguments.last!, operations: option("--operations", default: 10_000))
@@ -129,6 +134,8 @@ default:
           watch-peers [--sizes …]         live-list latency: Feedstore watcher, refetch + diff, GRDB ValueObservation
           counts [--sizes …] [--uncounted-up-to N]
           watch [--sizes …]               Feedstore watchers from 10 thousand to 10 million rows
+          commit-pages [--sizes …] [--updates K]
+                                          pages a one-row update writes, by tree (runs Benchmarks/commit-pages.py)
           lookup-instructions (--build | entry | rank | count) --size N [--operations K] PATH
                                           one kind of counted lookup, for Benchmarks/lookup-instructions
         """)
