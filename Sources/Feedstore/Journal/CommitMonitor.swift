@@ -100,7 +100,7 @@ final class CommitMonitor: @unchecked Sendable {
                     return false
                 }
                 if stop { return }
-                if let head = try? core.withReadTransaction({ txn in try core.system.journalBounds(in: txn).last }) {
+                if let head = try? core.withReadTransaction({ txn in try core.system.newestSequence(in: txn) }) {
                     published(head)
                 }
                 usleep(Self.pollInterval)

@@ -56,7 +56,8 @@ struct JournalTrimmer {
     /// fewer than `minimumRun` may go and no hard bound is passed.
     func trim(in txn: borrowing LMDBTransaction, lastSequence: UInt64, budgetCommits: UInt64, minimumRun: UInt64 = 1) throws {
         guard lastSequence > 0 else { return }
-        let first = try MetaKey.decodeUInt64(try txn.get(core.system.meta, key: MetaKey.firstRetained), what: "first retained") ?? 1
+        // Read here, not passed in: a request earlier in the same transaction may have trimmed.
+        let first = try core.system.firstRetained(in: txn)
         let (keepFrom, forced) = try retainedFrom(in: txn, firstSequence: first, lastSequence: lastSequence)
         guard keepFrom > first, forced || keepFrom - first >= minimumRun else { return }
         let stop = keepFrom - first <= budgetCommits ? keepFrom : first + budgetCommits

@@ -186,7 +186,7 @@ enum StoreOpener {
             }
         }
         for header in headers {
-            _ = try JournalKeys.decodeCommitHeader(header.value.withUnsafeBytes { $0 })
+            _ = try header.value.withUnsafeBytes { try JournalKeys.decodeCommitHeader($0) }
             guard try txn.put(system.journal, key: JournalKeys.headerKey(header.sequence), value: header.value, noOverwrite: true) else {
                 throw FeedstoreError.corruptData(what: "journal", reason: "commit \(header.sequence) already has a header")
             }

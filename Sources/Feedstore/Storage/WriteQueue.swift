@@ -221,7 +221,7 @@ final class WriteQueue: @unchecked Sendable {
             txn.abort()
             throw SchemaChangedSignal()
         }
-        var lastSequence = try core.system.journalBounds(in: txn).last
+        var lastSequence = try core.system.newestSequence(in: txn)
         for (i, request) in batch.enumerated() where failures[i] == nil {
             let tx = WriteTransaction(core: core, transaction: txn, schema: schema, sequence: lastSequence + 1)
             do {
