@@ -18,20 +18,11 @@ struct CommitPages {
         var results: [(Int, [String: Double])] = []
         for size in sizes {
             let path = directory + "/pages-\(size)"
-            let store = try Store(path: path, entities: DemoFeed.entities,
-                                  options: StoreOptions(durability: .none, initialMapSize: 1 << 30,
-                                                        journalRetention: JournalRetention(minimumCommits: 100)))
-            var feed = DemoFeed(seed: 1)
-            try feed.populate(store, messages: size, contacts: 1_000, batch: 5_000)
+            let store = try WatcherBench.populatedStore(at: path, size: size)
             var rng = SplitMix(state: UInt64(size))
             var totals: [String: Double] = [:]
             for _ in 0..<updates {
-                let id = UInt64.random(in: 1...UInt64(size), using: &rng)
-                try store.write { tx in
-                    guard var m = try tx.get(Message.self, id: id) else { return }
-                    m.date = m.date.addingTimeInterval(Double(Int.random(in: 1...3_600, using: &rng)) * (Bool.random(using: &rng) ? 1 : -1))
-                    try tx.put(m)
-                }
+                try WatcherBench.moveDate(of: UInt64.random(in: 1...UInt64(size), using: &rng), in: store, using: &rng)
                 for (tree, pages) in try Self.lastCommitPages(script: script, dataFile: path + "/data.mdb") {
                     totals[tree, default: 0] += Double(pages) / Double(updates)
                 }

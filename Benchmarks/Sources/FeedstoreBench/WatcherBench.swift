@@ -32,15 +32,30 @@ struct WatcherBench {
         return (timing.p50, timing.p99)
     }
 
+    /// The demo feed with `size` messages, durability none, as the watcher measurements use it.
+    static func populatedStore(at path: String, size: Int) throws -> Store {
+        let store = try Store(path: path, entities: DemoFeed.entities,
+                              options: StoreOptions(durability: .none, initialMapSize: 1 << 30,
+                                                    journalRetention: JournalRetention(minimumCommits: 100)))
+        var feed = DemoFeed(seed: 1)
+        try feed.populate(store, messages: size, contacts: 1_000, batch: 5_000)
+        return store
+    }
+
+    /// The measured one-row update: message `id`'s date moves by up to an hour either way.
+    static func moveDate(of id: UInt64, in store: Store, using rng: inout SplitMix) throws {
+        try store.write { tx in
+            guard var m = try tx.get(Message.self, id: id) else { return }
+            m.date = m.date.addingTimeInterval(Double(Int.random(in: 1...3_600, using: &rng)) * (Bool.random(using: &rng) ? 1 : -1))
+            try tx.put(m)
+        }
+    }
+
     func run() throws -> [Row] {
         var rows: [Row] = []
         for size in sizes {
             let path = directory + "/watch-\(size)"
-            let store = try Store(path: path, entities: DemoFeed.entities,
-                                  options: StoreOptions(durability: .none, initialMapSize: 1 << 30,
-                                                        journalRetention: JournalRetention(minimumCommits: 100)))
-            var feed = DemoFeed(seed: 1)
-            try feed.populate(store, messages: size, contacts: 1_000, batch: 5_000)
+            let store = try Self.populatedStore(at: path, size: size)
             let query = Query(Message.self, index: "byFolderDate")
             var rng = SplitMix(state: UInt64(size))
 
@@ -68,11 +83,7 @@ struct WatcherBench {
                 for _ in 0..<Self.round {
                     let id = UInt64.random(in: 1...UInt64(size), using: &rng)
                     let t0 = DispatchTime.now().uptimeNanoseconds
-                    try store.write { tx in
-                        guard var m = try tx.get(Message.self, id: id) else { return }
-                        m.date = m.date.addingTimeInterval(Double(Int.random(in: 1...3_600, using: &rng)) * (Bool.random(using: &rng) ? 1 : -1))
-                        try tx.put(m)
-                    }
+                    try Self.moveDate(of: id, in: store, using: &rng)
                     let t1 = DispatchTime.now().uptimeNanoseconds
                     guard let b = try watchers[turn].poll(), b.moves.count + b.updates.count == 1 else { fatalError("missing batch") }
                     let t2 = DispatchTime.now().uptimeNanoseconds
