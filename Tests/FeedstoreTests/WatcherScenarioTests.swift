@@ -191,7 +191,9 @@ import Testing
         }
     }
 
-    @Test func aWatcherBehindRetentionGetsAReset() throws {
+    /// The change feed folds this process's commits as they are made, so a watcher that took
+    /// no batch while the journal was trimmed past it still gets an exact batch.
+    @Test func aWatcherPastTheRetentionOfLocalCommitsStaysExact() throws {
         try withTemporaryDirectory { dir in
             let retention = JournalRetention(minimumCommits: 1, maximumCommits: 5)
             var feed = DemoFeed(seed: 8)
@@ -199,6 +201,26 @@ import Testing
             let query = Query(Message.self, index: "byFolderDate")
             var (watcher, mirror) = try start(store, query)
             for _ in 0..<30 { try store.write { tx in try feed.mutate(tx, count: 2, contacts: 3) } }
+            #expect(try store.read { try $0.journalBounds().first } > watcher.sequence + 1, "the journal was trimmed past the watcher")
+            let batch = try #require(try watcher.poll())
+            #expect(!batch.isReset)
+            try mirror.apply(batch)
+            try expectMatches(mirror, store, query)
+        }
+    }
+
+    /// Another process's commits that were trimmed before this process read them cannot be
+    /// folded: the watcher gets a reset, the whole new snapshot.
+    @Test func aWatcherBehindTheRetentionOfAnotherProcessesCommitsGetsAReset() throws {
+        try withTemporaryDirectory { dir in
+            var feed = DemoFeed(seed: 8)
+            let store = try populatedDemoStore(at: dir + "/s", feed: &feed, messages: 100, contacts: 3)
+            let query = Query(Message.self, index: "byFolderDate")
+            var (watcher, mirror) = try start(store, query)
+            let child = try runTool(storectlURL, ["demo", "mutate", dir + "/s", "--commits", "30", "--per-commit", "2", "--seed", "3",
+                                                  "--durability", "none", "--keep-commits", "5", "--quiet"])
+            #expect(child.status == 0, "\(child.stderr)")
+            #expect(try store.read { try $0.journalBounds().first } > watcher.sequence + 1, "the journal was trimmed past the watcher")
             let batch = try #require(try watcher.poll())
             #expect(batch.isReset)
             try mirror.apply(batch)

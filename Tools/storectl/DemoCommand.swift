@@ -188,18 +188,24 @@ struct DemoMutate: ParsableCommand {
     @Option(help: "Milliseconds to wait after each commit (a steady writer instead of a burst).")
     var pause: Int = 0
 
+    @Option(help: "Keep at most this many commits in the journal (trimming older ones as it writes).")
+    var keepCommits: UInt64?
+
     @Flag(help: "Print nothing per commit.")
     var quiet = false
 
     func validate() throws {
         guard pause >= 0 else { throw ValidationError("--pause must be 0 or more") }
+        guard keepCommits.map({ $0 >= 1 }) ?? true else { throw ValidationError("--keep-commits must be 1 or more") }
     }
 
     func run() throws {
         guard let durability = Durability(rawValue: durability) else {
             throw ValidationError("--durability must be full, relaxed or none")
         }
-        let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(durability: durability))
+        var options = StoreOptions(durability: durability)
+        if let keepCommits { options.journalRetention = JournalRetention(minimumCommits: 1, maximumCommits: keepCommits) }
+        let store = try Store(path: path, entities: DemoFeed.entities, options: options)
         defer { store.close() }
         let contacts = UInt64(max(1, try store.read { try $0.count(Contact.self) }))
         var feed = DemoFeed(seed: seed)

@@ -118,6 +118,33 @@ case "lookup-instructions":
     } else {
         try bench.run(LookupInstructions.Lookup(rawValue: arguments.dropFirst().first ?? "") ?? .entry)
     }
+case "shapes":
+    // Every watcher shape and many watchers, ratios within one run; saves Benchmarks/results/watch-shapes.md.
+    let host = ProcessInfo.processInfo
+    emit("Watcher shapes, \(ISO8601DateFormatter().string(from: Date()).prefix(10)), \(host.activeProcessorCount) cores, release build, durability none\(quick ? " (--quick)" : "")")
+    emit("\nOne-row update of a row every watcher shows (its date moves), start of commit → batch in the consumer's hands; shapes take turns in rounds of \(WatchShapes.round)\n")
+    emit(WatchShapes.header)
+    let shapes = WatchShapes(sizes: sizes(default: quick ? [10_000] : [10_000, 100_000, 1_000_000, 10_000_000]),
+                             directory: scratch, updates: option("--updates", default: quick ? 100 : 500))
+    var shapeRows: [WatchShapes.Row] = []
+    try await shapes.run { row in
+        shapeRows.append(row)
+        print(WatchShapes.format(shapeRows).last!)
+    }
+    report.append(contentsOf: WatchShapes.format(shapeRows))
+    let fanOut = WatcherFanOut(messages: quick ? 20_000 : 200_000, contacts: 10_000, directory: scratch, commits: quick ? 100 : 300,
+                               idleWatchers: quick ? 10_000 : 100_000)
+    emit("\nW watchers on distinct ranges (one contact's messages each, \(fanOut.messages.formatted()) messages), each iterated by its own task; one-row commits to the first watcher's range only\n")
+    emit(WatcherFanOut.header)
+    var fanRows: [WatcherFanOut.Row] = []
+    let idle = try fanOut.run(counts: quick ? [1, 100, 1_000] : [1, 100, 1_000, 10_000]) { row in
+        fanRows.append(row)
+        print(WatcherFanOut.format(fanRows).last!)
+    }
+    report.append(contentsOf: WatcherFanOut.format(fanRows))
+    emit("\nIdle watchers attached (initial batch taken, ranges no commit touches): one-row commit throughput, \(fanOut.commits) commits each\n")
+    for line in WatcherFanOut.format(idle) { emit(line) }
+    try save(quick ? "watch-shapes-quick.md" : "watch-shapes.md")
 case "watch":
     let bench = WatcherBench(sizes: sizes(default: [10_000, 100_000, 1_000_000, 10_000_000]),
                              directory: NSTemporaryDirectory() + "feedstore-watch-\(getpid())")
@@ -134,6 +161,9 @@ default:
           watch-peers [--sizes …]         live-list latency: Feedstore watcher, refetch + diff, GRDB ValueObservation
           counts [--sizes …] [--uncounted-up-to N]
           watch [--sizes …]               Feedstore watchers from 10 thousand to 10 million rows
+          shapes [--quick] [--sizes …] [--updates N]
+                                          every watcher shape (windows, sections, indexes-only, blocking, async) and
+                                          many watchers (up to 10,000 busy, 100,000 idle); saves Benchmarks/results/
           commit-pages [--sizes …] [--updates K]
                                           pages a one-row update writes, by tree (runs Benchmarks/commit-pages.py)
           lookup-instructions (--build | entry | rank | count) --size N [--operations K] PATH

@@ -98,6 +98,14 @@ struct JournalRecord: Equatable {
         out.append(contentsOf: bytes)
     }
 
+    /// The entity number of a stored entry, read without decoding the rest.
+    static func entityID(of bytes: UnsafeRawBufferPointer) throws -> UInt32 {
+        var r = ByteReader(bytes, what: "journal entry")
+        let id = try r.varint()
+        guard id <= UInt32.max else { throw r.failure("bad entry header") }
+        return UInt32(id)
+    }
+
     static func decode(_ bytes: UnsafeRawBufferPointer) throws -> JournalRecord {
         var r = ByteReader(bytes, what: "journal entry")
         let entityID = try r.varint()

@@ -87,11 +87,34 @@ extension ReadTransaction {
         return result
     }
 
-    /// The primary keys in `range` of `index` (or of the primary-key order).
-    func ids(entity name: String, index: String?, range: IndexRange) throws -> [FieldValue] {
+    /// The primary keys in `range` of `index` (or of the primary-key order), in order, skipping
+    /// `offset` and taking at most `limit`, read from the index alone.
+    /// - Complexity: O(log n + k) through an index, for k keys returned.
+    func ids(entity name: String, index: String?, range: IndexRange, reverse: Bool = false, offset: Int = 0,
+             limit: Int? = nil) throws -> [FieldValue]
+    {
         var ids: [FieldValue] = []
-        try scan(entity: name, index: index, range: range, reverse: false, offset: 0, limit: nil) { key, _ in
+        try scan(entity: name, index: index, range: range, reverse: reverse, offset: offset, limit: limit) { key, _ in
             ids.append(try KeyDecoder.decode(Array(key)).last?.value ?? .null)
+        }
+        return ids
+    }
+
+    /// The primary keys at `positions` (in any order) of the order of `index` within `range`.
+    /// - Complexity: O(r log n + k) for k positions in r runs of consecutive ones.
+    func ids(entity name: String, index: String, range: IndexRange, reverse: Bool, at positions: [Int]) throws -> [FieldValue] {
+        var ids = [FieldValue](repeating: .null, count: positions.count)
+        let order = positions.indices.sorted { positions[$0] < positions[$1] }
+        var i = 0
+        while i < order.count {
+            var j = i + 1
+            while j < order.count, positions[order[j]] == positions[order[j - 1]] + 1 { j += 1 }
+            let run = try self.ids(entity: name, index: index, range: range, reverse: reverse, offset: positions[order[i]], limit: j - i)
+            guard run.count == j - i else {
+                throw FeedstoreError.corruptData(what: "index \(name).\(index)", reason: "fewer entries than its counts say")
+            }
+            for (k, id) in run.enumerated() { ids[order[i + k]] = id }
+            i = j
         }
         return ids
     }

@@ -24,8 +24,8 @@ final class StoreCore: @unchecked Sendable {
     /// `mdb_dbi_open` must not run in two transactions at once.
     private let databaseOpenLock = NSLock()
     private(set) lazy var writer = WriteQueue(core: self)
-    /// Wakes watchers when the journal advances.
-    private(set) lazy var commits = CommitMonitor(core: self)
+    /// Folds new commits and routes them to the watchers they concern.
+    private(set) lazy var feed = ChangeFeed(core: self)
 
     init(path: String, environment: LMDBEnvironment, readOnlyReason: String?, options: StoreOptions, system: SystemDatabases,
          schema: SchemaSnapshot)
@@ -184,7 +184,7 @@ final class StoreCore: @unchecked Sendable {
     // MARK: Closing
 
     func close() {
-        commits.close()
+        feed.close()
         mapLock.withExclusive { releasePinnedSnapshots() }
         writer.shutdown()
         if durability != .full, !isReadOnly { try? environment.sync(force: true) }

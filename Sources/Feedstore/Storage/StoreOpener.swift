@@ -51,7 +51,7 @@ enum StoreOpener {
         let isNew = !FileManager.default.fileExists(atPath: path + "/data.mdb")
         func openEnvironment() throws(LMDBError) -> LMDBEnvironment {
             try LMDBEnvironment(path: path, flags: flags, mapSize: options.initialMapSize,
-                                maxDatabases: maximumDatabases, maxReaders: 254, mode: options.fileMode)
+                                maxDatabases: maximumDatabases, maxReaders: StoreCore.maximumReaders, mode: options.fileMode)
         }
         let environment: LMDBEnvironment
         do {

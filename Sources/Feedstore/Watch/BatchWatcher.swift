@@ -33,6 +33,8 @@ public final class BatchWatcher<Batch: Sendable>: AsyncSequence, @unchecked Send
         self.makeBatch = makeBatch
     }
 
+    deinit { engine.stop() }
+
     /// The journal sequence of the snapshot described by the batches delivered so far (it
     /// advances past commits that change nothing the query shows).
     public var sequence: UInt64 { lock.withLock { engine.sequence } }
@@ -47,7 +49,14 @@ public final class BatchWatcher<Batch: Sendable>: AsyncSequence, @unchecked Send
     public func poll() throws -> Batch? {
         lock.lock()
         defer { lock.unlock() }
-        return try store.read { tx in try engine.nextBatch(in: tx).map { try makeBatch($0, tx) } }
+        if isCancelled { return nil }
+        return try store.readRetrying { tx -> Batch?? in
+            switch try engine.nextBatch(in: tx) {
+            case let .batch(rows): return .some(try makeBatch(rows, tx))
+            case .unchanged: return .some(nil)
+            case .retry: return nil
+            }
+        }
     }
 
     /// Waits up to `timeout` seconds for the next batch, blocking the calling thread; nil on
@@ -57,16 +66,18 @@ public final class BatchWatcher<Batch: Sendable>: AsyncSequence, @unchecked Send
 
     /// Moves a windowed watcher's window (paging): the next batch takes the consumer from the
     /// old window to the new one. Has no effect on a watcher opened without a window.
-    /// - Complexity: the next batch costs O(log n + w) for a window of w rows.
+    /// - Complexity: the next batch costs O(log n + r) for r rows entering or leaving the window.
     public func setWindow(offset: Int, limit: Int) {
-        lock.withLock { engine.requestWindow(offset: offset, limit: limit) }
-        store.core.commits.wakeAll()
+        lock.withLock {
+            engine.requestWindow(offset: offset, limit: limit)
+            engine.signal()
+        }
     }
 
     /// Stops the watcher: iteration ends and blocked ``next(timeout:)`` calls return nil.
     public func cancel() {
         cancelled.withLock { $0 = true }
-        store.core.commits.wakeAll()
+        lock.withLock { engine.stop() }
     }
 
     /// Waits for and delivers the next value.
@@ -82,5 +93,5 @@ public final class BatchWatcher<Batch: Sendable>: AsyncSequence, @unchecked Send
 }
 
 extension BatchWatcher: PollingLoop {
-    var waitSequence: UInt64 { sequence }
+    var waitSubscription: FeedSubscription? { lock.withLock { engine.feedSubscription } }
 }

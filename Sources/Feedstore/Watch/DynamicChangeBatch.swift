@@ -50,10 +50,9 @@ public struct DynamicChangeBatch: Sendable {
 }
 
 extension DynamicChangeBatch {
-    /// The batch with values: those the engine decoded, the rest read in `tx`.
+    /// The batch with records, read in `tx`.
     init(_ rows: RowChanges, entity: String, in tx: ReadTransaction) throws {
         func record(_ id: FieldValue) throws -> [String: FieldValue] {
-            if let known = rows.values[id] as? [String: FieldValue] { return known }
             guard let fields = try tx.record(entity: entity, id: id) else {
                 throw FeedstoreError.corruptData(what: "journal", reason: "\(entity) \(id.jsonText) is in the index but not stored")
             }

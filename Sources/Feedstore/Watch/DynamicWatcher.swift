@@ -15,9 +15,7 @@ extension Store {
     public func watch(entity: String, index: String, range: IndexRange = .all, reverse: Bool = false,
                       options: WatchOptions = WatchOptions()) -> DynamicWatcher
     {
-        var options = options
-        options.mode = .objects
-        return DynamicWatcher(store: self, engine: Self.untypedEngine(entity, index, range, reverse, options)) { rows, tx in
+        DynamicWatcher(store: self, engine: untypedEngine(entity, index, range, reverse, options, indexesOnly: false)) { rows, tx in
             try DynamicChangeBatch(rows, entity: entity, in: tx)
         }
     }
@@ -27,15 +25,13 @@ extension Store {
     public func watchIndexes(entity: String, index: String, range: IndexRange = .all, reverse: Bool = false,
                              options: WatchOptions = WatchOptions()) -> BatchWatcher<IndexBatch>
     {
-        var options = options
-        options.mode = .indexesOnly
-        return BatchWatcher(store: self, engine: Self.untypedEngine(entity, index, range, reverse, options)) { rows, _ in IndexBatch(rows) }
+        BatchWatcher(store: self, engine: untypedEngine(entity, index, range, reverse, options, indexesOnly: true)) { rows, _ in IndexBatch(rows) }
     }
 
-    /// An engine that keeps records as their stored fields.
-    private static func untypedEngine(_ entity: String, _ index: String, _ range: IndexRange, _ reverse: Bool,
-                                      _ options: WatchOptions) -> WatchEngine
+    private func untypedEngine(_ entity: String, _ index: String, _ range: IndexRange, _ reverse: Bool, _ options: WatchOptions,
+                               indexesOnly: Bool) -> WatchEngine
     {
-        WatchEngine(query: WatchTarget(entity: entity, index: index, range: range, reverse: reverse), options: options) { fields, _ in fields }
+        WatchEngine(query: WatchTarget(entity: entity, index: index, range: range, reverse: reverse), options: options,
+                    indexesOnly: indexesOnly, feed: core.feed)
     }
 }

@@ -3,8 +3,8 @@ import Foundation
 /// A live query for very long lists: batches without values (``IndexBatch``, rows grouped into
 /// ranges), and rows read on demand from the snapshot of the last batch taken, so the shape the
 /// consumer shows and the rows it reads always agree. The initial batch is one range per section,
-/// and the watcher holds only its section counts (or window), never the rows: memory is
-/// O(sections + window), not O(n).
+/// and the watcher holds only its section counts, never the rows, even with a window: memory is
+/// O(sections), not O(n).
 ///
 /// ```swift
 /// let feed = store.watchIndexes(Query(Message.self, index: "byFolderDate"))
@@ -25,12 +25,13 @@ public final class IndexWatcher<E: Entity>: AsyncSequence, @unchecked Sendable {
 
     init(store: Store, query: Query<E>, options: WatchOptions) {
         self.store = store
-        var options = options
-        options.mode = .indexesOnly
-        engine = WatchEngine.typed(query, options: options)
+        engine = WatchEngine(query: WatchTarget(query), options: options, indexesOnly: true, feed: store.core.feed)
     }
 
-    deinit { snapshot?.release() }
+    deinit {
+        snapshot?.release()
+        engine.stop()
+    }
 
     /// The journal sequence of the snapshot described by the batches taken so far.
     public var sequence: UInt64 {
@@ -48,94 +49,92 @@ public final class IndexWatcher<E: Entity>: AsyncSequence, @unchecked Sendable {
     public func poll() throws -> IndexBatch? {
         lock.lock()
         defer { lock.unlock() }
-        let pin = try store.core.pinSnapshot()
-        guard let rows = try pin.read({ tx in try engine.nextBatch(in: tx) }), let changes = rows else {
-            pin.release()
-            return nil
+        if isCancelled { return nil }
+        while true {
+            let pin = try store.core.pinSnapshot()
+            let step = try pin.read { tx in try engine.nextBatch(in: tx) }
+            guard case let .batch(rows)? = step else {
+                pin.release()
+                if case .retry? = step { continue }
+                return nil
+            }
+            snapshot?.release()
+            snapshot = pin
+            return IndexBatch(rows)
         }
-        snapshot?.release()
-        snapshot = pin
-        return IndexBatch(changes)
     }
 
     /// Waits up to `timeout` seconds for the next batch, blocking the calling thread.
     public func next(timeout: TimeInterval) throws -> IndexBatch? { try blockingNext(timeout: timeout) }
 
     /// Sections in the snapshot of the last batch taken.
-    public var numberOfSections: Int {
-        lock.lock()
-        defer { lock.unlock() }
-        return sectionCounts().count
-    }
+    /// - Complexity: O(1).
+    public var numberOfSections: Int { lock.withLock { engine.shown?.count ?? 0 } }
 
     /// Rows of `section` in the snapshot of the last batch taken.
+    /// - Complexity: O(1).
     public func numberOfObjects(inSection section: Int) -> Int {
-        lock.lock()
-        defer { lock.unlock() }
-        let counts = sectionCounts()
-        return counts.indices.contains(section) ? counts[section] : 0
+        lock.withLock {
+            guard let shown = engine.shown, shown.sections.indices.contains(section) else { return 0 }
+            return shown.sections[section].count
+        }
     }
 
     /// The row at `path` in the snapshot of the last batch taken; nil outside it.
     /// - Complexity: O(log n).
     public func object(at path: RowPath) throws -> E? {
-        lock.lock()
-        defer { lock.unlock() }
-        let counts = sectionCounts()
-        guard counts.indices.contains(path.section), path.row >= 0, path.row < counts[path.section] else { return nil }
-        let flat = counts[..<path.section].reduce(0, +) + path.row
-        let read: (ReadTransaction) throws -> E? = { [engine] tx in
-            if let rows = engine.windowRows {
-                return try tx.get(E.self, id: try Self.id(rows[flat].id))
+        try lock.withLock {
+            try readShown { [engine] tx in
+                let resolved = try tx.resolve(entity: engine.query.entity, index: engine.query.index, range: engine.query.range)
+                guard let rank = engine.indexRank(of: path, in: resolved),
+                      let key = try tx.accessCounts(of: resolved.index, { try resolved.index.counted.entry(at: rank, in: $0) }) else { return nil }
+                let entry = try tx.indexEntry(forKey: key, entity: E.entityName, index: resolved.index)
+                return try ReadTransaction.decode(E.self, from: entry.record, id: entry.id)
             }
-            let resolved = try tx.resolve(entity: engine.query.entity, index: engine.query.index, range: engine.query.range)
-            let rank = engine.query.reverse ? resolved.start + resolved.count - 1 - flat : resolved.start + flat
-            guard let key = try tx.accessCounts(of: resolved.index, { try resolved.index.counted.entry(at: rank, in: $0) }) else { return nil }
-            let entry = try tx.indexEntry(forKey: key, entity: E.entityName, index: resolved.index)
-            return try ReadTransaction.decode(E.self, from: entry.record, id: entry.id)
         }
-        if let snapshot, let value = try snapshot.read(read) { return value }
-        // The snapshot was released (the map grew): read the current state, and make the next
-        // batch a reset so the consumer's shape catches up.
-        engine.resetPending = true
+    }
+
+    /// The path of the record with `id` in the snapshot of the last batch taken; nil when the
+    /// query does not show it (NSFetchedResultsController's `indexPath(forObject:)`).
+    /// - Complexity: O(log n).
+    public func path(of id: E.ID) throws -> RowPath? {
+        try lock.withLock {
+            try readShown { [engine] tx in
+                let resolved = try tx.resolve(entity: engine.query.entity, index: engine.query.index, range: engine.query.range)
+                guard let fields = try tx.record(entity: E.entityName, id: id.fieldValue),
+                      let key = try resolved.index.key(of: fields, primaryKey: try KeyEncoding.encode([id.fieldValue])) else { return nil }
+                return try engine.path(ofKey: key, in: tx, resolved)
+            }
+        }
+    }
+
+    /// Reads in the snapshot of the last batch taken (caller holds the lock). When the map grew
+    /// and released it, reads the current state and makes the next batch a reset, so the
+    /// consumer's shape catches up.
+    private func readShown<R>(_ read: (ReadTransaction) throws -> R?) throws -> R? {
+        if let snapshot {
+            if let value = try snapshot.read(read) { return value }
+            engine.resetPending = true
+        }
         return try store.read(read)
-    }
-
-    private static func id(_ value: FieldValue) throws -> E.ID {
-        guard let id = E.ID(fieldValue: value) else {
-            throw FeedstoreError.decodingFailed(entity: E.entityName, id: value, reason: "the id is not a \(E.ID.self)")
-        }
-        return id
-    }
-
-    /// Row counts per section of the current snapshot (caller holds the lock).
-    private func sectionCounts() -> [Int] {
-        if let rows = engine.windowRows {
-            let paths = engine.windowSections(rows).paths
-            var counts: [Int] = []
-            for path in paths {
-                if path.section == counts.count { counts.append(0) }
-                counts[path.section] += 1
-            }
-            return counts.isEmpty && engine.options.sectionBy == 0 ? [0] : counts
-        }
-        return engine.currentSections?.sections.map(\.count) ?? []
     }
 
     /// Moves a windowed watcher's window; see ``Watcher/setWindow(offset:limit:)``.
     public func setWindow(offset: Int, limit: Int) {
-        lock.withLock { engine.requestWindow(offset: offset, limit: limit) }
-        store.core.commits.wakeAll()
+        lock.withLock {
+            engine.requestWindow(offset: offset, limit: limit)
+            engine.signal()
+        }
     }
 
     /// Stops the watcher: iteration ends and the snapshot is released.
     public func cancel() {
         cancelled.withLock { $0 = true }
-        lock.lock()
-        snapshot?.release()
-        snapshot = nil
-        lock.unlock()
-        store.core.commits.wakeAll()
+        lock.withLock {
+            snapshot?.release()
+            snapshot = nil
+            engine.stop()
+        }
     }
 
     /// Waits for and delivers the next value.
@@ -151,7 +150,7 @@ public final class IndexWatcher<E: Entity>: AsyncSequence, @unchecked Sendable {
 }
 
 extension IndexWatcher: PollingLoop {
-    var waitSequence: UInt64 { sequence }
+    var waitSubscription: FeedSubscription? { lock.withLock { engine.feedSubscription } }
 }
 
 extension Store {

@@ -1,34 +1,48 @@
 import Foundation
 
-/// What the three live sequences (``Watcher``, ``IndexWatcher``, ``RecordObserver``) share:
-/// a non-blocking `poll`, and waiting for the journal to pass their sequence between polls.
+/// What the live sequences (``BatchWatcher``, ``IndexWatcher``, ``RecordObserver``) share: a
+/// non-blocking `poll`, and waiting between polls until the store's change feed routes a change
+/// to their subscription (or they are signalled), so a commit that does not concern them never
+/// wakes them.
 protocol PollingLoop: AnyObject {
     associatedtype Value
     var store: Store { get }
-    /// The journal sequence the consumer has seen.
-    var waitSequence: UInt64 { get }
+    /// The feed subscription whose news end a wait (registered by the first poll).
+    var waitSubscription: FeedSubscription? { get }
     var isCancelled: Bool { get }
     func poll() throws -> Value?
 }
 
 extension PollingLoop {
-    /// Polls, blocking the thread between commits, for up to `timeout` seconds.
+    /// Polls, blocking the thread between changes, for up to `timeout` seconds.
     func blockingNext(timeout: TimeInterval) throws -> Value? {
         let deadline = Date().addingTimeInterval(timeout)
         while !isCancelled {
             if let value = try poll() { return value }
             let remaining = deadline.timeIntervalSinceNow
-            guard remaining > 0, store.core.commits.waitBlocking(after: waitSequence, timeout: remaining) else { return nil }
+            guard remaining > 0, let subscription = waitSubscription,
+                  store.core.feed.waitBlocking(for: subscription, timeout: remaining) else { return nil }
         }
         return nil
     }
 
-    /// Polls, suspending between commits, until a value, cancellation of the loop or of the task.
+    /// Polls, suspending between changes, until a value, cancellation of the loop or of the task.
     func asyncNext() async throws -> Value? {
         while !isCancelled && !Task.isCancelled {
             if let value = try poll() { return value }
-            await store.core.commits.wait(after: waitSequence)
+            guard let subscription = waitSubscription else { return nil }
+            await store.core.feed.wait(for: subscription)
         }
         return nil
+    }
+}
+
+extension Store {
+    /// Runs `body` in read transactions until it has an answer: nil asks for a newer
+    /// transaction (the change feed is past the one given).
+    func readRetrying<R>(_ body: (ReadTransaction) throws -> R?) throws -> R {
+        while true {
+            if let result = try read(body) { return result }
+        }
     }
 }

@@ -24,6 +24,7 @@ public final class RecordObserver<E: Entity>: AsyncSequence, @unchecked Sendable
     private let lock = NSLock()
     private var sequence: UInt64?
     private var exists = false
+    private var subscription: FeedSubscription?
     private let cancelled = Protected(false)
 
     init(store: Store, id: E.ID) {
@@ -31,46 +32,40 @@ public final class RecordObserver<E: Entity>: AsyncSequence, @unchecked Sendable
         self.id = id
     }
 
+    deinit {
+        if let subscription { store.core.feed.remove(subscription) }
+    }
+
     /// The next change if there is one, without waiting (the initial value first).
-    /// - Complexity: O(e) for e journal entries since the last change delivered.
+    /// - Complexity: O(log n); the store's change feed routes this record's journal entries to
+    ///   the observer, and no others.
     public func poll() throws -> RecordChange<E>? {
         lock.lock()
         defer { lock.unlock() }
-        return try store.read { tx in
+        if isCancelled { return nil }
+        return try store.readRetrying { tx -> RecordChange<E>?? in
             let head = try tx.journalBounds().last
+            let entity = try tx.entity(E.entityName)
+            let target = FeedSubscription.Target.record(entity: entity.catalog.id, primaryKey: try KeyEncoding.encode([id.fieldValue]))
+            let subscription = self.subscription ?? store.core.feed.subscription(target)
+            self.subscription = subscription
+            guard let folded = try store.core.feed.synchronize(subscription, through: head, in: tx) else { return nil }
             let value = try tx.get(E.self, id: id)
-            guard let since = sequence else {
+            guard sequence != nil else {
                 sequence = head
                 exists = value != nil
-                return .initial(value)
-            }
-            guard head > since else { return nil }
-            // Fold this record's entries since the last delivery.
-            var fields = Set<String>()
-            var touched = false
-            var position = since
-            let target = id.fieldValue
-            do {
-                while position < head {
-                    let commits = try tx.journal(after: position, limit: 256)
-                    guard let last = commits.last else { break }
-                    for entry in commits.flatMap(\.entries) where entry.entity == E.entityName && entry.id == target {
-                        touched = true
-                        fields.formUnion(entry.changedFields)
-                    }
-                    position = last.sequence
-                }
-            } catch FeedstoreError.journalBehindRetention {
-                touched = true  // unknown: report the current state
+                return .some(.initial(value))
             }
             sequence = head
             let existed = exists
             exists = value != nil
-            guard touched else { return nil }
+            // Behind the journal's retention, what changed is unknown: report the current state.
+            guard !folded.isEmpty else { return .some(nil) }
+            let fields = folded.records.values.flatMap { $0.fieldIDs.map { entity.fieldNames[$0] ?? "#\($0)" } }
             switch (existed, value) {
-            case (_, nil): return existed ? .deleted : nil
-            case let (false, value?): return .inserted(value)
-            case let (true, value?): return .updated(value, fields: fields.sorted())
+            case (_, nil): return .some(existed ? .deleted : nil)
+            case let (false, value?): return .some(.inserted(value))
+            case let (true, value?): return .some(.updated(value, fields: Set(fields).sorted()))
             }
         }
     }
@@ -78,7 +73,7 @@ public final class RecordObserver<E: Entity>: AsyncSequence, @unchecked Sendable
     /// Stops the observer: iteration ends.
     public func cancel() {
         cancelled.withLock { $0 = true }
-        store.core.commits.wakeAll()
+        lock.withLock { subscription.map(store.core.feed.remove) }
     }
 
     /// Waits for and delivers the next value.
@@ -100,11 +95,7 @@ public final class RecordObserver<E: Entity>: AsyncSequence, @unchecked Sendable
 }
 
 extension RecordObserver: PollingLoop {
-    var waitSequence: UInt64 {
-        lock.lock()
-        defer { lock.unlock() }
-        return sequence ?? 0
-    }
+    var waitSubscription: FeedSubscription? { lock.withLock { subscription } }
 }
 
 extension Store {

@@ -1,6 +1,7 @@
 /// A batch as the engine computes it: paths, ids and changed fields, without values. Objects
 /// mode turns it into a ``ChangeBatch`` (adding values); indexes-only mode into an
-/// ``IndexBatch`` (grouping rows into ranges).
+/// ``IndexBatch`` (grouping rows into ranges), for which the engine leaves the ids of rows
+/// pushed across a window's edges unread (`.null`).
 struct RowChanges {
     struct Row {
         var path: RowPath
@@ -27,8 +28,6 @@ struct RowChanges {
     var insertedSections: [(section: Int, count: Int)] = []
     var moves: [Pair] = []
     var updates: [Pair] = []
-    /// Values already decoded while computing the batch, by id.
-    var values: [FieldValue: Any] = [:]
 
     var isEmpty: Bool {
         sectionDeletes.isEmpty && sectionInserts.isEmpty && deletes.isEmpty && inserts.isEmpty && insertedSections.isEmpty
@@ -44,7 +43,7 @@ struct RowChanges {
 }
 
 extension ChangeBatch {
-    /// The batch with values: those the engine decoded, the rest read in `tx`.
+    /// The batch with values, read in `tx`.
     init(_ rows: RowChanges, in tx: ReadTransaction) throws {
         func id(_ value: FieldValue) throws -> E.ID {
             guard let id = E.ID(fieldValue: value) else {
@@ -53,7 +52,6 @@ extension ChangeBatch {
             return id
         }
         func value(_ key: FieldValue) throws -> E {
-            if let known = rows.values[key] as? E { return known }
             guard let value = try tx.get(E.self, id: try id(key)) else {
                 throw FeedstoreError.corruptData(what: "journal", reason: "\(E.entityName) \(key.jsonText) is in the index but not stored")
             }

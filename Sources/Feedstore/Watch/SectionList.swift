@@ -45,6 +45,37 @@ struct SectionList: Equatable {
 
     func index(of prefix: [UInt8]) -> Int? { sections.firstIndex { $0.prefix == prefix } }
 
+    /// Whether this is the one section of an unsectioned query (kept even when empty).
+    var isSingle: Bool { sections.count == 1 && sections[0].prefix.isEmpty }
+
+    /// The sections of the rows at flat positions `range`, with their counts cut to it: what a
+    /// window shows. O(log s + sections shown).
+    func clipped(to range: Range<Int>) -> SectionList {
+        if range == 0..<rowCount { return self }
+        if isSingle { return .single(count: range.count, descending: descending) }
+        if range.isEmpty { return SectionList([], descending: descending) }
+        var low = 0, high = sections.count
+        while low < high {
+            let mid = (low + high) / 2
+            if starts[mid] + sections[mid].count <= range.lowerBound { low = mid + 1 } else { high = mid }
+        }
+        var shown: [Section] = []
+        var i = low
+        while i < sections.count, starts[i] < range.upperBound {
+            var section = sections[i]
+            section.count = min(starts[i] + section.count, range.upperBound) - max(starts[i], range.lowerBound)
+            shown.append(section)
+            i += 1
+        }
+        return SectionList(shown, descending: descending)
+    }
+
+    /// The encoded leading `components` of an entry key: the prefix its section groups by.
+    static func prefix(of key: [UInt8], components: Int) throws -> [UInt8] {
+        guard components > 0 else { return [] }
+        return try key.withUnsafeBytes { Array($0.prefix(try KeyDecoder.lengthOfComponents(components, in: $0))) }
+    }
+
     /// The path of the row at flat position `position`.
     func path(ofFlat position: Int) -> RowPath {
         var low = 0, high = starts.count - 1

@@ -1,77 +1,126 @@
-/// Computes a watcher's batches. Cycle: journal → positions → batch. The changes since the
-/// last snapshot come from the journal; old and new positions come from the counted index in
-/// one read transaction, never from re-running the query. Cost: O(k log n) for k changed rows.
-/// The engine knows records only by name and fields: typed watchers give it a decoder for their
-/// values, and tools watch stores without the application's types.
+/// Computes a watcher's batches. Cycle: journal fold → positions → sections → window → moves →
+/// batch. The store's ``ChangeFeed`` folds each commit once and hands the engine only the
+/// records it concerns; old and new positions come from the counted index in one read
+/// transaction, never from re-running the query or reading the window. Cost: O(k log n) for k
+/// changed rows, plus the rows a window's edges gain or lose.
+///
+/// The engine knows records only by name and fields; batches gain their values (typed or
+/// dynamic) or their ranges (indexes-only) in the watcher's reducer.
 final class WatchEngine {
+    /// What a call to ``nextBatch(in:)`` found.
+    enum Step {
+        case batch(RowChanges)
+        /// Nothing the query shows changed (the engine still advanced to the transaction's head).
+        case unchanged
+        /// The feed is past the transaction's snapshot: call again in a newer transaction.
+        case retry
+    }
+
     let query: WatchTarget
-    /// Turns a row's stored fields into the value an objects-mode batch carries.
-    let decode: (_ fields: [String: FieldValue], _ id: FieldValue) throws -> Any
-    var options: WatchOptions
+    private(set) var options: WatchOptions
+    /// Batches list no row ids that are not at hand (indexes-only watchers read rows on demand).
+    let indexesOnly: Bool
+    private let feed: ChangeFeed
+    private var subscription: FeedSubscription?
     /// The journal sequence of the snapshot the consumer holds.
-    var sequence: UInt64 = 0
-    /// The sections of that snapshot; nil until the initial batch.
+    private(set) var sequence: UInt64 = 0
+    /// The sections of the query's full order in that snapshot; nil until the initial batch.
     private var sections: SectionList?
-    /// More changed records than this in one span give a reset instead, bounding memory.
-    var backlogLimit = 100_000
-    /// The rows of a windowed snapshot, in order (nil when not windowed or before the first batch).
-    var windowRows: [WindowRow]?
+    /// The sections the consumer holds: the full order's, cut to the window.
+    private(set) var shown: SectionList?
+    /// The full position of the first row shown.
+    private(set) var shownStart = 0
     /// A window the consumer asked for, shown by the next batch.
-    var pendingWindow: WatchWindow?
+    private var pendingWindow: WatchWindow?
     /// The next batch must be a reset (the consumer's snapshot could not be kept).
     var resetPending = false
 
-    struct WindowRow {
-        var id: FieldValue
-        var key: [FieldValue]
-    }
-
-    init(query: WatchTarget, options: WatchOptions, decode: @escaping (_ fields: [String: FieldValue], _ id: FieldValue) throws -> Any) {
+    init(query: WatchTarget, options: WatchOptions, indexesOnly: Bool, feed: ChangeFeed) {
         self.query = query
         self.options = options
-        self.decode = decode
+        self.indexesOnly = indexesOnly
+        self.feed = feed
     }
 
-    /// An engine for a typed query, whose batches carry `E` values.
-    static func typed<E: Entity>(_ query: Query<E>, options: WatchOptions) -> WatchEngine {
-        WatchEngine(query: WatchTarget(query), options: options) { fields, id in try ReadTransaction.decode(E.self, from: fields, id: id) }
+    /// Stops the feed's routing to this engine.
+    func stop() {
+        if let subscription { feed.remove(subscription) }
     }
 
-    /// The batch from the consumer's snapshot to the store's current state, or nil when nothing
-    /// the query shows changed (the watcher still advances to the current sequence).
-    func nextBatch(in tx: ReadTransaction) throws -> RowChanges? {
-        if options.window != nil { return try nextWindowBatch(in: tx) }
+    /// Wakes the consumer waiting for this engine's next batch.
+    func signal() {
+        if let subscription { feed.signal(subscription) }
+    }
+
+    /// The feed's handle on this engine, once the first batch registered it.
+    var feedSubscription: FeedSubscription? { subscription }
+
+    /// Records a new window for the next batch; ignored when the watcher has no window.
+    func requestWindow(offset: Int, limit: Int) {
+        if options.window != nil { pendingWindow = WatchWindow(offset: offset, limit: limit) }
+    }
+
+    /// The batch from the consumer's snapshot to the state `tx` shows.
+    func nextBatch(in tx: ReadTransaction) throws -> Step {
         let head = try tx.journalBounds().last
-        guard let old = sections else { return try snapshot(in: tx, head: head, reset: false) }
-        if resetPending {
-            resetPending = false
-            return try snapshot(in: tx, head: head, reset: true)
+        let resolved = try tx.resolve(entity: query.entity, index: query.index, range: query.range)
+        let entity = try tx.entity(query.entity)
+        let target = FeedSubscription.Target.range(entity: entity.catalog.id, index: resolved.index.catalog.id, keys: resolved.keys)
+        let subscription: FeedSubscription
+        if let existing = self.subscription {
+            subscription = existing
+            if existing.target != target {
+                // The index was rebuilt under a new number: what the old one folded is void.
+                feed.retarget(existing, to: target)
+                resetPending = true
+            }
+        } else {
+            subscription = feed.subscription(target, related: try options.related.map { try tx.entity($0.entity).catalog.id })
+            self.subscription = subscription
         }
-        if head == sequence { return nil }
-        guard let net = try changes(in: tx, through: head) else { return try snapshot(in: tx, head: head, reset: true) }
-        let batch = try build(net, from: old, in: tx, head: head)
-        return batch.isEmpty ? nil : batch
+        guard let folded = try feed.synchronize(subscription, through: head, in: tx) else { return .retry }
+        if sections == nil { return .batch(try snapshot(in: tx, resolved, head: head, reset: false)) }
+        if resetPending || folded.overflowed {
+            resetPending = false
+            return .batch(try snapshot(in: tx, resolved, head: head, reset: true))
+        }
+        if folded.isEmpty && pendingWindow == nil {
+            sequence = head
+            return .unchanged
+        }
+        let changes = try changedRecords(folded, entity: entity, in: tx)
+        let batch = try build(ChangedRows(changes, query: resolved, reverse: query.reverse, in: tx), resolved, in: tx, head: head)
+        return batch.isEmpty ? .unchanged : .batch(batch)
     }
 
     // MARK: Whole snapshots
 
-    /// The whole snapshot as inserts: the initial batch, or a reset.
-    /// In indexes-only mode the rows are not listed (one run per section), so this is O(sections).
-    private func snapshot(in tx: ReadTransaction, head: UInt64, reset: Bool) throws -> RowChanges {
-        let resolved = try tx.resolve(entity: query.entity, index: query.index, range: query.range)
+    /// The whole snapshot as inserts: the initial batch, or a reset. In indexes-only mode the
+    /// rows are not listed (one run per section shown), so this is O(sections · log n).
+    private func snapshot(in tx: ReadTransaction, _ resolved: ReadTransaction.ResolvedQuery, head: UInt64, reset: Bool) throws -> RowChanges {
+        takePendingWindow()
         let list = try sectionList(in: tx, resolved)
+        let visible = WindowProjection.visible(options.window, count: list.rowCount)
+        let shown = list.clipped(to: visible)
         var batch = RowChanges(fromSequence: reset ? sequence : 0, toSequence: head, isInitial: !reset, isReset: reset)
-        batch.sectionInserts = list.sections.enumerated().map { SectionInsert(index: $0.offset, key: $0.element.key) }
+        batch.sectionInserts = shown.sections.enumerated().map { SectionInsert(index: $0.offset, key: $0.element.key) }
         if indexesOnly {
-            batch.insertedSections = list.sections.enumerated().map { ($0.offset, $0.element.count) }
+            batch.insertedSections = shown.sections.enumerated().map { ($0.offset, $0.element.count) }
         } else {
-            let rows = try tx.entries(entity: query.entity, index: query.index, range: query.range, reverse: query.reverse)
-            batch.inserts = rows.enumerated().map { .init(path: list.path(ofFlat: $0.offset), id: $0.element.id) }
-            for row in rows { batch.values[row.id] = try decode(row.record, row.id) }
+            let ids = try tx.ids(entity: query.entity, index: query.index, range: query.range, reverse: query.reverse,
+                                 offset: visible.lowerBound, limit: visible.count)
+            batch.inserts = ids.enumerated().map { .init(path: shown.path(ofFlat: $0.offset), id: $0.element) }
         }
         sections = list
+        self.shown = shown
+        shownStart = visible.lowerBound
         sequence = head
         return batch
+    }
+
+    private func takePendingWindow() {
+        if let window = pendingWindow { options.window = window }
+        pendingWindow = nil
     }
 
     /// The snapshot's sections, found one per O(log n) step (one section when unsectioned).
@@ -81,18 +130,13 @@ final class WatchEngine {
         var consumed = 0
         while consumed < resolved.count {
             let key = try tx.accessCounts(of: resolved.index) { try resolved.index.counted.entry(at: resolved.start + consumed, in: $0) }!
-            let prefix = try sectionPrefix(of: key)
+            let prefix = try SectionList.prefix(of: key, components: options.sectionBy)
             let count = try countInRange(prefix: prefix, tx, resolved)
             guard count > 0 else { throw FeedstoreError.corruptData(what: "index counts", reason: "an entry's section counts 0") }
             sections.append(.init(prefix: prefix, key: try KeyDecoder.decode(prefix).map(\.value), count: count))
             consumed += count
         }
         return SectionList(query.reverse ? sections.reversed() : sections, descending: query.reverse)
-    }
-
-    private func sectionPrefix(of key: [UInt8]) throws -> [UInt8] {
-        guard options.sectionBy > 0 else { return [] }
-        return try key.withUnsafeBytes { Array($0.prefix(try KeyDecoder.lengthOfComponents(options.sectionBy, in: $0))) }
     }
 
     /// Rows of the query whose key starts with `prefix`.
@@ -110,182 +154,142 @@ final class WatchEngine {
 
     // MARK: Incremental batches
 
-    private func build(_ net: NetChanges, from oldSections: SectionList, in tx: ReadTransaction, head: UInt64) throws -> RowChanges {
-        let resolved = try tx.resolve(entity: query.entity, index: query.index, range: query.range)
-        let range = resolved.keys
-        func inRange(_ key: [UInt8]?) -> [UInt8]? {
-            guard let key, key.withUnsafeBytes({ range.contains($0) }) else { return nil }
-            return key
-        }
-        // Classify each changed record by membership before and after.
-        var changes: [(change: NetChanges.Change, old: [UInt8]?, new: [UInt8]?)] = []
-        for change in net.changes.values {
-            let old = inRange(change.oldKey), new = inRange(change.newKey)
-            if old == nil && new == nil { continue }
-            if old == new && !change.allFields && change.fields.isEmpty { continue }
-            changes.append((change, old, new))
-        }
-        let oldKeys = changes.compactMap(\.old).sorted { $0.sortsBefore($1) }
-        let newKeys = changes.compactMap(\.new).sorted { $0.sortsBefore($1) }
-        let newCount = resolved.count
-        let oldCount = newCount - newKeys.count + oldKeys.count
-
-        // Positions: new ones from the counted index; old ones from the new ones, correcting for
-        // the changed rows (the old index is the new one minus their new keys plus their old).
-        func below(_ sorted: [[UInt8]], _ key: [UInt8]) -> Int {
-            var low = 0, high = sorted.count
-            while low < high {
-                let mid = (low + high) / 2
-                if sorted[mid].sortsBefore(key) { low = mid + 1 } else { high = mid }
-            }
-            return low
-        }
-        func rank(_ key: [UInt8]) throws -> Int { try tx.accessCounts(of: resolved.index) { try resolved.index.counted.rank(of: key, in: $0) } - resolved.start }
-        func newPosition(_ key: [UInt8]) throws -> Int {
-            let forward = try rank(key)
-            return query.reverse ? newCount - 1 - forward : forward
-        }
-        func oldPosition(_ key: [UInt8]) throws -> Int {
-            let forward = try rank(key) - below(newKeys, key) + below(oldKeys, key)
-            return query.reverse ? oldCount - 1 - forward : forward
-        }
-
-        // Sections of the new snapshot. A touched section's count is its old count plus the
-        // changed rows that joined it minus those that left: the same accounting that gives old
-        // positions above, so no section is recounted from the index.
-        var newSections = oldSections
-        if options.sectionBy == 0 {
-            // An unsectioned query always has its one section, even when empty.
-            newSections = .single(count: newCount, descending: query.reverse)
-        } else {
-            var deltas: [[UInt8]: Int] = [:]
-            for c in changes {
-                if let old = c.old { deltas[try sectionPrefix(of: old), default: 0] -= 1 }
-                if let new = c.new { deltas[try sectionPrefix(of: new), default: 0] += 1 }
-            }
-            for (prefix, delta) in deltas where delta != 0 {
-                let count = (oldSections.index(of: prefix).map { oldSections.sections[$0].count } ?? 0) + delta
-                guard count >= 0 else { throw FeedstoreError.corruptData(what: "journal", reason: "a section's count falls below zero") }
-                try newSections.setCount(count, of: prefix, key: try KeyDecoder.decode(prefix).map(\.value))
-            }
-            guard newSections.rowCount == newCount else {
-                throw FeedstoreError.corruptData(what: "journal", reason: "the changes since the last batch do not add up to the index's count")
-            }
-        }
+    private func build(_ rows: ChangedRows, _ resolved: ReadTransaction.ResolvedQuery, in tx: ReadTransaction, head: UInt64) throws -> RowChanges {
+        let oldSections = sections!
+        let oldVisible = WindowProjection.visible(options.window, count: rows.oldCount)
+        takePendingWindow()
+        // Sections.
+        let newSections = try oldSections.applying(rows, sectionBy: options.sectionBy)
+        let newVisible = WindowProjection.visible(options.window, count: rows.newCount)
+        let oldShown = oldSections.clipped(to: oldVisible), newShown = newSections.clipped(to: newVisible)
         var batch = RowChanges(fromSequence: sequence, toSequence: head, isInitial: false, isReset: false)
-        if options.sectionBy > 0 {
-            batch.sectionDeletes = oldSections.sections.enumerated().filter { newSections.index(of: $0.element.prefix) == nil }.map(\.offset)
-            batch.sectionInserts = newSections.sections.enumerated().filter { oldSections.index(of: $0.element.prefix) == nil }
-                .map { SectionInsert(index: $0.offset, key: $0.element.key) }
-        }
+        if options.sectionBy > 0 { (batch.sectionDeletes, batch.sectionInserts) = SectionList.difference(from: oldShown, to: newShown) }
 
-        // Rows: deletes, inserts, and survivors (moves and updates).
+        // Window: changed rows by their full positions, untouched rows pushed across its edges.
+        let window = WindowProjection(oldVisible: oldVisible, newVisible: newVisible, rows: rows)
+        func oldFlat(_ position: Int?) -> Int? { position.flatMap { oldVisible.contains($0) ? $0 - oldVisible.lowerBound : nil } }
+        func newFlat(_ position: Int?) -> Int? { position.flatMap { newVisible.contains($0) ? $0 - newVisible.lowerBound : nil } }
         var deletedOld: [Int] = [], insertedNew: [Int] = []
-        var candidates: [MoveDetection.Candidate] = []
-        var changedKeyRows: [Int] = []
-        var sameKeyRows: [Int] = []
-        var positions: [(old: Int?, new: Int?)] = []
-        for (i, c) in changes.enumerated() {
-            let old = try c.old.map(oldPosition), new = try c.new.map(newPosition)
-            positions.append((old, new))
-            switch (old, new) {
-            case let (o?, nil): deletedOld.append(o)
-            case let (nil, n?): insertedNew.append(n)
+        var candidates: [MoveDetection.Candidate] = [], candidateRows: [(row: ChangedRows.Row, old: Int, new: Int)] = []
+        var sameKeyRows: [(row: ChangedRows.Row, old: Int, new: Int)] = []
+        for row in rows.rows {
+            switch (oldFlat(row.old), newFlat(row.new)) {
+            case let (o?, nil):
+                deletedOld.append(o)
+                batch.deletes.append(.init(path: oldShown.path(ofFlat: o), id: row.change.id))
+            case let (nil, n?):
+                insertedNew.append(n)
+                batch.inserts.append(.init(path: newShown.path(ofFlat: n), id: row.change.id))
+            case let (o?, n?) where row.keyChanged:
+                let changedSection = try SectionList.prefix(of: row.oldKey!, components: options.sectionBy)
+                    != SectionList.prefix(of: row.newKey!, components: options.sectionBy)
+                candidates.append(.init(old: o, new: n, changedSection: changedSection))
+                candidateRows.append((row, o, n))
             case let (o?, n?):
-                if c.old != c.new {
-                    let changedSection = try sectionPrefix(of: c.old!) != sectionPrefix(of: c.new!)
-                    candidates.append(.init(old: o, new: n, changedSection: changedSection))
-                    changedKeyRows.append(i)
-                } else {
-                    sameKeyRows.append(i)
-                }
-            default: break
+                sameKeyRows.append((row, o, n))
+            case (nil, nil):
+                break
             }
         }
+        let pushedIDs = indexesOnly ? nil : try tx.ids(entity: query.entity, index: query.index, range: query.range,
+                                                        reverse: query.reverse, at: window.pushedOut.map(\.new) + window.pushedIn)
+        for (i, pushed) in window.pushedOut.enumerated() {
+            let o = pushed.old - oldVisible.lowerBound
+            deletedOld.append(o)
+            batch.deletes.append(.init(path: oldShown.path(ofFlat: o), id: pushedIDs?[i] ?? .null))
+        }
+        for (i, position) in window.pushedIn.enumerated() {
+            let n = position - newVisible.lowerBound
+            insertedNew.append(n)
+            batch.inserts.append(.init(path: newShown.path(ofFlat: n), id: pushedIDs?[window.pushedOut.count + i] ?? .null))
+        }
+
+        // Moves, then updates of the rest.
         deletedOld.sort()
         insertedNew.sort()
         let moved = MoveDetection.moves(changedKeys: candidates, deletedOld: deletedOld, insertedNew: insertedNew)
-        for (i, c) in changes.enumerated() {
-            let (old, new) = positions[i]
-            switch (old, new) {
-            case let (o?, nil):
-                batch.deletes.append(.init(path: oldSections.path(ofFlat: o), id: c.change.id))
-            case let (nil, n?):
-                batch.inserts.append(.init(path: newSections.path(ofFlat: n), id: c.change.id))
-            default: break
-            }
-        }
-        for (j, i) in changedKeyRows.enumerated() {
-            let c = changes[i].change
-            let from = oldSections.path(ofFlat: positions[i].old!), to = newSections.path(ofFlat: positions[i].new!)
+        for (j, c) in candidateRows.enumerated() {
+            let pair = RowChanges.Pair(from: oldShown.path(ofFlat: c.old), to: newShown.path(ofFlat: c.new), id: c.row.change.id,
+                                       fields: fields(c.row.change))
             if moved.contains(j) {
-                batch.moves.append(.init(from: from, to: to, id: c.id, fields: fields(c)))
-            } else if shown(c) {
-                batch.updates.append(.init(from: from, to: to, id: c.id, fields: fields(c)))
+                batch.moves.append(pair)
+            } else if shown(c.row.change) {
+                batch.updates.append(pair)
             }
         }
-        for i in sameKeyRows where shown(changes[i].change) {
-            let c = changes[i].change
-            batch.updates.append(.init(from: oldSections.path(ofFlat: positions[i].old!), to: newSections.path(ofFlat: positions[i].new!),
-                                       id: c.id, fields: fields(c)))
+        for c in sameKeyRows where shown(c.row.change) {
+            batch.updates.append(.init(from: oldShown.path(ofFlat: c.old), to: newShown.path(ofFlat: c.new), id: c.row.change.id,
+                                       fields: fields(c.row.change)))
         }
         batch.sort()
         sections = newSections
+        shown = newShown
+        shownStart = newVisible.lowerBound
         sequence = head
         return batch
     }
 
-    // MARK: Shared helpers
+    // MARK: Changed records
 
-    /// The net changes since the snapshot, related records included; nil when the watcher must
-    /// reset instead (behind the journal's retention, or more changes than ``backlogLimit``).
-    func changes(in tx: ReadTransaction, through head: UInt64) throws -> NetChanges? {
-        do {
-            guard var net = try NetChanges.collect(tx, after: sequence, through: head, entity: query.entity, index: query.index,
-                                                   limit: backlogLimit) else { return nil }
-            try includeRelated(&net, in: tx, through: head)
-            return net
-        } catch FeedstoreError.journalBehindRetention {
-            return nil
-        }
-    }
-
-    /// Indexes-only watchers list no values, and their snapshots no rows.
-    var indexesOnly: Bool { options.mode == .indexesOnly }
-
-    /// The snapshot's sections (for indexes-only watchers' counts and positions).
-    var currentSections: SectionList? { sections }
-
-    /// Adds, for every related record changed since the snapshot, the rows that refer to it: an
-    /// update whose changed field is the related entity's name. The rows are found through the
+    /// The folded changes by field name, with the rows that show a changed related record: an
+    /// update whose changed field is the related entity's name. Those rows are found through the
     /// foreign-key index, O(log n) each.
-    func includeRelated(_ net: inout NetChanges, in tx: ReadTransaction, through head: UInt64) throws {
-        guard !options.related.isEmpty else { return }
-        let watched = try tx.entity(query.entity).index(named: query.index)
+    private func changedRecords(_ folded: FoldedChanges, entity: EntitySchema, in tx: ReadTransaction) throws -> [ChangedRecord] {
+        var changes: [[UInt8]: ChangedRecord] = [:]
+        changes.reserveCapacity(folded.records.count)
+        for (primaryKey, change) in folded.records {
+            changes[primaryKey] = ChangedRecord(id: change.id, oldKey: change.oldKey, newKey: change.newKey,
+                                                fields: Set(change.fieldIDs.map { entity.fieldNames[$0] ?? "#\($0)" }),
+                                                allFields: change.allFields)
+        }
+        guard !folded.related.isEmpty else { return Array(changes.values) }
+        let watched = try entity.index(named: query.index)
         for related in options.related {
-            guard let changed = try NetChanges.collect(tx, after: sequence, through: head, entity: related.entity, index: "",
-                                                      limit: backlogLimit) else { continue }
-            for relatedID in changed.changes.keys {
+            guard let changed = folded.related[try tx.entity(related.entity).catalog.id] else { continue }
+            for relatedID in changed {
                 for id in try tx.ids(entity: query.entity, index: related.foreignKeyIndex, range: .prefix(relatedID)) {
-                    if var existing = net.changes[id] {
-                        existing.fields.insert(related.entity)
-                        net.changes[id] = existing
+                    let primaryKey = try KeyEncoding.encode([id])
+                    if changes[primaryKey] != nil {
+                        changes[primaryKey]!.fields.insert(related.entity)
                         continue
                     }
                     guard let fields = try tx.record(entity: query.entity, id: id),
-                          let key = try watched.key(of: fields, primaryKey: try KeyEncoding.encode([id])) else { continue }
-                    net.changes[id] = NetChanges.Change(id: id, oldKey: key, newKey: key, fields: [related.entity])
+                          let key = try watched.key(of: fields, primaryKey: primaryKey) else { continue }
+                    changes[primaryKey] = ChangedRecord(id: id, oldKey: key, newKey: key, fields: [related.entity], allFields: false)
                 }
             }
         }
+        return Array(changes.values)
     }
 
     /// The changed fields an update or move reports (empty when any field may have changed).
-    func fields(_ c: NetChanges.Change) -> [String] { c.allFields ? [] : c.fields.sorted() }
+    private func fields(_ c: ChangedRecord) -> [String] { c.allFields ? [] : c.fields.sorted() }
 
     /// Whether an update passes the field filter.
-    func shown(_ c: NetChanges.Change) -> Bool {
+    private func shown(_ c: ChangedRecord) -> Bool {
         guard let filter = options.fields, !c.allFields else { return true }
         return !c.fields.isDisjoint(with: filter)
+    }
+
+    // MARK: Reading the shown snapshot
+
+    /// The full-order rank in the index of the row at `path` of the snapshot the consumer holds,
+    /// or nil outside it.
+    func indexRank(of path: RowPath, in resolved: ReadTransaction.ResolvedQuery) -> Int? {
+        guard let shown, shown.sections.indices.contains(path.section), path.row >= 0,
+              path.row < shown.sections[path.section].count else { return nil }
+        let position = shownStart + shown.start(of: path.section) + path.row
+        guard position < resolved.count else { return nil }
+        return query.reverse ? resolved.start + resolved.count - 1 - position : resolved.start + position
+    }
+
+    /// The path in the snapshot the consumer holds of the row whose entry key is `key` (nil when
+    /// it is not shown).
+    func path(ofKey key: [UInt8], in tx: ReadTransaction, _ resolved: ReadTransaction.ResolvedQuery) throws -> RowPath? {
+        guard let shown, key.withUnsafeBytes({ resolved.keys.contains($0) }) else { return nil }
+        let forward = try tx.accessCounts(of: resolved.index) { try resolved.index.counted.rank(of: key, in: $0) } - resolved.start
+        let position = (query.reverse ? resolved.count - 1 - forward : forward) - shownStart
+        guard position >= 0, position < shown.rowCount else { return nil }
+        return shown.path(ofFlat: position)
     }
 }

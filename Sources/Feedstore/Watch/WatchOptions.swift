@@ -1,16 +1,6 @@
-/// How a watcher presents its query.
+/// How a watcher presents its query. What its batches carry (values, records or positions) is
+/// chosen by the call that opens it: `watch` or `watchIndexes`.
 public struct WatchOptions: Sendable, Hashable {
-    /// What batches carry.
-    public enum Mode: Sendable, Hashable {
-        /// Rows with their values (``ChangeBatch``).
-        case objects
-        /// Positions only, grouped into ranges (``IndexBatch``); values are read on demand with
-        /// ``IndexWatcher/object(at:)``. For very long lists.
-        case indexesOnly
-    }
-
-    /// What batches carry; set by the kind of watcher opened.
-    public var mode: Mode = .objects
     /// Sections are the runs of rows that share their first `sectionBy` index components
     /// (0: one section holding every row).
     public var sectionBy: Int

@@ -31,7 +31,9 @@ extension Store {
     /// Watches `query`: the returned sequence delivers the initial snapshot, then one batch per
     /// change the query shows (coalesced when the consumer is slower than the writers).
     public func watch<E: Entity>(_ query: Query<E>, options: WatchOptions = WatchOptions()) -> Watcher<E> {
-        Watcher(store: self, engine: .typed(query, options: options)) { rows, tx in try ChangeBatch(rows, in: tx) }
+        Watcher(store: self, engine: WatchEngine(query: WatchTarget(query), options: options, indexesOnly: false, feed: core.feed)) { rows, tx in
+            try ChangeBatch(rows, in: tx)
+        }
     }
 
     /// Watches `query`, calling `handler` on `queue` with each batch. The next batch is computed

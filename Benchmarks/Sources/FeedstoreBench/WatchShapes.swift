@@ -1,0 +1,130 @@
+import Feedstore
+import FeedstoreDemo
+import Foundation
+
+/// Every shape a watcher can take, over the same store and the same one-row update (a shown
+/// message's date moves, so the row moves): from the start of the commit to the batch in the
+/// consumer's hands, p50 and p99. Shapes take turns in rounds, so all of them are measured over
+/// the same span of a noisy machine, and each is reported as a ratio to the unwindowed watcher
+/// of the same run.
+struct WatchShapes {
+    let sizes: [Int]
+    let directory: String
+    let updates: Int
+    static let round = 50
+
+    enum Shape: String, CaseIterable {
+        case plain = "objects, unwindowed"
+        case windowed = "objects, window of 100"
+        case sectioned = "objects, a section per folder"
+        case windowedSectioned = "objects, window of 100, sectioned"
+        case indexes = "indexes-only, unwindowed"
+        case indexesWindowed = "indexes-only, window of 100"
+        case blocking = "objects, blocking next(timeout:) on a thread"
+        case async = "objects, AsyncSequence in a task"
+    }
+
+    struct Row {
+        var size: Int
+        var shape: Shape
+        var latency: (p50: Double, p99: Double)
+    }
+
+    /// A consumer that receives batches somewhere else (a thread or a task) and reports when.
+    final class Receiver: @unchecked Sendable {
+        let received = DispatchSemaphore(value: 0)
+        var at: UInt64 = 0
+        func take() -> UInt64 {
+            received.wait()
+            return at
+        }
+        func deliver() {
+            at = Timing.now
+            received.signal()
+        }
+    }
+
+    func run(_ emitRow: (Row) -> Void) async throws {
+        for size in sizes {
+            let path = directory + "/shapes-\(size)"
+            let store = try WatcherBench.populatedStore(at: path, size: size)
+            let query = Query(Message.self, index: "byFolderDate")
+            let middle = size / 2
+            let window = WatchWindow(offset: middle, limit: 100)
+            var rng = SplitMix(state: UInt64(size) &+ 7)
+
+            let plain = store.watch(query)
+            let windowed = store.watch(query, options: WatchOptions(window: window))
+            let sectioned = store.watch(query, options: WatchOptions(sectionBy: 1))
+            let windowedSectioned = store.watch(query, options: WatchOptions(sectionBy: 1, window: window))
+            let indexes = store.watchIndexes(query)
+            let indexesWindowed = store.watchIndexes(query, options: WatchOptions(window: window))
+            let polled: [Shape: () throws -> Bool] = [
+                .plain: { try plain.poll() != nil }, .windowed: { try windowed.poll() != nil },
+                .sectioned: { try sectioned.poll() != nil }, .windowedSectioned: { try windowedSectioned.poll() != nil },
+                .indexes: { try indexes.poll() != nil }, .indexesWindowed: { try indexesWindowed.poll() != nil },
+            ]
+            for poll in polled.values { _ = try poll() }  // initial snapshots, not measured
+
+            var samples: [Shape: [Double]] = [:]
+            for round in 0..<(updates * Shape.allCases.count / Self.round) {
+                let shape = Shape.allCases[round % Shape.allCases.count]
+                // Everyone catches up, untimed, so each round starts from a quiet state.
+                for poll in polled.values { _ = try poll() }
+                // A consumer on a thread of its own, or in a task, for the rounds that measure one.
+                let receiver = Receiver()
+                let delivered = store.watch(query)
+                _ = try delivered.poll()
+                var task: Task<Void, any Error>?
+                if shape == .blocking {
+                    Thread {
+                        while !delivered.isCancelled {
+                            if (try? delivered.next(timeout: 1)) != nil { receiver.deliver() }
+                        }
+                    }.start()
+                } else if shape == .async {
+                    task = Task.detached {
+                        for try await _ in delivered { receiver.deliver() }
+                    }
+                }
+                for _ in 0..<Self.round {
+                    // A row the windows show, so that every shape has the same work to do.
+                    let position = middle + Int.random(in: 0..<100, using: &rng)
+                    guard let id = try store.read({ try $0.object(at: position, in: query) })?.id else { fatalError("no row at \(position)") }
+                    let start = Timing.now
+                    try WatcherBench.moveDate(of: id, in: store, using: &rng)
+                    let end: UInt64
+                    switch shape {
+                    case .blocking, .async: end = receiver.take()
+                    default:
+                        guard try polled[shape]!() else { fatalError("\(shape): no batch") }
+                        end = Timing.now
+                    }
+                    samples[shape, default: []].append(Double(end - start) / 1_000)
+                }
+                delivered.cancel()
+                task?.cancel()
+            }
+            for watcher in [plain, windowed, sectioned, windowedSectioned] { watcher.cancel() }
+            indexes.cancel()
+            indexesWindowed.cancel()
+            store.close()
+            try? FileManager.default.removeItem(atPath: path)
+            for shape in Shape.allCases {
+                emitRow(Row(size: size, shape: shape, latency: WatcherBench.percentiles(samples[shape] ?? [])))
+            }
+        }
+    }
+
+    static let header = """
+        | rows | watcher | commit → batch p50 / p99 µs | p50 ÷ unwindowed objects |
+        |---:|---|---:|---:|
+        """
+
+    static func format(_ rows: [Row]) -> [String] {
+        rows.map { r in
+            let base = rows.first { $0.size == r.size && $0.shape == .plain }!.latency.p50
+            return "| \(r.size.formatted()) | \(r.shape.rawValue) | " + String(format: "%.0f / %.0f | %.2f |", r.latency.p50, r.latency.p99, r.latency.p50 / base)
+        }
+    }
+}

@@ -1,0 +1,82 @@
+/// A record the commits since the consumer's snapshot changed, as the watched index sees it.
+struct ChangedRecord {
+    var id: FieldValue
+    /// The entry key before the span (nil: not a member).
+    var oldKey: [UInt8]?
+    /// The entry key after the span (nil: not a member).
+    var newKey: [UInt8]?
+    /// The fields that changed, by name (a related entity's name for a related record's change).
+    var fields: Set<String>
+    /// An insert or delete happened in the span, so any field may differ.
+    var allFields: Bool
+}
+
+/// The positions stage: each changed record's place in the query's full order before and after
+/// the span. New positions are counted ranks in the index; old ones are the new ones corrected
+/// for the changed rows (the old index is the new one minus their new keys plus their old
+/// keys), so the old snapshot is never read. Cost: O(k log n) for k changed records.
+struct ChangedRows {
+    struct Row {
+        var change: ChangedRecord
+        /// The key before, when it was in the query's range.
+        var oldKey: [UInt8]?
+        /// The key after, when it is in the query's range.
+        var newKey: [UInt8]?
+        /// Position in the old full order (nil: not a row before).
+        var old: Int?
+        /// Position in the new full order (nil: not a row after).
+        var new: Int?
+
+        var keyChanged: Bool { oldKey != newKey }
+    }
+
+    /// Changed records that were or are rows of the query, in no particular order.
+    private(set) var rows: [Row] = []
+    /// Rows of the query before and after the span.
+    let oldCount: Int
+    let newCount: Int
+    /// The old and the new positions of the changed rows, ascending.
+    let oldPositions: [Int]
+    let newPositions: [Int]
+
+    init(_ changes: [ChangedRecord], query: ReadTransaction.ResolvedQuery, reverse: Bool, in tx: ReadTransaction) throws {
+        let range = query.keys
+        func inRange(_ key: [UInt8]?) -> [UInt8]? {
+            guard let key, key.withUnsafeBytes({ range.contains($0) }) else { return nil }
+            return key
+        }
+        for change in changes {
+            let old = inRange(change.oldKey), new = inRange(change.newKey)
+            if old == nil && new == nil { continue }
+            if old == new && !change.allFields && change.fields.isEmpty { continue }
+            rows.append(Row(change: change, oldKey: old, newKey: new))
+        }
+        let oldKeys = rows.compactMap(\.oldKey).sorted { $0.sortsBefore($1) }
+        let newKeys = rows.compactMap(\.newKey).sorted { $0.sortsBefore($1) }
+        newCount = query.count
+        oldCount = newCount - newKeys.count + oldKeys.count
+        func below(_ sorted: [[UInt8]], _ key: [UInt8]) -> Int {
+            var low = 0, high = sorted.count
+            while low < high {
+                let mid = (low + high) / 2
+                if sorted[mid].sortsBefore(key) { low = mid + 1 } else { high = mid }
+            }
+            return low
+        }
+        func rank(_ key: [UInt8]) throws -> Int {
+            try tx.accessCounts(of: query.index) { try query.index.counted.rank(of: key, in: $0) } - query.start
+        }
+        for i in rows.indices {
+            if let key = rows[i].newKey {
+                let forward = try rank(key)
+                rows[i].new = reverse ? newCount - 1 - forward : forward
+            }
+            if let key = rows[i].oldKey {
+                let forward = try rank(key) - below(newKeys, key) + below(oldKeys, key)
+                rows[i].old = reverse ? oldCount - 1 - forward : forward
+            }
+        }
+        oldPositions = rows.compactMap(\.old).sorted()
+        newPositions = rows.compactMap(\.new).sorted()
+    }
+}
