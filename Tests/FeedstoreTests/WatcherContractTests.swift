@@ -6,7 +6,9 @@ import Testing
 
 /// The change-batch contract, checked the only way that matters: every batch is applied to a
 /// mirror, and after every commit the mirror must equal a fresh query (sections and rows, with
-/// values). Random commits of the demo feed's changes, in every watcher configuration.
+/// values). Random commits of the demo feed's changes, in every watcher configuration, for the
+/// typed watcher and the two watchers without the entity's type (values, and indexes only);
+/// `IndexWatcherTests` runs the typed indexes-only watcher over the same configurations.
 @Suite struct WatcherContractTests {
     struct Configuration: CustomTestStringConvertible, Sendable {
         var name: String
@@ -50,6 +52,28 @@ import Testing
         }
     }
 
+    /// The expected snapshot as records by field name, for watchers without the entity's type.
+    static func expectedRecords(_ store: Store, _ c: Configuration) throws -> [(key: [FieldValue], rows: [[String: FieldValue]])] {
+        try store.read { tx in
+            let window = c.options.window ?? WatchWindow(offset: 0, limit: .max)
+            let entries = try tx.entries(entity: "Message", index: c.query.index, range: c.query.range, reverse: c.query.reverse,
+                                         offset: window.offset, limit: window.limit)
+            guard c.options.sectionBy > 0 else { return [([], entries.map(\.record))] }
+            var sections: [(key: [FieldValue], rows: [[String: FieldValue]])] = []
+            for entry in entries {
+                let key = Array(entry.key.prefix(c.options.sectionBy))
+                if sections.last?.key == key { sections[sections.count - 1].rows.append(entry.record) } else { sections.append((key, [entry.record])) }
+            }
+            return sections
+        }
+    }
+
+    static func check(_ mirror: SectionedMirror<[String: FieldValue]>, _ store: Store, _ c: Configuration, _ context: String) throws {
+        let want = try expectedRecords(store, c)
+        #expect(mirror.sections.map(\.key) == want.map(\.key), "\(context): section keys")
+        #expect(mirror.sections.map(\.rows) == want.map(\.rows), "\(context): records")
+    }
+
     static func check(_ mirror: SectionedMirror<Message>, _ store: Store, _ c: Configuration, _ context: String) throws {
         let want = try expected(store, c)
         let got = mirror.sections
@@ -75,6 +99,18 @@ import Testing
             #expect(initial?.isInitial == true)
             try mirror.apply(try #require(initial))
             try Self.check(mirror, store, c, "\(c.name) seed \(seed) messages \(messages) initial")
+            // The same query without the entity's type, with values and indexes-only, into the same kind of mirror.
+            let dynamic = store.watch(entity: "Message", index: c.query.index, range: c.query.range, reverse: c.query.reverse, options: c.options)
+            let dynamicIndexes = store.watchIndexes(entity: "Message", index: c.query.index, range: c.query.range, reverse: c.query.reverse,
+                                                    options: c.options)
+            var dynamicMirror = SectionedMirror<[String: FieldValue]>(), dynamicIndexMirror = SectionedMirror<[String: FieldValue]>()
+            func followDynamic(_ context: String) throws {
+                if let batch = try dynamic.poll() { try dynamicMirror.apply(batch) }
+                if let batch = try dynamicIndexes.poll() { try dynamicIndexMirror.apply(batch, reading: dynamicIndexes.object(at:)) }
+                try Self.check(dynamicMirror, store, c, "\(context), dynamic")
+                try Self.check(dynamicIndexMirror, store, c, "\(context), dynamic indexes only")
+            }
+            try followDynamic("\(c.name) seed \(seed) messages \(messages) initial")
             var delivered = 0
             for commit in 0..<150 {
                 let size = Int.random(in: 1...6, using: &feed.generator)
@@ -90,6 +126,7 @@ import Testing
                     delivered += 1
                 }
                 try Self.check(mirror, store, c, "\(c.name) seed \(seed) messages \(messages) commit \(commit)")
+                try followDynamic("\(c.name) seed \(seed) messages \(messages) commit \(commit)")
             }
             #expect(delivered >= (messages > 100 ? 20 : (c.options.window == nil ? 5 : 0)))
         }

@@ -63,9 +63,12 @@ import Testing
             let result = watch.finish(timeout: 60)
             #expect(result.status == 0, "\(result.stderr)")
 
-            var mirror = JSONMirror()
+            // The library's one mirror applies the printed batches.
+            var mirror = SectionedMirror<String?>()
             let batches = try result.stdout.split(separator: "\n").map { line in try #require(try JSONMirror.object(String(line))) }
-            for batch in batches { try mirror.apply(batch, seed: c.seed) }
+            for batch in batches {
+                do { try mirror.apply(try JSONMirror.PrintedBatch(batch)) } catch { Issue.record("seed \(c.seed): \(error)") }
+            }
             #expect(batches.first?["initial"] as? Bool == true)
             if c.sectionBy == 1 { #expect(batches.count > 2, "the writer's commits produced no batches") }
             #expect((batches.last?["toSequence"] as? Int).map { $0 <= Int(last) } == true)
@@ -73,12 +76,11 @@ import Testing
             let dump = try runTool(storectlURL, ["dump", path, "--entity", "Message", "--index", c.index, "--jsonl"] + c.dumpArguments)
             #expect(dump.status == 0, "\(dump.stderr)")
             let expected = try JSONMirror.sections(fromDump: dump.stdout, sectionBy: c.sectionBy)
-            #expect(mirror.sections.map(\.key) == expected.map(\.key), "seed \(c.seed)")
+            #expect(mirror.sections.map(\.key) == expected.map { [FieldValue.string($0.key)] }, "seed \(c.seed)")
             if c.indexesOnly {
                 #expect(mirror.sections.map(\.rows.count) == expected.map(\.rows.count), "seed \(c.seed)")
             } else {
-                #expect(mirror.sections.map { $0.rows.map(\.id) } == expected.map { $0.rows.map(\.id) }, "seed \(c.seed)")
-                #expect(mirror.sections.map { $0.rows.map(\.record) } == expected.map { $0.rows.map(\.record) }, "seed \(c.seed)")
+                #expect(mirror.sections.map(\.rows) == expected.map { $0.rows.map(\.record) }, "seed \(c.seed)")
             }
         }
     }
@@ -120,9 +122,9 @@ import Testing
     }
 }
 
-/// Sections of rows rebuilt from `storectl watch --jsonl` batches by the contract's rules
-/// (rows without ids in indexes-only mode), failing on any batch that breaks them.
-struct JSONMirror {
+/// Reading `storectl`'s JSON lines: watch batches, for the library's mirror to apply, and the
+/// sections a dump forms, to compare with it.
+enum JSONMirror {
     struct Row: Equatable {
         var id: String
         var record: String?
@@ -137,8 +139,6 @@ struct JSONMirror {
         var description: String
     }
 
-    var sections: [Section] = []
-
     static func object(_ line: String) throws -> [String: Any]? {
         try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
     }
@@ -150,60 +150,50 @@ struct JSONMirror {
         return data.map { String(decoding: $0, as: UTF8.self) }
     }
 
-    static func path(_ value: Any?) throws -> (section: Int, row: Int) {
+    static func path(_ value: Any?) throws -> RowPath {
         guard let pair = value as? [Int], pair.count == 2 else { throw InvalidBatch(description: "bad path \(String(describing: value))") }
-        return (pair[0], pair[1])
+        return RowPath(section: pair[0], row: pair[1])
     }
 
-    /// Rows an entry covers: one, or `count` consecutive ones in indexes-only mode.
-    static func paths(_ entry: [String: Any], key: String) throws -> [(section: Int, row: Int)] {
-        let start = try path(entry[key])
-        let count = entry["count"] as? Int ?? 1
-        return (0..<count).map { (start.section, start.row + $0) }
-    }
+    /// A batch as `storectl watch --jsonl` prints it, read back: rows are their records' JSON
+    /// text, ids and section keys their JSON text as strings. Indexes-only ranges (`count`) are
+    /// rows whose records are unknown (nil).
+    struct PrintedBatch: RowChangeBatch {
+        var fromSequence: UInt64
+        var toSequence: UInt64
+        var isInitial: Bool
+        var isReset: Bool
+        var sectionDeletes: [Int]
+        var sectionInserts: [SectionInsert]
+        var rowChanges: [RowChange<String?>] = []
 
-    mutating func apply(_ batch: [String: Any], seed: UInt64) throws {
-        func fail(_ reason: String) -> InvalidBatch { InvalidBatch(description: "seed \(seed), batch \(batch["toSequence"] ?? "?"): \(reason)") }
-        func list(_ name: String) -> [[String: Any]] { batch[name] as? [[String: Any]] ?? [] }
-        if batch["initial"] as? Bool == true || batch["reset"] as? Bool == true { sections = [] }
-        // Old paths: deletes and move sources, removed from the end backwards.
-        var removals = try list("deletes").flatMap { try Self.paths($0, key: "at") } + list("moves").map { try Self.path($0["from"]) }
-        removals.sort { ($0.section, $0.row) > ($1.section, $1.row) }
-        if Set(removals.map { "\($0)" }).count != removals.count { throw fail("a row is removed twice") }
-        for p in removals {
-            guard sections.indices.contains(p.section), sections[p.section].rows.indices.contains(p.row) else { throw fail("no row at \(p)") }
-            sections[p.section].rows.remove(at: p.row)
-        }
-        for at in list("sectionDeletes").compactMap({ $0["at"] as? Int }).sorted(by: >) {
-            guard sections.indices.contains(at), sections[at].rows.isEmpty else { throw fail("section \(at) is missing or not empty") }
-            sections.remove(at: at)
-        }
-        for section in list("sectionInserts").sorted(by: { ($0["at"] as? Int ?? 0) < ($1["at"] as? Int ?? 0) }) {
-            let at = section["at"] as? Int ?? -1
-            guard at >= 0, at <= sections.count else { throw fail("section insert at \(at)") }
-            sections.insert(Section(key: Self.text(section["key"]) ?? "", rows: []), at: at)
-        }
-        // New paths: inserts and move destinations, ascending.
-        var additions: [(section: Int, row: Int, value: Row)] = []
-        for entry in list("inserts") {
-            let row = Row(id: Self.text(entry["id"]) ?? "?", record: Self.text(entry["record"]))
-            additions += try Self.paths(entry, key: "at").map { ($0.section, $0.row, row) }
-        }
-        for entry in list("moves") {
-            let to = try Self.path(entry["to"])
-            additions.append((to.section, to.row, Row(id: Self.text(entry["id"]) ?? "?", record: Self.text(entry["record"]))))
-        }
-        additions.sort { ($0.section, $0.row) < ($1.section, $1.row) }
-        for a in additions {
-            guard sections.indices.contains(a.section), a.row <= sections[a.section].rows.count else { throw fail("no place for a row at \(a)") }
-            sections[a.section].rows.insert(a.value, at: a.row)
-        }
-        for update in list("updates") {
-            let to = try Self.path(update["to"])
-            guard sections.indices.contains(to.section), sections[to.section].rows.indices.contains(to.row) else { throw fail("update at \(to)") }
-            if let id = Self.text(update["id"]) {
-                guard sections[to.section].rows[to.row].id == id else { throw fail("update \(id) does not point at its row") }
-                sections[to.section].rows[to.row].record = Self.text(update["record"])
+        init(_ batch: [String: Any]) throws {
+            func list(_ name: String) -> [[String: Any]] { batch[name] as? [[String: Any]] ?? [] }
+            func id(_ entry: [String: Any]) -> FieldValue? { text(entry["id"]).map { .string($0) } }
+            fromSequence = UInt64(batch["fromSequence"] as? Int ?? 0)
+            toSequence = UInt64(batch["toSequence"] as? Int ?? 0)
+            isInitial = batch["initial"] as? Bool == true
+            isReset = batch["reset"] as? Bool == true
+            sectionDeletes = list("sectionDeletes").compactMap { $0["at"] as? Int }
+            sectionInserts = list("sectionInserts").map { SectionInsert(index: $0["at"] as? Int ?? -1, key: [.string(text($0["key"]) ?? "")]) }
+            for entry in list("deletes") {
+                let start = try path(entry["at"])
+                for i in 0..<(entry["count"] as? Int ?? 1) {
+                    rowChanges.append(RowChange(.delete, from: RowPath(section: start.section, row: start.row + i), id: id(entry)))
+                }
+            }
+            for entry in list("inserts") {
+                let start = try path(entry["at"])
+                for i in 0..<(entry["count"] as? Int ?? 1) {
+                    rowChanges.append(RowChange(.insert, to: RowPath(section: start.section, row: start.row + i), id: id(entry),
+                                                row: .some(text(entry["record"]))))
+                }
+            }
+            for (kind, name) in [(RowChangeKind.move, "moves"), (.update, "updates")] {
+                for entry in list(name) {
+                    rowChanges.append(RowChange(kind, from: try path(entry["from"]), to: try path(entry["to"]), id: id(entry),
+                                                row: .some(text(entry["record"]))))
+                }
             }
         }
     }

@@ -106,7 +106,7 @@ struct WatchCommand: ParsableCommand {
     }
 
     /// Prints batches until a stop condition: --max-batches, --until-sequence, or SIGINT.
-    private func follow<B: PrintableBatch>(_ watcher: BatchWatcher<B>) throws {
+    private func follow<B: PrintableBatch, R>(_ watcher: BatchWatcher<B, R>) throws {
         let interrupt = StopOnInterrupt { watcher.cancel() }
         defer { interrupt.restore() }
         var delivered = 0

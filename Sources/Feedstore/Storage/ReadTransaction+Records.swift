@@ -175,6 +175,9 @@ extension ReadTransaction {
         }
     }
 
+    /// An index entry's record as `E`.
+    static func decode<E: Entity>(_ entry: IndexEntry) throws -> E { try decode(E.self, from: entry.record, id: entry.id) }
+
     static func decode<E: Entity>(_ type: E.Type, from fields: [String: FieldValue], id: FieldValue) throws -> E {
         do {
             return try FieldValueDecoder.decode(E.self, from: .object(fields))

@@ -2,20 +2,26 @@ import Foundation
 
 /// A live query: an `AsyncSequence` of change batches. Its cycle is journal → positions →
 /// batch → deliver. The first batch is the whole snapshot. Each later one takes the consumer from
-/// the snapshot it holds to the store's current state, computed from the journal when the consumer
-/// asks. So a slow consumer gets one batch spanning every commit it missed, never part of one, and
-/// memory stays bounded. Commits from other handles and other processes are delivered like local
-/// ones.
+/// the snapshot it holds to the store's current state, computed when the consumer asks from the
+/// changes the store's change feed routed to this watcher. So a slow consumer gets one batch
+/// spanning every commit it missed, never part of one, and memory stays bounded. Commits from
+/// other handles and other processes are delivered like local ones.
 ///
-/// One class serves every kind of batch: ``Watcher`` (typed ``ChangeBatch``es), ``DynamicWatcher``
-/// (``DynamicChangeBatch``es, for queries named at run time) and indexes-only batches
-/// (``IndexBatch``) of a query named at run time.
+/// One class serves every kind of watcher; the call that opens it chooses the kind:
+/// - ``Watcher`` (`store.watch(query)`): typed ``ChangeBatch``es carrying the entity's values;
+/// - ``IndexWatcher`` (`store.watchIndexes(query)`): ``IndexBatch``es of positions, rows read on
+///   demand with ``object(at:)`` from the snapshot of the last batch taken;
+/// - ``DynamicWatcher`` and ``DynamicIndexWatcher``: the same for queries named at run time,
+///   with records as fields by name.
+///
+/// Deliveries: ``poll()``, blocking ``next(timeout:)``, `for try await`, or a callback on a
+/// queue (``deliver(on:onError:_:)``).
 ///
 /// ```swift
 /// let inbox = store.watch(Query(Message.self, index: "byFolderDate", range: .prefix(1)))
 /// for try await batch in inbox { mirror.apply(batch) }
 /// ```
-public final class BatchWatcher<Batch: Sendable>: AsyncSequence, @unchecked Sendable {
+public final class BatchWatcher<Batch: Sendable, Row>: AsyncSequence, @unchecked Sendable {
     /// The values the sequence delivers.
     public typealias Element = Batch
 
@@ -26,14 +32,25 @@ public final class BatchWatcher<Batch: Sendable>: AsyncSequence, @unchecked Send
     private let cancelled = Protected(false)
     /// Turns the engine's rows into the batch this watcher delivers (adding values, or ranges).
     private let makeBatch: (RowChanges, ReadTransaction) throws -> Batch
+    /// Turns an index entry into the row ``object(at:)`` returns.
+    private let makeRow: (IndexEntry) throws -> Row
+    /// The read transaction of the last batch taken (indexes-only watchers): what rows are read
+    /// from, so they always agree with the batches.
+    private var snapshot: PinnedSnapshot?
 
-    init(store: Store, engine: WatchEngine, makeBatch: @escaping (RowChanges, ReadTransaction) throws -> Batch) {
+    init(store: Store, engine: WatchEngine, makeRow: @escaping (IndexEntry) throws -> Row,
+         makeBatch: @escaping (RowChanges, ReadTransaction) throws -> Batch)
+    {
         self.store = store
         self.engine = engine
+        self.makeRow = makeRow
         self.makeBatch = makeBatch
     }
 
-    deinit { engine.stop() }
+    deinit {
+        snapshot?.release()
+        engine.stop()
+    }
 
     /// The journal sequence of the snapshot described by the batches delivered so far (it
     /// advances past commits that change nothing the query shows).
@@ -50,12 +67,35 @@ public final class BatchWatcher<Batch: Sendable>: AsyncSequence, @unchecked Send
         lock.lock()
         defer { lock.unlock() }
         if isCancelled { return nil }
+        if engine.indexesOnly { return try pollPinned() }
         return try store.readRetrying { tx -> Batch?? in
             switch try engine.nextBatch(in: tx) {
             case let .batch(rows): return .some(try makeBatch(rows, tx))
             case .unchanged: return .some(nil)
             case .retry: return nil
             }
+        }
+    }
+
+    /// Computes the batch in a transaction that stays open for the consumer's reads.
+    private func pollPinned() throws -> Batch? {
+        while true {
+            let pin = try store.core.pinSnapshot()
+            let step = try pin.read { tx -> Batch?? in
+                switch try engine.nextBatch(in: tx) {
+                case let .batch(rows): return .some(try makeBatch(rows, tx))
+                case .unchanged: return .some(nil)
+                case .retry: return nil
+                }
+            }
+            guard case let .some(.some(.some(batch))) = step else {
+                pin.release()
+                if case .some(.some(.none)) = step { return nil }
+                continue
+            }
+            snapshot?.release()
+            snapshot = pin
+            return batch
         }
     }
 
@@ -74,10 +114,39 @@ public final class BatchWatcher<Batch: Sendable>: AsyncSequence, @unchecked Send
         }
     }
 
-    /// Stops the watcher: iteration ends and blocked ``next(timeout:)`` calls return nil.
+    /// Stops the watcher: iteration ends, blocked ``next(timeout:)`` calls return nil, and the
+    /// snapshot rows were read from is released.
     public func cancel() {
         cancelled.withLock { $0 = true }
-        lock.withLock { engine.stop() }
+        lock.withLock {
+            snapshot?.release()
+            snapshot = nil
+            engine.stop()
+        }
+    }
+
+    /// Calls `handler` on `queue` with each batch. The next batch is computed after the handler
+    /// returns, so a slow handler receives coalesced batches. Errors (the store closing, damaged
+    /// data) go to `onError`, after which deliveries stop. Cancel the subscription, or let it go,
+    /// to stop.
+    public func deliver(on queue: DispatchQueue, onError: (@Sendable (any Error) -> Void)? = nil,
+                        _ handler: @escaping @Sendable (Batch) -> Void) -> WatchSubscription
+    {
+        let task = Task { [self] in
+            do {
+                for try await batch in self {
+                    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                        queue.async {
+                            handler(batch)
+                            done.resume()
+                        }
+                    }
+                }
+            } catch {
+                queue.async { onError?(error) }
+            }
+        }
+        return WatchSubscription(task: task, stop: { [self] in cancel() })
     }
 
     /// Waits for and delivers the next value.
@@ -90,8 +159,81 @@ public final class BatchWatcher<Batch: Sendable>: AsyncSequence, @unchecked Send
 
     /// An iterator over the values.
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(watcher: self) }
+
+    // MARK: Rows of the snapshot (indexes-only watchers)
+
+    /// Reads in the snapshot of the last batch taken (caller holds the lock). When the map grew
+    /// and released it, reads the current state and makes the next batch a reset, so the
+    /// consumer's shape catches up.
+    private func readShown<R>(_ read: (ReadTransaction) throws -> R?) throws -> R? {
+        if let snapshot {
+            if let value = try snapshot.read(read) { return value }
+            engine.resetPending = true
+        }
+        return try store.read(read)
+    }
+
+    /// The row at `path`; see the extension for indexes-only watchers.
+    fileprivate func row(at path: RowPath) throws -> Row? {
+        try lock.withLock {
+            try readShown { [engine] tx in
+                let resolved = try tx.resolve(entity: engine.query.entity, index: engine.query.index, range: engine.query.range)
+                guard let rank = engine.indexRank(of: path, in: resolved),
+                      let key = try tx.accessCounts(of: resolved.index, { try resolved.index.counted.entry(at: rank, in: $0) }) else { return nil }
+                return try makeRow(try tx.indexEntry(forKey: key, entity: engine.query.entity, index: resolved.index))
+            }
+        }
+    }
+
+    /// The path of the record with primary key `id`; see the extension for indexes-only watchers.
+    fileprivate func path(ofID id: FieldValue) throws -> RowPath? {
+        try lock.withLock {
+            try readShown { [engine] tx in
+                let resolved = try tx.resolve(entity: engine.query.entity, index: engine.query.index, range: engine.query.range)
+                guard let fields = try tx.record(entity: engine.query.entity, id: id),
+                      let key = try resolved.index.key(of: fields, primaryKey: try KeyEncoding.encode([id])) else { return nil }
+                return try engine.path(ofKey: key, in: tx, resolved)
+            }
+        }
+    }
+
+    fileprivate var shownSections: SectionList? { lock.withLock { engine.shown } }
 }
 
 extension BatchWatcher: PollingLoop {
     var waitSubscription: FeedSubscription? { lock.withLock { engine.feedSubscription } }
+}
+
+/// Indexes-only watchers read rows on demand, from the snapshot of the last batch taken, so the
+/// shape the consumer shows and the rows it reads always agree. Watchers that took their batches
+/// at the same commit share one snapshot.
+extension BatchWatcher where Batch == IndexBatch {
+    /// Sections in the snapshot of the last batch taken.
+    /// - Complexity: O(1).
+    public var numberOfSections: Int { shownSections?.count ?? 0 }
+
+    /// Rows of `section` in the snapshot of the last batch taken.
+    /// - Complexity: O(1).
+    public func numberOfObjects(inSection section: Int) -> Int {
+        guard let shown = shownSections, shown.sections.indices.contains(section) else { return 0 }
+        return shown.sections[section].count
+    }
+
+    /// The row at `path` in the snapshot of the last batch taken; nil outside it.
+    /// - Complexity: O(log n).
+    public func object(at path: RowPath) throws -> Row? { try row(at: path) }
+}
+
+extension BatchWatcher where Batch == IndexBatch, Row: Entity {
+    /// The path of the record with `id` in the snapshot of the last batch taken; nil when the
+    /// query does not show it (NSFetchedResultsController's `indexPath(forObject:)`).
+    /// - Complexity: O(log n).
+    public func path(of id: Row.ID) throws -> RowPath? { try path(ofID: id.fieldValue) }
+}
+
+extension BatchWatcher where Batch == IndexBatch, Row == [String: FieldValue] {
+    /// The path of the record with primary key `id` in the snapshot of the last batch taken;
+    /// nil when the query does not show it.
+    /// - Complexity: O(log n).
+    public func path(of id: FieldValue) throws -> RowPath? { try path(ofID: id) }
 }

@@ -7,7 +7,11 @@
 /// let feed = store.watch(entity: "Message", index: "byFolderDate", range: .prefix(1))
 /// while let batch = try feed.next(timeout: 1) { print(batch.inserts.count) }
 /// ```
-public typealias DynamicWatcher = BatchWatcher<DynamicChangeBatch>
+public typealias DynamicWatcher = BatchWatcher<DynamicChangeBatch, [String: FieldValue]>
+
+/// An indexes-only live query named at run time: ``IndexBatch``es, and records read on demand
+/// (fields by name) with ``BatchWatcher/object(at:)``.
+public typealias DynamicIndexWatcher = BatchWatcher<IndexBatch, [String: FieldValue]>
 
 extension Store {
     /// Watches a range of `index` of the entity named `entity`, without its Swift type: batches
@@ -15,17 +19,19 @@ extension Store {
     public func watch(entity: String, index: String, range: IndexRange = .all, reverse: Bool = false,
                       options: WatchOptions = WatchOptions()) -> DynamicWatcher
     {
-        DynamicWatcher(store: self, engine: untypedEngine(entity, index, range, reverse, options, indexesOnly: false)) { rows, tx in
+        DynamicWatcher(store: self, engine: untypedEngine(entity, index, range, reverse, options, indexesOnly: false), makeRow: \.record) { rows, tx in
             try DynamicChangeBatch(rows, entity: entity, in: tx)
         }
     }
 
     /// Watches a range of `index` of the entity named `entity` in indexes-only mode: batches of
-    /// positions grouped into ranges, O(runs) each, with no records read.
+    /// positions grouped into ranges, O(runs) each, with records read on demand.
     public func watchIndexes(entity: String, index: String, range: IndexRange = .all, reverse: Bool = false,
-                             options: WatchOptions = WatchOptions()) -> BatchWatcher<IndexBatch>
+                             options: WatchOptions = WatchOptions()) -> DynamicIndexWatcher
     {
-        BatchWatcher(store: self, engine: untypedEngine(entity, index, range, reverse, options, indexesOnly: true)) { rows, _ in IndexBatch(rows) }
+        DynamicIndexWatcher(store: self, engine: untypedEngine(entity, index, range, reverse, options, indexesOnly: true), makeRow: \.record) { rows, _ in
+            IndexBatch(rows)
+        }
     }
 
     private func untypedEngine(_ entity: String, _ index: String, _ range: IndexRange, _ reverse: Bool, _ options: WatchOptions,

@@ -1,6 +1,6 @@
 /// A change batch without values, for indexes-only watchers: the same contract as
 /// ``ChangeBatch``, with consecutive rows grouped into ranges so a batch costs O(runs). Rows
-/// are read on demand with ``IndexWatcher/object(at:)``.
+/// are read on demand with ``BatchWatcher/object(at:)``.
 public struct IndexBatch: Sendable {
     /// Consecutive rows of one section.
     public struct RowRange: Sendable, Hashable {

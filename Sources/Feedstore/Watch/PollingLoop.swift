@@ -1,6 +1,6 @@
 import Foundation
 
-/// What the live sequences (``BatchWatcher``, ``IndexWatcher``, ``RecordObserver``) share: a
+/// What the live sequences (``BatchWatcher`` of every kind, ``RecordObserver``) share: a
 /// non-blocking `poll`, and waiting between polls until the store's change feed routes a change
 /// to their subscription (or they are signalled), so a commit that does not concern them never
 /// wakes them.

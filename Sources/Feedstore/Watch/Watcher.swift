@@ -6,7 +6,7 @@ import Foundation
 /// let inbox = store.watch(Query(Message.self, index: "byFolderDate", range: .prefix(1)))
 /// for try await batch in inbox { mirror.apply(batch) }
 /// ```
-public typealias Watcher<E: Entity> = BatchWatcher<ChangeBatch<E>>
+public typealias Watcher<E: Entity> = BatchWatcher<ChangeBatch<E>, E>
 
 /// Keeps a callback watcher alive; cancel it (or let it go) to stop deliveries.
 public final class WatchSubscription: Sendable {
@@ -31,33 +31,16 @@ extension Store {
     /// Watches `query`: the returned sequence delivers the initial snapshot, then one batch per
     /// change the query shows (coalesced when the consumer is slower than the writers).
     public func watch<E: Entity>(_ query: Query<E>, options: WatchOptions = WatchOptions()) -> Watcher<E> {
-        Watcher(store: self, engine: WatchEngine(query: WatchTarget(query), options: options, indexesOnly: false, feed: core.feed)) { rows, tx in
-            try ChangeBatch(rows, in: tx)
-        }
+        Watcher(store: self, engine: WatchEngine(query: WatchTarget(query), options: options, indexesOnly: false, feed: core.feed),
+                makeRow: ReadTransaction.decode) { rows, tx in try ChangeBatch(rows, in: tx) }
     }
 
-    /// Watches `query`, calling `handler` on `queue` with each batch. The next batch is computed
-    /// after the handler returns, so a slow handler receives coalesced batches. Errors (the store
-    /// closing, damaged data) go to `onError`, after which deliveries stop.
+    /// Watches `query`, calling `handler` on `queue` with each batch; see
+    /// ``BatchWatcher/deliver(on:onError:_:)``.
     public func watch<E: Entity>(_ query: Query<E>, options: WatchOptions = WatchOptions(), queue: DispatchQueue,
                                  onError: (@Sendable (any Error) -> Void)? = nil,
                                  _ handler: @escaping @Sendable (ChangeBatch<E>) -> Void) -> WatchSubscription
     {
-        let watcher = watch(query, options: options)
-        let task = Task {
-            do {
-                for try await batch in watcher {
-                    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-                        queue.async {
-                            handler(batch)
-                            done.resume()
-                        }
-                    }
-                }
-            } catch {
-                queue.async { onError?(error) }
-            }
-        }
-        return WatchSubscription(task: task, stop: { watcher.cancel() })
+        watch(query, options: options).deliver(on: queue, onError: onError, handler)
     }
 }
