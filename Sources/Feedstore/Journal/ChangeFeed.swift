@@ -14,7 +14,7 @@ import Foundation
 ///
 /// Lock order: a consumer's lock, then the map lock (a transaction), then the feed's lock. The
 /// feed's lock is never held while beginning a transaction.
-final class ChangeFeed: @unchecked Sendable {
+final class ChangeFeed: CommitObserver, @unchecked Sendable {
     static let pollInterval: useconds_t = 5_000
     /// More changed records than this for one subscription (or journal entries in one span) make
     /// its consumers take whole new snapshots, bounding memory whatever the backlog.
@@ -346,4 +346,9 @@ final class ChangeFeed: @unchecked Sendable {
         lock.withLock { closed = true }
         wakeAll()
     }
+}
+
+extension StoreCore {
+    /// The store's change feed in this process, made by the first watcher that asks.
+    var feed: ChangeFeed { commitObserver { ChangeFeed(core: self) } }
 }

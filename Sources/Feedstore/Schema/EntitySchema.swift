@@ -80,8 +80,8 @@ struct StringWords: Equatable, Sendable {
 final class IndexSchema: Sendable {
     let catalog: CatalogIndex
     let database: LMDBDatabase
-    /// The index's order statistics.
-    let counted: CountedIndex
+    /// The database of the index's order statistics (read through ``counted``, in the storage layer).
+    let counts: LMDBDatabase
     /// Every top-level field the index reads (components and condition), to skip unaffected indexes.
     let fieldsRead: Set<String>
     /// The component fields, parsed once.
@@ -101,7 +101,7 @@ final class IndexSchema: Sendable {
     init(catalog: CatalogIndex, fields: [CatalogField], database: LMDBDatabase, counts: LMDBDatabase) {
         self.catalog = catalog
         self.database = database
-        self.counted = CountedIndex(entries: database, counts: counts)
+        self.counts = counts
         let components = catalog.definition.components
         componentPaths = components.map { FieldPath($0.field) }
         componentFieldIDs = componentPaths.map { path in

@@ -189,3 +189,8 @@ struct CountedIndex {
         }
     }
 }
+
+extension IndexSchema {
+    /// The index's order statistics.
+    var counted: CountedIndex { CountedIndex(entries: database, counts: counts) }
+}

@@ -24,8 +24,9 @@ final class StoreCore: @unchecked Sendable {
     /// `mdb_dbi_open` must not run in two transactions at once.
     private let databaseOpenLock = NSLock()
     private(set) lazy var writer = WriteQueue(core: self)
-    /// Folds new commits and routes them to the watchers they concern.
-    private(set) lazy var feed = ChangeFeed(core: self)
+    /// Told of each commit of this process once it is durable (the change feed of the layer
+    /// above, which the store's first watcher attaches).
+    private let observer = Protected<(any CommitObserver)?>(nil)
 
     init(path: String, environment: LMDBEnvironment, readOnlyReason: String?, options: StoreOptions, system: SystemDatabases,
          schema: SchemaSnapshot)
@@ -184,12 +185,35 @@ final class StoreCore: @unchecked Sendable {
     // MARK: Closing
 
     func close() {
-        feed.close()
+        observer.current?.close()
         mapLock.withExclusive { releasePinnedSnapshots() }
         writer.shutdown()
         if durability != .full, !isReadOnly { try? environment.sync(force: true) }
         environment.close()
     }
+}
+
+/// What the writer tells of each commit, and the store of its closing.
+protocol CommitObserver: AnyObject, Sendable {
+    /// This process committed through `sequence`, durably as the store's durability says.
+    func published(_ sequence: UInt64)
+    /// The store is closing.
+    func close()
+}
+
+extension StoreCore {
+    /// The commit observer, made by `make` when there is none yet.
+    func commitObserver<O: CommitObserver>(_ make: () -> O) -> O {
+        observer.withLock { current in
+            if let existing = current as? O { return existing }
+            let made = make()
+            current = made
+            return made
+        }
+    }
+
+    /// Tells the observer, if any, that this process committed through `sequence`.
+    func published(_ sequence: UInt64) { observer.current?.published(sequence) }
 }
 
 /// Internal signal: another process grew the map; adopt its size and retry.

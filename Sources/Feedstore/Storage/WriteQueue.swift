@@ -243,7 +243,7 @@ final class WriteQueue: @unchecked Sendable {
                                             minimumRun: run)
         try txn.commit()
         core.publish(schema)
-        core.feed.published(lastSequence)
+        core.published(lastSequence)
         return Self.outcomes(of: batch, failures: failures)
     }
 }
