@@ -27,7 +27,10 @@ struct WatchShapes {
     struct Row {
         var size: Int
         var shape: Shape
+        /// Start of the commit → batch in hand; the commit alone; the commit's end → batch in hand.
         var latency: (p50: Double, p99: Double)
+        var commit: (p50: Double, p99: Double)
+        var batch: (p50: Double, p99: Double)
     }
 
     /// A consumer that receives batches somewhere else (a thread or a task) and reports when.
@@ -66,7 +69,7 @@ struct WatchShapes {
             ]
             for poll in polled.values { _ = try poll() }  // initial snapshots, not measured
 
-            var samples: [Shape: [Double]] = [:]
+            var samples: [Shape: [Double]] = [:], commits: [Shape: [Double]] = [:], batches: [Shape: [Double]] = [:]
             for round in 0..<(updates * Shape.allCases.count / Self.round) {
                 let shape = Shape.allCases[round % Shape.allCases.count]
                 // Everyone catches up, untimed, so each round starts from a quiet state.
@@ -93,6 +96,7 @@ struct WatchShapes {
                     guard let id = try store.read({ try $0.object(at: position, in: query) })?.id else { fatalError("no row at \(position)") }
                     let start = Timing.now
                     try WatcherBench.moveDate(of: id, in: store, using: &rng)
+                    let committed = Timing.now
                     let end: UInt64
                     switch shape {
                     case .blocking, .async: end = receiver.take()
@@ -101,6 +105,8 @@ struct WatchShapes {
                         end = Timing.now
                     }
                     samples[shape, default: []].append(Double(end - start) / 1_000)
+                    commits[shape, default: []].append(Double(committed - start) / 1_000)
+                    batches[shape, default: []].append((Double(end) - Double(committed)) / 1_000)
                 }
                 delivered.cancel()
                 task?.cancel()
@@ -111,20 +117,33 @@ struct WatchShapes {
             store.close()
             try? FileManager.default.removeItem(atPath: path)
             for shape in Shape.allCases {
-                emitRow(Row(size: size, shape: shape, latency: WatcherBench.percentiles(samples[shape] ?? [])))
+                emitRow(Row(size: size, shape: shape, latency: WatcherBench.percentiles(samples[shape] ?? []),
+                            commit: WatcherBench.percentiles(commits[shape] ?? []), batch: WatcherBench.percentiles(batches[shape] ?? [])))
             }
         }
     }
 
     static let header = """
-        | rows | watcher | commit → batch p50 / p99 µs | p50 ÷ unwindowed objects |
-        |---:|---|---:|---:|
+        | rows | watcher | start of commit → batch p50 / p99 µs | p50 ÷ unwindowed objects | commit p50 / p99 µs | end of commit → batch p50 / p99 µs |
+        |---:|---|---:|---:|---:|---:|
         """
+
+    /// What `AsyncSequence` delivery adds over a blocking `next(timeout:)`, per size.
+    static func deliverySummary(_ rows: [Row]) -> [String] {
+        Set(rows.map(\.size)).sorted().compactMap { size in
+            guard let async = rows.first(where: { $0.size == size && $0.shape == .async }),
+                  let blocking = rows.first(where: { $0.size == size && $0.shape == .blocking }) else { return nil }
+            return "- \(size.formatted()) rows: AsyncSequence delivery p50 " + String(format: "%+.0f µs", async.latency.p50 - blocking.latency.p50)
+                + " over blocking next(timeout:)"
+        }
+    }
 
     static func format(_ rows: [Row]) -> [String] {
         rows.map { r in
             let base = rows.first { $0.size == r.size && $0.shape == .plain }!.latency.p50
-            return "| \(r.size.formatted()) | \(r.shape.rawValue) | " + String(format: "%.0f / %.0f | %.2f |", r.latency.p50, r.latency.p99, r.latency.p50 / base)
+            return "| \(r.size.formatted()) | \(r.shape.rawValue) | "
+                + String(format: "%.0f / %.0f | %.2f | %.0f / %.0f | %.0f / %.0f |", r.latency.p50, r.latency.p99, r.latency.p50 / base,
+                         r.commit.p50, r.commit.p99, r.batch.p50, r.batch.p99)
         }
     }
 }

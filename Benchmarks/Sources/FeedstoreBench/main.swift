@@ -132,6 +132,8 @@ case "shapes":
         print(WatchShapes.format(shapeRows).last!)
     }
     report.append(contentsOf: WatchShapes.format(shapeRows))
+    emit("")
+    for line in WatchShapes.deliverySummary(shapeRows) { emit(line) }
     let fanOut = WatcherFanOut(messages: quick ? 20_000 : 200_000, contacts: 10_000, directory: scratch, commits: quick ? 300 : 2_000,
                                idleWatchers: quick ? 10_000 : 100_000)
     emit("\nW watchers on distinct ranges (one contact's messages each, \(fanOut.messages.formatted()) messages), each iterated by its own task; one-row commits to the first watcher's range only\n")

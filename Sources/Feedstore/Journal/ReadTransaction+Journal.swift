@@ -5,6 +5,12 @@ extension ReadTransaction {
         try access { try core.system.journalBounds(in: $0) }
     }
 
+    /// The newest commit's sequence as of this transaction (0 before the first commit).
+    /// - Complexity: O(log n), one lookup.
+    func newestSequence() throws -> UInt64 {
+        try access { try core.system.newestSequence(in: $0) }
+    }
+
     /// The commits after `sequence`, oldest first, at most `limit` of them (commits are never split).
     /// - Throws: ``FeedstoreError/journalBehindRetention(requested:firstRetained:)`` when commits
     ///   after `sequence` were already trimmed: the reader must start again from current state.

@@ -44,7 +44,7 @@ public final class RecordObserver<E: Entity>: AsyncSequence, @unchecked Sendable
         defer { lock.unlock() }
         if isCancelled { return nil }
         return try store.readRetrying { tx -> RecordChange<E>?? in
-            let head = try tx.journalBounds().last
+            let head = try tx.newestSequence()
             let entity = try tx.entity(E.entityName)
             let target = FeedSubscription.Target.record(entity: entity.catalog.id, primaryKey: try KeyEncoding.encode([id.fieldValue]))
             let subscription = self.subscription ?? store.core.feed.subscription(target)

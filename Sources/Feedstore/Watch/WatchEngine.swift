@@ -62,7 +62,7 @@ final class WatchEngine {
 
     /// The batch from the consumer's snapshot to the state `tx` shows.
     func nextBatch(in tx: ReadTransaction) throws -> Step {
-        let head = try tx.journalBounds().last
+        let head = try tx.newestSequence()
         let resolved = try tx.resolve(entity: query.entity, index: query.index, range: query.range)
         let entity = try tx.entity(query.entity)
         let target = FeedSubscription.Target.range(entity: entity.catalog.id, index: resolved.index.catalog.id, keys: resolved.keys)
