@@ -50,17 +50,20 @@ public final class RecordObserver<E: Entity>: AsyncSequence, @unchecked Sendable
             let subscription = self.subscription ?? store.core.feed.subscription(target)
             self.subscription = subscription
             guard let folded = try store.core.feed.synchronize(subscription, through: head, in: tx) else { return nil }
-            let value = try tx.get(E.self, id: id)
             guard sequence != nil else {
+                let value = try tx.get(E.self, id: id)
                 sequence = head
                 exists = value != nil
                 return .some(.initial(value))
             }
             sequence = head
+            // Nothing was routed to this record since the last change delivered.
+            guard !folded.isEmpty else { return .some(nil) }
+            let value = try tx.get(E.self, id: id)
             let existed = exists
             exists = value != nil
-            // Behind the journal's retention, what changed is unknown: report the current state.
-            guard !folded.isEmpty else { return .some(nil) }
+            // Past the feed's limits (another process's commits trimmed before this process read
+            // them), what changed is unknown: the current state is reported, with no fields.
             let fields = folded.records.values.flatMap { $0.fieldIDs.map { entity.fieldNames[$0] ?? "#\($0)" } }
             switch (existed, value) {
             case (_, nil): return .some(existed ? .deleted : nil)

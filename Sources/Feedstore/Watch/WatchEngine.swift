@@ -213,11 +213,11 @@ final class WatchEngine {
                                        fields: fields(c.row.change))
             if moved.contains(j) {
                 batch.moves.append(pair)
-            } else if shown(c.row.change) {
+            } else if passesFieldFilter(c.row.change) {
                 batch.updates.append(pair)
             }
         }
-        for c in sameKeyRows where shown(c.row.change) {
+        for c in sameKeyRows where passesFieldFilter(c.row.change) {
             batch.updates.append(.init(from: oldShown.path(ofFlat: c.old), to: newShown.path(ofFlat: c.new), id: c.row.change.id,
                                        fields: fields(c.row.change)))
         }
@@ -266,7 +266,7 @@ final class WatchEngine {
     private func fields(_ c: ChangedRecord) -> [String] { c.allFields ? [] : c.fields.sorted() }
 
     /// Whether an update passes the field filter.
-    private func shown(_ c: ChangedRecord) -> Bool {
+    private func passesFieldFilter(_ c: ChangedRecord) -> Bool {
         guard let filter = options.fields, !c.allFields else { return true }
         return !c.fields.isDisjoint(with: filter)
     }
