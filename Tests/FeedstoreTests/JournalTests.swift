@@ -118,6 +118,43 @@ import Testing
         }
     }
 
+    /// A bulk load's large commits, once trimmed, are gone for readers at once and their keys
+    /// are removed by the following small commits, at most 256 per commit: trimming never makes
+    /// one small commit pay for a large one.
+    @Test func trimmedBulkCommitsAreRemovedABoundedNumberOfKeysPerCommit() throws {
+        try withTemporaryDirectory { dir in
+            let store = try Store(path: dir + "/s", entities: [Item.self],
+                                  options: StoreOptions(durability: .none, journalRetention: JournalRetention(minimumCommits: 5)))
+            for batch in 0..<5 {
+                try store.write { tx in for i in 0..<5_000 { try tx.put(Self.item(Int64(batch * 5_000 + i))) } }
+            }
+            func keys() throws -> Int { try store.core.withReadTransaction { try $0.statistics(store.core.system.journal).entries } }
+            var before = try keys()
+            #expect(before == 5 * 5_001)
+            for i in 0..<60 {
+                try commit(store, 1, from: 100_000 + Int64(i))
+                let after = try keys()
+                // Each small commit adds an entry and a header, and removes at most 256 keys.
+                #expect(before + 2 - after <= JournalTrimmer.removalsPerRequest, "commit \(i) removed \(before + 2 - after) keys")
+                before = after
+            }
+            let bounds = try store.read { try $0.journalBounds() }
+            #expect(bounds.last == 65 && bounds.first > 5, "\(bounds): the bulk commits are trimmed")
+            let commits = try store.read { try $0.journal(after: bounds.first - 1, limit: 1_000) }
+            #expect(commits.map(\.sequence) == Array(bounds.first...bounds.last))
+            #expect(try store.verify().isEmpty)
+            // 60 small commits removed at most 60 × 256 keys: the bulk load's 25,005 are not all gone yet.
+            #expect(try keys() > 2 * Int(bounds.last - bounds.first + 1))
+            try store.trimJournal()
+            let trimmed = try store.read { try $0.journalBounds() }
+            #expect(trimmed.last == bounds.last && trimmed.first >= bounds.first)
+            #expect(try keys() == 2 * Int(trimmed.last - trimmed.first + 1), "trimJournal removes every trimmed key")
+            try commit(store, 1, from: 200_000)
+            #expect(try store.read { try $0.journalBounds() }.last == 66)
+            #expect(try store.verify().isEmpty)
+        }
+    }
+
     @Test func hardBoundsTrimPastAStalledCursor() throws {
         try withTemporaryDirectory { dir in
             let retention = JournalRetention(minimumCommits: 5, maximumCommits: 15)

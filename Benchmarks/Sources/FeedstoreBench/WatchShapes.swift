@@ -33,17 +33,56 @@ struct WatchShapes {
         var batch: (p50: Double, p99: Double)
     }
 
-    /// A consumer that receives batches somewhere else (a thread or a task) and reports when.
+    /// A consumer that receives batches somewhere else (a thread or a task), one each time it is
+    /// let go, and reports when. Between its rounds it is held at its gate, so its watcher's
+    /// changes coalesce and it takes no time from the other shapes.
     final class Receiver: @unchecked Sendable {
-        let received = DispatchSemaphore(value: 0)
-        var at: UInt64 = 0
+        private let received = DispatchSemaphore(value: 0)
+        private var at: UInt64 = 0
+        let gate: () -> Void
+
+        init(gate: @escaping () -> Void) { self.gate = gate }
+
+        /// Waits until the consumer has the batch it was let go for; the time it had it.
         func take() -> UInt64 {
             received.wait()
             return at
         }
+
         func deliver() {
             at = Timing.now
             received.signal()
+        }
+
+        /// A consumer on a thread of its own, blocked in `next(timeout:)`.
+        static func blocking(_ watcher: Watcher<Message>) -> Receiver {
+            let gate = DispatchSemaphore(value: 0)
+            let receiver = Receiver { gate.signal() }
+            Thread {
+                while true {
+                    gate.wait()
+                    while !watcher.isCancelled {
+                        if (try? watcher.next(timeout: 1)) != nil { break }
+                    }
+                    if watcher.isCancelled { return }
+                    receiver.deliver()
+                }
+            }.start()
+            return receiver
+        }
+
+        /// A consumer in a task, suspended in the watcher's `AsyncSequence`.
+        static func async(_ watcher: Watcher<Message>) -> (Receiver, Task<Void, Never>) {
+            let (gates, opener) = AsyncStream<Void>.makeStream()
+            let receiver = Receiver { opener.yield(()) }
+            let task = Task.detached {
+                var batches = watcher.makeAsyncIterator()
+                for await _ in gates {
+                    guard (try? await batches.next()) != nil else { return }
+                    receiver.deliver()
+                }
+            }
+            return (receiver, task)
         }
     }
 
@@ -68,38 +107,35 @@ struct WatchShapes {
                 .indexes: { try indexes.poll() != nil }, .indexesWindowed: { try indexesWindowed.poll() != nil },
             ]
             for poll in polled.values { _ = try poll() }  // initial snapshots, not measured
+            let blockingWatcher = store.watch(query), asyncWatcher = store.watch(query)
+            let blocking = Receiver.blocking(blockingWatcher)
+            let (async, asyncTask) = Receiver.async(asyncWatcher)
+            let receivers: [Shape: Receiver] = [.blocking: blocking, .async: async]
+            for receiver in receivers.values {
+                receiver.gate()
+                _ = receiver.take()  // the initial snapshot, not measured
+            }
 
             var samples: [Shape: [Double]] = [:], commits: [Shape: [Double]] = [:], batches: [Shape: [Double]] = [:]
             for round in 0..<(updates * Shape.allCases.count / Self.round) {
                 let shape = Shape.allCases[round % Shape.allCases.count]
                 // Everyone catches up, untimed, so each round starts from a quiet state.
                 for poll in polled.values { _ = try poll() }
-                // A consumer on a thread of its own, or in a task, for the rounds that measure one.
-                let receiver = Receiver()
-                let delivered = store.watch(query)
-                _ = try delivered.poll()
-                var task: Task<Void, any Error>?
-                if shape == .blocking {
-                    Thread {
-                        while !delivered.isCancelled {
-                            if (try? delivered.next(timeout: 1)) != nil { receiver.deliver() }
-                        }
-                    }.start()
-                } else if shape == .async {
-                    task = Task.detached {
-                        for try await _ in delivered { receiver.deliver() }
-                    }
+                if let receiver = receivers[shape] {
+                    receiver.gate()
+                    _ = receiver.take()
                 }
                 for _ in 0..<Self.round {
                     // A row the windows show, so that every shape has the same work to do.
                     let position = middle + Int.random(in: 0..<100, using: &rng)
                     guard let id = try store.read({ try $0.object(at: position, in: query) })?.id else { fatalError("no row at \(position)") }
+                    receivers[shape]?.gate()
                     let start = Timing.now
                     try WatcherBench.moveDate(of: id, in: store, using: &rng)
                     let committed = Timing.now
                     let end: UInt64
                     switch shape {
-                    case .blocking, .async: end = receiver.take()
+                    case .blocking, .async: end = receivers[shape]!.take()
                     default:
                         guard try polled[shape]!() else { fatalError("\(shape): no batch") }
                         end = Timing.now
@@ -108,10 +144,10 @@ struct WatchShapes {
                     commits[shape, default: []].append(Double(committed - start) / 1_000)
                     batches[shape, default: []].append((Double(end) - Double(committed)) / 1_000)
                 }
-                delivered.cancel()
-                task?.cancel()
             }
-            for watcher in [plain, windowed, sectioned, windowedSectioned] { watcher.cancel() }
+            for watcher in [plain, windowed, sectioned, windowedSectioned, blockingWatcher, asyncWatcher] { watcher.cancel() }
+            blocking.gate()
+            asyncTask.cancel()
             indexes.cancel()
             indexesWindowed.cancel()
             store.close()

@@ -129,7 +129,7 @@ case "shapes":
     var shapeRows: [WatchShapes.Row] = []
     try await shapes.run { row in
         shapeRows.append(row)
-        print(WatchShapes.format(shapeRows).last!)
+        FileHandle.standardOutput.write(Data((WatchShapes.format(shapeRows).last! + "\n").utf8))
     }
     report.append(contentsOf: WatchShapes.format(shapeRows))
     emit("")
@@ -141,7 +141,7 @@ case "shapes":
     var fanRows: [WatcherFanOut.Row] = []
     let idle = try fanOut.run(counts: quick ? [1, 100, 1_000] : [1, 100, 1_000, 10_000]) { row in
         fanRows.append(row)
-        print(WatcherFanOut.format(fanRows).last!)
+        FileHandle.standardOutput.write(Data((WatcherFanOut.format(fanRows).last! + "\n").utf8))
     }
     report.append(contentsOf: WatcherFanOut.format(fanRows))
     emit("\nIdle watchers attached (initial batch taken, ranges no commit touches): one-row commit throughput, \(fanOut.commits) commits each\n")

@@ -78,12 +78,13 @@ extension Store {
         return JournalCursor(name: name, store: self)
     }
 
-    /// Trims the journal now, as far as retention allows (writes also trim, a little at a time).
+    /// Trims the journal now, as far as retention allows, and removes every trimmed commit's keys
+    /// (writes also trim, removing a bounded number of keys each).
     public func trimJournal() throws {
         try write { tx in
             let bounds = try tx.journalBounds()
             try tx.access { txn in
-                try JournalTrimmer(core: tx.core).trim(in: txn, lastSequence: bounds.last, budgetCommits: .max)
+                try JournalTrimmer(core: tx.core).trim(in: txn, lastSequence: bounds.last, budget: .max)
             }
         }
     }

@@ -6,6 +6,10 @@ import Foundation
 /// passed them. The hard bounds trim even commits a cursor has not reached (that cursor then gets
 /// ``FeedstoreError/journalBehindRetention(requested:firstRetained:)`` and must reset), so a
 /// consumer that never comes back cannot grow the file forever.
+///
+/// A trimmed commit is gone for readers at once; its keys are removed by the following writes,
+/// at most 256 per write request, so trimming the large commits of a bulk load never makes one
+/// small commit slow. ``Store/trimJournal()`` removes them all at once.
 public struct JournalRetention: Sendable, Hashable {
     /// The newest commits always kept (default 1,000).
     public var minimumCommits: UInt64

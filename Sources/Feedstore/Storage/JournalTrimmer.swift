@@ -1,13 +1,17 @@
 import Foundation
 
-/// Removes journal commits that retention no longer keeps, a bounded number per write so that
-/// trimming never makes one commit slow; see ``JournalRetention`` for the rule.
+/// Removes journal commits that retention no longer keeps, a bounded number of keys per write so
+/// that trimming never makes one commit slow; see ``JournalRetention`` for the rule.
 struct JournalTrimmer {
     let core: StoreCore
 
     /// The first sequence retention keeps, given the newest sequence and the durable cursors, and
-    /// whether a hard bound moved it past what the soft rule keeps.
-    func retainedFrom(in txn: borrowing LMDBTransaction, firstSequence: UInt64, lastSequence: UInt64) throws -> (sequence: UInt64, forced: Bool) {
+    /// whether a hard bound moved it past what the soft rule keeps. While trimmed commits' keys
+    /// wait to be removed, their pages still count in the journal's size: the size bound then
+    /// waits too, rather than trimming retained commits for pages they do not hold.
+    func retainedFrom(in txn: borrowing LMDBTransaction, firstSequence: UInt64, lastSequence: UInt64,
+                      removalPending: Bool) throws -> (sequence: UInt64, forced: Bool)
+    {
         let retention = core.retention
         var keepFrom = lastSequence > retention.minimumCommits ? lastSequence - retention.minimumCommits + 1 : 1
         // Soft rule: never past a durable cursor's position.
@@ -19,7 +23,7 @@ struct JournalTrimmer {
         if let maximum = retention.maximumCommits, lastSequence > maximum {
             keepFrom = max(keepFrom, lastSequence - maximum + 1)
         }
-        if let maximumBytes = retention.maximumBytes, lastSequence >= firstSequence {
+        if let maximumBytes = retention.maximumBytes, lastSequence >= firstSequence, !removalPending {
             // Drop the share of retained commits by which the journal exceeds its size
             // (page counts are O(1) to read; commits are assumed to be of similar size).
             let stats = try txn.statistics(core.system.journal)
@@ -52,22 +56,44 @@ struct JournalTrimmer {
     /// a quarter of a small commit's pages). Hard bounds trim as soon as they are passed.
     static let softTrimRun: UInt64 = 16
 
-    /// Trims at most `budgetCommits` of the oldest commits that retention lets go; none while
-    /// fewer than `minimumRun` may go and no hard bound is passed.
-    func trim(in txn: borrowing LMDBTransaction, lastSequence: UInt64, budgetCommits: UInt64, minimumRun: UInt64 = 1) throws {
+    /// Journal keys a commit removes per write request of its group, at most: what bounds the cost
+    /// of trimming in any one commit, whatever the size of the commits being trimmed (a bulk load's
+    /// commits hold thousands of entries each).
+    static let removalsPerRequest = 256
+
+    /// Trims the oldest commits that retention lets go (none while fewer than `minimumRun` may
+    /// go and no hard bound is passed), then removes at most `budget` keys of trimmed commits.
+    ///
+    /// Trimming is two steps. The first retained sequence moves at once, which is all readers
+    /// look at: nothing below it is ever read. The trimmed commits' keys are then removed, a
+    /// bounded number per commit, oldest first, so a large trimmed commit is removed over several
+    /// later commits instead of making one slow. The newest commit is trimmed only when every key
+    /// left fits the budget, so the journal's last key always belongs to a retained commit, and
+    /// the newest sequence stays one lookup (``SystemDatabases/newestSequence(in:)``).
+    func trim(in txn: borrowing LMDBTransaction, lastSequence: UInt64, budget: Int, minimumRun: UInt64 = 1) throws {
         guard lastSequence > 0 else { return }
         // Read here, not passed in: a request earlier in the same transaction may have trimmed.
-        let first = try core.system.firstRetained(in: txn)
-        let (keepFrom, forced) = try retainedFrom(in: txn, firstSequence: first, lastSequence: lastSequence)
-        guard keepFrom > first, forced || keepFrom - first >= minimumRun else { return }
-        let stop = keepFrom - first <= budgetCommits ? keepFrom : first + budgetCommits
+        var first = try core.system.firstRetained(in: txn)
+        let oldest = try txn.withCursor(core.system.journal) { cursor in try cursor.first() ? try JournalKeys.sequence(from: cursor.key) : nil }
+        let (keepFrom, forced) = try retainedFrom(in: txn, firstSequence: first, lastSequence: lastSequence,
+                                                  removalPending: oldest.map { $0 < first } ?? false)
+        if keepFrom > first, forced || keepFrom - first >= minimumRun {
+            var target = keepFrom
+            if target > lastSequence, try txn.statistics(core.system.journal).entries > budget { target = lastSequence }
+            if target > first {
+                try txn.put(core.system.meta, key: MetaKey.firstRetained, value: MetaKey.encode(target))
+                first = target
+            }
+        }
+        guard let oldest, oldest < first else { return }
+        var removed = 0
         try txn.withCursor(core.system.journal) { cursor in
             var found = try cursor.first()
-            while found, try JournalKeys.sequence(from: cursor.key) < stop {
+            while found, removed < budget, try JournalKeys.sequence(from: cursor.key) < first {
                 try cursor.deleteCurrent()
+                removed += 1
                 found = try cursor.first()
             }
         }
-        try txn.put(core.system.meta, key: MetaKey.firstRetained, value: MetaKey.encode(stop))
     }
 }

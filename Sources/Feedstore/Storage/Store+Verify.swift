@@ -152,12 +152,13 @@ struct StoreVerifier {
         var issues: [VerificationIssue] = []
         let bounds = try tx.journalBounds()
         func report(_ problem: String) { if issues.count < maximumPerCheck { issues.append(VerificationIssue(location: "journal", problem: problem)) } }
-        // Headers in key order (each after its commit's entries), and the entries seen per commit.
+        // Headers in key order (each after its commit's entries), and the entries seen per commit,
+        // from the first retained commit on (trimmed commits' keys may wait there to be removed).
         var sequences: [UInt64] = []
         var entries: (sequence: UInt64, count: Int)?
         try tx.access { txn in
             try txn.withCursor(tx.core.system.journal) { cursor in
-                var more = try cursor.first()
+                var more = try cursor.seek(atOrAfter: JournalKeys.sequenceKey(bounds.first))
                 while more {
                     let sequence = try JournalKeys.sequence(from: cursor.key)
                     if let open = entries, open.sequence != sequence {

@@ -238,9 +238,8 @@ final class WriteQueue: @unchecked Sendable {
             guard let next = tx.detach() else { throw FeedstoreError.transactionEnded }
             txn = next
         }
-        let run = JournalTrimmer.softTrimRun
-        try JournalTrimmer(core: core).trim(in: txn, lastSequence: lastSequence, budgetCommits: 2 * UInt64(batch.count) + run,
-                                            minimumRun: run)
+        try JournalTrimmer(core: core).trim(in: txn, lastSequence: lastSequence, budget: JournalTrimmer.removalsPerRequest * batch.count,
+                                            minimumRun: JournalTrimmer.softTrimRun)
         try txn.commit()
         core.publish(schema)
         core.published(lastSequence)

@@ -8,7 +8,7 @@
 /// destinations at new paths, ascending; updates found at their new paths) and throws
 /// ``SectionedMirror/InvalidBatch`` for a batch that breaks them, instead of corrupting the copy.
 /// Where the batch names a row's id, the mirror checks that the path it gives holds that row.
-public struct SectionedMirror<Row>: @unchecked Sendable {
+public struct SectionedMirror<Row> {
     /// One section: its key (the grouped index components) and rows.
     public struct Section {
         /// The index components the section groups by.
@@ -118,3 +118,6 @@ public struct SectionedMirror<Row>: @unchecked Sendable {
         sequence = batch.toSequence
     }
 }
+
+extension SectionedMirror: Sendable where Row: Sendable {}
+extension SectionedMirror.Section: Sendable where Row: Sendable {}

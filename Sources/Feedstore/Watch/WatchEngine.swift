@@ -156,6 +156,9 @@ final class WatchEngine {
 
     private func build(_ rows: ChangedRows, _ resolved: ReadTransaction.ResolvedQuery, in tx: ReadTransaction, head: UInt64) throws -> RowChanges {
         let oldSections = sections!
+        guard oldSections.rowCount == rows.oldCount else {
+            throw FeedstoreError.corruptData(what: "journal", reason: "the changes since the last batch do not lead back to its row count")
+        }
         let oldVisible = WindowProjection.visible(options.window, count: rows.oldCount)
         takePendingWindow()
         // Sections.
