@@ -11,8 +11,8 @@ for name in sys.argv[1:]:
     results = (root / "Benchmarks" / "results" / f"{name}.md").read_text().strip()
     readme = root / "README.md"
     text = readme.read_text()
-    pattern = re.compile(rf"(<!-- results:{re.escape(name)} -->\n)[\s\S]*?(\n<!-- /results:{re.escape(name)} -->)")
+    pattern = re.compile(rf"(<!-- results:{re.escape(name)} -->\n)[\s\S]*?(<!-- /results:{re.escape(name)} -->)")
     if not pattern.search(text):
         sys.exit(f"README.md has no <!-- results:{name} --> block")
-    readme.write_text(pattern.sub(lambda m: m.group(1) + results + m.group(2), text))
+    readme.write_text(pattern.sub(lambda m: m.group(1) + results + "\n" + m.group(2), text))
     print(f"README.md: {name} tables updated from Benchmarks/results/{name}.md")

@@ -6,8 +6,8 @@ import Foundation
 /// watchers on distinct ranges (one contact's messages each), every one iterated by a task of
 /// its own, and one-row commits to the first watcher's range only. Measured: commit start → that
 /// watcher's batch, and the process's CPU time per commit. Then 100,000 idle watchers attached
-/// (on ranges no commit touches): one-row commit throughput against none (measured before and
-/// after), and memory per watcher.
+/// (on ranges no commit touches): one-row commit throughput against none (median rounds, measured
+/// before and after), and memory per watcher.
 struct WatcherFanOut {
     let messages: Int
     let contacts: Int
@@ -32,7 +32,7 @@ struct WatcherFanOut {
     final class Tally: @unchecked Sendable {
         private let lock = NSLock()
         private var initial = 0
-        let first = WatchShapes.Receiver()
+        let first = WatchShapes.Receiver(gate: {})
         func started() { lock.withLock { initial += 1 } }
         var startedCount: Int { lock.withLock { initial } }
     }
@@ -93,12 +93,16 @@ struct WatcherFanOut {
             emitRow(Row(watchers: count, latency: WatcherBench.percentiles(samples), cpuPerCommit: cpu * 1e6))
         }
 
-        // Throughput of one-row commits with no watcher, then with many idle ones attached.
-        func throughput() throws -> Double {
-            let start = Timing.now
-            for _ in 0..<commits { try retitle() }
-            return Double(commits) / (Double(Timing.now - start) / 1e9)
+        // Throughput of one-row commits with no watcher, then with many idle ones attached, then
+        // with none again: five rounds of `commits` each time, the median round of each.
+        func throughput() throws -> [Double] {
+            try (0..<5).map { _ in
+                let start = Timing.now
+                for _ in 0..<commits { try retitle() }
+                return Double(commits) / (Double(Timing.now - start) / 1e9)
+            }
         }
+        func median(_ rates: [Double]) -> Double { rates.sorted()[rates.count / 2] }
         let before = try throughput()
         let memory0 = ProcessMemory.anonymous
         let idle = (0..<idleWatchers).map { i in
@@ -106,10 +110,9 @@ struct WatcherFanOut {
         }
         for watcher in idle { _ = try watcher.poll() }
         let bytes = (ProcessMemory.anonymous - memory0) / max(1, idleWatchers)
-        let with = try throughput()
+        let with = median(try throughput())
         for watcher in idle { watcher.cancel() }
-        // Without watchers before and after, so a drift of the machine shows in neither ratio alone.
-        let without = (before + (try throughput())) / 2
+        let without = median(before + (try throughput()))
         store.close()
         try? FileManager.default.removeItem(atPath: path)
         return Idle(watchers: idleWatchers, withoutPerSecond: without, withPerSecond: with, bytesPerWatcher: bytes)

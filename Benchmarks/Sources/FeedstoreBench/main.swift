@@ -144,9 +144,14 @@ case "shapes":
         FileHandle.standardOutput.write(Data((WatcherFanOut.format(fanRows).last! + "\n").utf8))
     }
     report.append(contentsOf: WatcherFanOut.format(fanRows))
-    emit("\nIdle watchers attached (initial batch taken, ranges no commit touches): one-row commit throughput, \(fanOut.commits) commits each\n")
+    emit("\nIdle watchers attached (initial batch taken, ranges no commit touches): one-row commit throughput, median of five rounds of \(fanOut.commits.formatted()) commits\n")
     for line in WatcherFanOut.format(idle) { emit(line) }
     try save(quick ? "watch-shapes-quick.md" : "watch-shapes.md")
+case "idle":
+    // Only the idle-watchers part of `shapes`: one-row commit throughput with --count watchers attached.
+    let fanOut = WatcherFanOut(messages: option("--messages", default: 200_000), contacts: 10_000, directory: scratch, commits: option("--commits", default: 2_000),
+                               idleWatchers: option("--count", default: 100_000))
+    for line in WatcherFanOut.format(try fanOut.run(counts: []) { _ in }) { print(line) }
 case "watch":
     let bench = WatcherBench(sizes: sizes(default: [10_000, 100_000, 1_000_000, 10_000_000]),
                              directory: NSTemporaryDirectory() + "feedstore-watch-\(getpid())")

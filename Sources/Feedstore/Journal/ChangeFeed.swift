@@ -37,6 +37,8 @@ final class ChangeFeed: CommitObserver, @unchecked Sendable {
     private var entityUses: [UInt32: Int] = [:]
     /// Grows when an entity gains its first subscription, so a fold read without it is read again.
     private var generation: UInt64 = 0
+    /// The entities with subscriptions and the generation, kept for writers; nil with none.
+    private var followed: FollowedEntities?
     private var subscriptionCount = 0
     private var nextSerial: UInt64 = 0
     private var stamp: UInt64 = 0
@@ -77,19 +79,28 @@ final class ChangeFeed: CommitObserver, @unchecked Sendable {
         }
     }
 
-    /// Records that this process committed through `sequence`, folding and routing the new
-    /// commits when anyone subscribes.
-    func published(_ sequence: UInt64) {
-        let skip: Bool = lock.withLock {
-            if closed || sequence <= head { return true }
+    /// The entities whose entries the feed reads, for the writer to keep (``CommitObserver``).
+    func followedEntities() -> FollowedEntities? { lock.withLock { followed } }
+
+    /// Records that this process committed through `sequence`, routing the new commits when
+    /// anyone subscribes. The writer's own copy of the entries is routed when it covers exactly
+    /// the commits after the feed's head and the entities followed now; otherwise the commits
+    /// are read back from the journal.
+    func published(_ sequence: UInt64, entries: CommittedEntries?) {
+        let handled: (done: Bool, wake: [@Sendable () -> Void]) = lock.withLock {
+            if closed || sequence <= head { return (true, []) }
             if subscriptionCount == 0 {
                 head = sequence
-                return true
+                return (true, [])
             }
-            return false
+            guard let entries, entries.after == head, entries.followed.stamp == generation else { return (false, []) }
+            var wake: [@Sendable () -> Void] = []
+            for (committed, record) in entries.records { route(JournalFold.Entry(sequence: committed, record: record), wake: &wake) }
+            head = sequence
+            return (true, wake)
         }
-        if skip { return }
-        fold()
+        handled.wake.forEach { $0() }
+        if !handled.done { fold() }
     }
 
     /// Folds whatever the journal holds past the feed's head. A failure to read leaves the head
@@ -113,7 +124,7 @@ final class ChangeFeed: CommitObserver, @unchecked Sendable {
                     head = target
                     return nil
                 }
-                return (head, Set(entityUses.keys), generation)
+                return (head, followed?.entities ?? [], generation)
             }
             guard let span else { return [] }
             let readGeneration = span.generation
@@ -194,6 +205,7 @@ final class ChangeFeed: CommitObserver, @unchecked Sendable {
             entityUses[entity, default: 0] += 1
             if entityUses[entity] == 1 { generation += 1 }
         }
+        followed = FollowedEntities(entities: Set(entityUses.keys), stamp: generation)
     }
 
     /// Stops routing to `subscription`; a consumer waiting on it returns.
@@ -220,6 +232,7 @@ final class ChangeFeed: CommitObserver, @unchecked Sendable {
                 entityUses[entity, default: 0] -= 1
                 if entityUses[entity] == 0 { entityUses[entity] = nil }
             }
+            followed = entityUses.isEmpty ? nil : FollowedEntities(entities: Set(entityUses.keys), stamp: generation)
             return takeWaiter(subscription)
         }
         waiter?()

@@ -2,11 +2,17 @@
 /// entities someone subscribes to (an entry's entity number is read first, before the rest).
 enum JournalFold {
     /// One decoded journal entry and the commit it belongs to.
-    struct Entry {
-        var sequence: UInt64
-        var record: JournalRecord
-        /// The record's primary key, decoded once for every subscription it reaches.
-        var id: FieldValue
+    final class Entry {
+        let sequence: UInt64
+        let record: JournalRecord
+        /// The record's primary key, decoded when a subscription first needs it (most entries
+        /// reach none), then shared by every subscription it reaches.
+        lazy var id: FieldValue = (try? KeyDecoder.decode(record.primaryKey).first?.value) ?? .null
+
+        init(sequence: UInt64, record: JournalRecord) {
+            self.sequence = sequence
+            self.record = record
+        }
     }
 
     /// The entries of commits after `sequence` through `head` whose entity is in `entities`, or
@@ -25,9 +31,7 @@ enum JournalFold {
                 let seq = try JournalKeys.sequence(from: cursor.key)
                 if seq > head { break }
                 if try !JournalKeys.isHeader(cursor.key), entities.contains(try JournalRecord.entityID(of: cursor.value)) {
-                    let record = try JournalRecord.decode(cursor.value)
-                    let id = try KeyDecoder.decode(record.primaryKey).first?.value ?? .null
-                    entries.append(Entry(sequence: seq, record: record, id: id))
+                    entries.append(Entry(sequence: seq, record: try JournalRecord.decode(cursor.value)))
                     if entries.count > limit { return false }
                 }
                 found = try cursor.next()

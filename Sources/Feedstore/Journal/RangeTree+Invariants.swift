@@ -1,12 +1,13 @@
 extension RangeTree {
     /// Every way the tree can be wrong, or none: nodes in order of (lower bound, serial), each
-    /// node's priority at least its children's, each node's highest upper bound that of its
-    /// subtree, and ``count`` the number of nodes. Tests run it after randomized steps.
+    /// node's priority at least its children's, each node's highest upper bound and lowest lower
+    /// bound those of its subtree, and ``count`` the number of nodes. Tests run it after randomized steps.
     func invariantViolations() -> [String] {
         var problems: [String] = []
         var nodes = 0
         var previous: (lower: [UInt8]?, serial: UInt64)?
-        func walk(_ node: Node?) -> Upper? {
+        /// The subtree's highest upper bound and lowest lower bound, recomputed from its nodes.
+        func walk(_ node: Node?) -> (highest: Upper, lowest: [UInt8]?)? {
             guard let node else { return nil }
             let left = walk(node.left)
             nodes += 1
@@ -19,9 +20,12 @@ extension RangeTree {
             }
             let right = walk(node.right)
             var highest = node.upper
-            for child in [left, right].compactMap({ $0 }) { highest = .max(highest, child) }
+            for child in [left, right].compactMap({ $0 }) { highest = .max(highest, child.highest) }
+            // In order, a subtree's first node has its lowest lower bound.
+            let lowest = left.map(\.lowest) ?? node.lower
             if !highest.isEqual(to: node.highest) { problems.append("node \(node.serial)'s highest upper bound is wrong") }
-            return highest
+            if node.lowest != lowest { problems.append("node \(node.serial)'s lowest lower bound is wrong") }
+            return (highest, lowest)
         }
         _ = walk(root)
         if nodes != count { problems.append("count is \(count), the tree holds \(nodes)") }

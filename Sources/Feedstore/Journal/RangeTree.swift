@@ -1,7 +1,8 @@
 /// Key ranges, each with a value, that answer "which ranges contain this key" in O(log m + hits)
 /// for m ranges: how a commit's index keys find the watchers they concern without looking at
-/// the others. A treap ordered by lower bound, each node knowing the highest upper bound below
-/// it, so a search skips every subtree whose ranges all end at or before the key.
+/// the others. A treap ordered by lower bound, each node knowing the lowest lower bound and the
+/// highest upper bound below it, so a search skips every subtree whose ranges all start after
+/// the key or all end at or before it.
 /// Adding and removing a range cost O(log m) (expected).
 final class RangeTree<Value> {
     /// A range's upper bound, or no bound (it contains every key from its lower bound on).
@@ -44,6 +45,8 @@ final class RangeTree<Value> {
         var right: Node?
         /// The highest upper bound in this subtree.
         var highest: Upper
+        /// The lowest lower bound in this subtree (nil: unbounded), its leftmost node's.
+        var lowest: [UInt8]?
 
         init(lower: [UInt8]?, upper: Upper, serial: UInt64, value: Value) {
             self.lower = lower
@@ -56,6 +59,7 @@ final class RangeTree<Value> {
             priority = z ^ (z >> 31)
             self.value = value
             highest = upper
+            lowest = lower
         }
 
         func update() {
@@ -63,6 +67,7 @@ final class RangeTree<Value> {
             if let left { h = .max(h, left.highest) }
             if let right { h = .max(h, right.highest) }
             highest = h
+            lowest = left.map(\.lowest) ?? lower
         }
 
         /// Whether this node sorts before a range starting at `lower` with `serial`.
@@ -118,6 +123,7 @@ final class RangeTree<Value> {
 
     private static func visit(_ node: Node?, key: UnsafeRawBufferPointer, _ body: (Value) -> Void) {
         guard let node, node.highest.isAbove(key) else { return }
+        if let lowest = node.lowest, key.compare(with: lowest) < 0 { return }
         visit(node.left, key: key, body)
         // Ranges in the right subtree start at or after this one: past the key, so are they.
         if let lower = node.lower, key.compare(with: lower) < 0 { return }

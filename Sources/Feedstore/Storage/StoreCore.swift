@@ -195,10 +195,31 @@ final class StoreCore: @unchecked Sendable {
 
 /// What the writer tells of each commit, and the store of its closing.
 protocol CommitObserver: AnyObject, Sendable {
+    /// The entities whose journal entries the observer follows, and a stamp that changes when
+    /// that set does; nil while it follows none. A writer keeps its entries of those entities and
+    /// hands them over, which spares the observer reading them back.
+    func followedEntities() -> FollowedEntities?
     /// This process committed through `sequence`, durably as the store's durability says.
-    func published(_ sequence: UInt64)
+    /// `entries` are the commits' entries of the followed entities, when the writer kept them.
+    func published(_ sequence: UInt64, entries: CommittedEntries?)
     /// The store is closing.
     func close()
+}
+
+/// The entities a commit observer follows (``CommitObserver/followedEntities()``).
+struct FollowedEntities {
+    var entities: Set<UInt32>
+    var stamp: UInt64
+}
+
+/// A group commit's journal entries of the followed entities, as the writer wrote them.
+struct CommittedEntries {
+    /// The sequence before the group's first commit.
+    var after: UInt64
+    /// The set of entities the entries were kept for.
+    var followed: FollowedEntities
+    /// The kept entries with their commits' sequences, in journal order.
+    var records: [(sequence: UInt64, record: JournalRecord)] = []
 }
 
 extension StoreCore {
@@ -212,8 +233,11 @@ extension StoreCore {
         }
     }
 
+    /// The entities the commit observer follows, if any (asked once per group commit).
+    func followedEntities() -> FollowedEntities? { observer.current?.followedEntities() }
+
     /// Tells the observer, if any, that this process committed through `sequence`.
-    func published(_ sequence: UInt64) { observer.current?.published(sequence) }
+    func published(_ sequence: UInt64, entries: CommittedEntries?) { observer.current?.published(sequence, entries: entries) }
 }
 
 /// Internal signal: another process grew the map; adopt its size and retry.

@@ -222,8 +222,9 @@ final class WriteQueue: @unchecked Sendable {
             throw SchemaChangedSignal()
         }
         var lastSequence = try core.system.newestSequence(in: txn)
+        var kept = core.followedEntities().map { CommittedEntries(after: lastSequence, followed: $0) }
         for (i, request) in batch.enumerated() where failures[i] == nil {
-            let tx = WriteTransaction(core: core, transaction: txn, schema: schema, sequence: lastSequence + 1)
+            let tx = WriteTransaction(core: core, transaction: txn, schema: schema, sequence: lastSequence + 1, kept: kept.take())
             do {
                 try request.run(tx)
                 try tx.finish()
@@ -234,6 +235,7 @@ final class WriteQueue: @unchecked Sendable {
                 return nil
             }
             schema = tx.schema
+            kept = tx.kept
             lastSequence = tx.committedSequence ?? lastSequence
             guard let next = tx.detach() else { throw FeedstoreError.transactionEnded }
             txn = next
@@ -242,7 +244,7 @@ final class WriteQueue: @unchecked Sendable {
                                             minimumRun: JournalTrimmer.softTrimRun)
         try txn.commit()
         core.publish(schema)
-        core.published(lastSequence)
+        core.published(lastSequence, entries: kept)
         return Self.outcomes(of: batch, failures: failures)
     }
 }

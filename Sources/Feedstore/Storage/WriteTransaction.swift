@@ -32,8 +32,15 @@ public final class WriteTransaction: ReadTransaction {
     /// Changes of one index held at most before they are applied (bounds the memory they take).
     static let deferredCountLimit = 4_096
 
-    init(core: StoreCore, transaction: consuming LMDBTransaction, schema: SchemaSnapshot, sequence: UInt64) {
+    /// The journal entries kept for the commit observer (nil when it follows no entity): the
+    /// group's entries so far, which this transaction appends to.
+    var kept: CommittedEntries?
+
+    init(core: StoreCore, transaction: consuming LMDBTransaction, schema: SchemaSnapshot, sequence: UInt64,
+         kept: CommittedEntries? = nil)
+    {
         self.assignedSequence = sequence
+        self.kept = kept
         super.init(core: core, transaction: transaction, schema: schema)
     }
 
@@ -55,12 +62,13 @@ public final class WriteTransaction: ReadTransaction {
 
     /// Writes the journal entry of one changed record, encoding it into `buffers`. Entries are
     /// keyed by sequence and ordinal, so each sorts after every entry written before it and is
-    /// appended.
+    /// appended. Entries of entities the commit observer follows are also kept for it.
     func appendJournal(_ record: JournalRecord, using buffers: inout RecordBuffers) throws {
         JournalKeys.appendEntry(sequence: assignedSequence, ordinal: journalEntries, to: &buffers.journalKey)
         record.encode(into: &buffers.journalValue)
         try access { try $0.putAppending(core.system.journal, key: buffers.journalKey, value: buffers.journalValue) }
         journalEntries += 1
+        if kept?.followed.entities.contains(record.entityID) == true { kept!.records.append((assignedSequence, record)) }
     }
 
     /// Records that an entry joined (`delta` 1) or left (-1) `index`, to count it later.

@@ -77,7 +77,10 @@ public final class BatchWatcher<Batch: Sendable, Row>: AsyncSequence, @unchecked
         }
     }
 
-    /// Computes the batch in a transaction that stays open for the consumer's reads.
+    /// Computes the batch in a transaction that stays open for the consumer's reads. When nothing
+    /// the watcher shows changed, the newer transaction shows the same rows at the same paths, so
+    /// it replaces the older one: a watcher that is polled does not hold back LMDB's reuse of
+    /// pages freed since its last batch.
     private func pollPinned() throws -> Batch? {
         while true {
             let pin = try store.core.pinSnapshot()
@@ -88,10 +91,13 @@ public final class BatchWatcher<Batch: Sendable, Row>: AsyncSequence, @unchecked
                 case .retry: return nil
                 }
             }
-            guard case let .some(.some(.some(batch))) = step else {
+            guard case let .some(.some(batch)) = step else {
                 pin.release()
-                if case .some(.some(.none)) = step { return nil }
-                continue
+                continue  // the feed was past the snapshot, or the map grew and released it
+            }
+            if batch == nil, snapshot == nil {
+                pin.release()  // no batch taken yet: nothing is read from a snapshot
+                return nil
             }
             snapshot?.release()
             snapshot = pin
