@@ -164,6 +164,42 @@ struct WatchShapes {
         |---:|---|---:|---:|---:|---:|
         """
 
+    /// Each target of the watch pipeline, met or not, with the figures of this run.
+    static func targets(shapes: [Row], fanOut: [WatcherFanOut.Row], idle: WatcherFanOut.Idle) -> [String] {
+        func verdict(_ met: Bool) -> String { met ? "**met**" : "**not met**" }
+        var lines: [String] = []
+        let windowRatios = shapes.filter { $0.shape == .windowed }.compactMap { w in
+            shapes.first { $0.size == w.size && $0.shape == .plain }.map { w.latency.p50 / $0.latency.p50 }
+        }
+        if let worst = windowRatios.max() {
+            lines.append("- Window of 100 ≤ 1.2× the unwindowed watcher (p50, every size): " + verdict(worst <= 1.2)
+                + String(format: ", at most %.2f×", worst))
+        }
+        if let one = fanOut.first, let most = fanOut.last, most.watchers > one.watchers {
+            let latency = most.latency.p50 / one.latency.p50, cpu = most.cpuPerCommit / one.cpuPerCommit
+            lines.append("- \(most.watchers.formatted()) watchers: the affected watcher's p50 ≤ 1.5× one watcher's: " + verdict(latency <= 1.5)
+                + String(format: " (%.2f×); CPU per commit ≤ 1.5×: ", latency) + verdict(cpu <= 1.5) + String(format: " (%.2f×)", cpu))
+        }
+        let ratio = idle.withPerSecond / idle.withoutPerSecond
+        lines.append("- \(idle.watchers.formatted()) idle watchers keep ≥ 90% of one-row commit throughput: " + verdict(ratio >= 0.9)
+            + String(format: " (%.0f%%), %@ bytes per idle watcher", ratio * 100, idle.bytesPerWatcher.formatted()))
+        let deltas = Set(shapes.map(\.size)).compactMap { size -> Double? in
+            guard let a = shapes.first(where: { $0.size == size && $0.shape == .async }),
+                  let b = shapes.first(where: { $0.size == size && $0.shape == .blocking }) else { return nil }
+            return a.latency.p50 - b.latency.p50
+        }
+        if let worst = deltas.max() {
+            lines.append("- AsyncSequence delivery adds ≤ 20 µs p50 over blocking next(timeout:): " + verdict(worst <= 20)
+                + String(format: ", at most %+.0f µs", worst))
+        }
+        let largest = shapes.map(\.size).max() ?? 0
+        if let batch = shapes.filter({ $0.size == largest && $0.shape != .blocking && $0.shape != .async }).map(\.batch.p50).max() {
+            lines.append("- Batch ≤ 50 µs p50 at \(largest.formatted()) rows, from the end of the commit, every polled shape: " + verdict(batch <= 50)
+                + String(format: ", at most %.0f µs", batch))
+        }
+        return lines
+    }
+
     /// What `AsyncSequence` delivery adds over a blocking `next(timeout:)`, per size.
     static func deliverySummary(_ rows: [Row]) -> [String] {
         Set(rows.map(\.size)).sorted().compactMap { size in

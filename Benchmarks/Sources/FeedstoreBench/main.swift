@@ -146,6 +146,8 @@ case "shapes":
     report.append(contentsOf: WatcherFanOut.format(fanRows))
     emit("\nIdle watchers attached (initial batch taken, ranges no commit touches): one-row commit throughput, median of five rounds of \(fanOut.commits.formatted()) commits\n")
     for line in WatcherFanOut.format(idle) { emit(line) }
+    emit("\nTargets in this run\n")
+    for line in WatchShapes.targets(shapes: shapeRows, fanOut: fanRows, idle: idle) { emit(line) }
     try save(quick ? "watch-shapes-quick.md" : "watch-shapes.md")
 case "idle":
     // Only the idle-watchers part of `shapes`: one-row commit throughput with --count watchers attached.

@@ -18,7 +18,7 @@ final class ChangeFeed: CommitObserver, @unchecked Sendable {
     static let pollInterval: useconds_t = 5_000
     /// More changed records than this for one subscription (or journal entries in one span) make
     /// its consumers take whole new snapshots, bounding memory whatever the backlog.
-    static let backlogLimit = 100_000
+    static let backlogLimit = CommittedEntries.limit
 
     private struct RouteKey: Hashable {
         var entity: UInt32
@@ -93,7 +93,7 @@ final class ChangeFeed: CommitObserver, @unchecked Sendable {
                 head = sequence
                 return (true, [])
             }
-            guard let entries, entries.after == head, entries.followed.stamp == generation else { return (false, []) }
+            guard let entries, entries.isComplete, entries.after == head, entries.followed.stamp == generation else { return (false, []) }
             var wake: [@Sendable () -> Void] = []
             for (committed, record) in entries.records { route(JournalFold.Entry(sequence: committed, record: record), wake: &wake) }
             head = sequence

@@ -8,7 +8,7 @@ import Foundation
 /// consumer that never comes back cannot grow the file forever.
 ///
 /// A trimmed commit is gone for readers at once; its keys are removed by the following writes,
-/// at most 256 per write request, so trimming the large commits of a bulk load never makes one
+/// at most 2,048 every 16 commits, so trimming the large commits of a bulk load never makes one
 /// small commit slow. ``Store/trimJournal()`` removes them all at once.
 public struct JournalRetention: Sendable, Hashable {
     /// The newest commits always kept (default 1,000).

@@ -56,13 +56,15 @@ struct JournalTrimmer {
     /// a quarter of a small commit's pages). Hard bounds trim as soon as they are passed.
     static let softTrimRun: UInt64 = 16
 
-    /// Journal keys a commit removes per write request of its group, at most: what bounds the cost
-    /// of trimming in any one commit, whatever the size of the commits being trimmed (a bulk load's
-    /// commits hold thousands of entries each).
-    static let removalsPerRequest = 256
+    /// Journal keys of trimmed commits removed at once, at most: what bounds the cost of trimming
+    /// in any one commit, whatever the size of the commits being trimmed (a bulk load's commits
+    /// hold thousands of entries each). Writes remove them once every ``softTrimRun`` commits, so
+    /// that the other commits do not also write the journal's oldest pages.
+    static let removalsPerRun = 2_048
 
     /// Trims the oldest commits that retention lets go (none while fewer than `minimumRun` may
-    /// go and no hard bound is passed), then removes at most `budget` keys of trimmed commits.
+    /// go and no hard bound is passed), then removes at most `budget` keys of trimmed commits
+    /// (with a `minimumRun` above 1, only at commits whose sequence is a multiple of it).
     ///
     /// Trimming is two steps. The first retained sequence moves at once, which is all readers
     /// look at: nothing below it is ever read. The trimmed commits' keys are then removed, a
@@ -85,7 +87,7 @@ struct JournalTrimmer {
                 first = target
             }
         }
-        guard let oldest, oldest < first else { return }
+        guard let oldest, oldest < first, minimumRun <= 1 || lastSequence % minimumRun == 0 else { return }
         var removed = 0
         try txn.withCursor(core.system.journal) { cursor in
             var found = try cursor.first()

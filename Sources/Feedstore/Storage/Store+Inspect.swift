@@ -54,8 +54,8 @@ public struct StoreInspection: Sendable, Codable {
         public var firstSequence: UInt64
         public var lastSequence: UInt64
         /// Entries in the journal, commit headers left out. Just after a trim this still counts
-        /// entries of trimmed commits that later commits have not removed yet (a few hundred per
-        /// commit, see ``JournalRetention``).
+        /// entries of trimmed commits that later commits have not removed yet (see
+        /// ``JournalRetention``).
         public var entriesRetained: Int
         public var commitsRetained: Int
         public var cursors: [Cursor]

@@ -220,6 +220,20 @@ struct CommittedEntries {
     var followed: FollowedEntities
     /// The kept entries with their commits' sequences, in journal order.
     var records: [(sequence: UInt64, record: JournalRecord)] = []
+    /// False once a group wrote more entries than ``limit``: none are kept then, so a bulk write
+    /// holds no copy of its entries, and the observer reads what it needs.
+    var isComplete = true
+    static let limit = 100_000
+
+    mutating func keep(_ record: JournalRecord, of sequence: UInt64) {
+        guard isComplete, followed.entities.contains(record.entityID) else { return }
+        if records.count < Self.limit {
+            records.append((sequence, record))
+        } else {
+            records = []
+            isComplete = false
+        }
+    }
 }
 
 extension StoreCore {

@@ -240,7 +240,7 @@ final class WriteQueue: @unchecked Sendable {
             guard let next = tx.detach() else { throw FeedstoreError.transactionEnded }
             txn = next
         }
-        try JournalTrimmer(core: core).trim(in: txn, lastSequence: lastSequence, budget: JournalTrimmer.removalsPerRequest * batch.count,
+        try JournalTrimmer(core: core).trim(in: txn, lastSequence: lastSequence, budget: JournalTrimmer.removalsPerRun,
                                             minimumRun: JournalTrimmer.softTrimRun)
         try txn.commit()
         core.publish(schema)

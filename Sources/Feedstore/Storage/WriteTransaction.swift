@@ -68,7 +68,7 @@ public final class WriteTransaction: ReadTransaction {
         record.encode(into: &buffers.journalValue)
         try access { try $0.putAppending(core.system.journal, key: buffers.journalKey, value: buffers.journalValue) }
         journalEntries += 1
-        if kept?.followed.entities.contains(record.entityID) == true { kept!.records.append((assignedSequence, record)) }
+        kept?.keep(record, of: assignedSequence)
     }
 
     /// Records that an entry joined (`delta` 1) or left (-1) `index`, to count it later.
