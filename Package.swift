@@ -7,28 +7,24 @@ let package = Package(
     products: [
         .library(name: "Feedstore", targets: ["Feedstore"]),
         .executable(name: "storectl", targets: ["storectl"]),
-        // LMDB's C API, for the benchmarks' raw-LMDB peer; the library itself uses it only in LMDB/.
-        .library(name: "CLMDB", targets: ["CLMDB"]),
-        // The demo feed, for the benchmarks.
-        .library(name: "FeedstoreDemo", targets: ["FeedstoreDemo"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
     ],
     targets: [
-        // LMDB from Debian's liblmdb-dev; only Sources/Feedstore/LMDB/ imports it.
+        // The system's LMDB (Debian's liblmdb-dev, Homebrew's lmdb); only Sources/Feedstore/LMDB/
+        // imports it, and with `internal import`, so it never shows in the library's interface.
         .systemLibrary(
-            name: "CLMDB",
-            path: "Sources/CLMDB",
+            name: "CFeedstoreLMDB",
             pkgConfig: "lmdb",
-            providers: [.apt(["liblmdb-dev"])]
+            providers: [.apt(["liblmdb-dev"]), .brew(["lmdb"])]
         ),
         .target(
             name: "Feedstore",
-            dependencies: ["CLMDB"],
+            dependencies: ["CFeedstoreLMDB"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
-        // The demo feed of DESIGN.md (contacts and messages), used by storectl demo and the tests.
+        // The demo feed (contacts and messages) of storectl demo and the tests; not a product.
         .target(
             name: "FeedstoreDemo",
             dependencies: ["Feedstore"],

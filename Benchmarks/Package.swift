@@ -17,14 +17,23 @@ let package = Package(
         .package(url: "https://github.com/ordo-one/benchmark", exact: "1.38.1", traits: ["MallocInterposer"]),
     ],
     targets: [
+        // LMDB's C API for the raw-LMDB peer (the library keeps its own LMDB module internal).
+        .systemLibrary(name: "CLMDBPeer", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
+        // The demo feed of storectl and the tests (a link to the library package's sources: the
+        // library does not export it as a product).
+        .target(
+            name: "DemoFeed",
+            dependencies: [.product(name: "Feedstore", package: root)],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         // The release-built driver for scaling runs and peers:
         // `swift run -c release --package-path Benchmarks feedstore-bench …`
         .executableTarget(
             name: "feedstore-bench",
             dependencies: [
                 .product(name: "Feedstore", package: root),
-                .product(name: "CLMDB", package: root),
-                .product(name: "FeedstoreDemo", package: root),
+                "CLMDBPeer",
+                "DemoFeed",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Sources/FeedstoreBench",
@@ -36,7 +45,7 @@ let package = Package(
             dependencies: [
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "Feedstore", package: root),
-                .product(name: "FeedstoreDemo", package: root),
+                "DemoFeed",
             ],
             path: "Benchmarks/FeedstoreMicro",
             swiftSettings: [.swiftLanguageMode(.v6)],

@@ -1,6 +1,6 @@
 import Benchmark
 import Feedstore
-import FeedstoreDemo
+import DemoFeed
 import Foundation
 
 /// Micro-benchmarks of the operations the complexity budget names, on a demo feed of 100,000

@@ -1,4 +1,4 @@
-import CLMDB
+import CLMDBPeer
 import Feedstore
 import Foundation
 import GRDB

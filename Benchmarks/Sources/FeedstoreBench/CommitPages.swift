@@ -1,5 +1,5 @@
 import Feedstore
-import FeedstoreDemo
+import DemoFeed
 import Foundation
 
 /// Which trees a one-row update writes pages in: the demo feed at each size, then one-row

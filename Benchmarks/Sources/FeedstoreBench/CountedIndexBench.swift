@@ -1,4 +1,4 @@
-import CLMDB
+import CLMDBPeer
 @_spi(Benchmarking) import Feedstore
 import Foundation
 

@@ -1,12 +1,12 @@
 import Feedstore
-import FeedstoreDemo
+import DemoFeed
 import Foundation
 import GRDB
 
 // The peer: GRDB.swift over SQLite in WAL mode (`DatabasePool`), with the demo feed's table and
 // indexes. GRDB sets `synchronous = NORMAL` (no fsync per commit); durable runs set FULL on the
 // writer connection, to compare like with like.
-extension Message: @retroactive FetchableRecord, @retroactive PersistableRecord {
+extension Message: FetchableRecord, PersistableRecord {
     public static var databaseTableName: String { "message" }
 }
 

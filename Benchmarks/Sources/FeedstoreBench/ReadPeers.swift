@@ -1,6 +1,6 @@
-import CLMDB
+import CLMDBPeer
 import Feedstore
-import FeedstoreDemo
+import DemoFeed
 import Foundation
 import GRDB
 

@@ -1,5 +1,5 @@
 import Feedstore
-import FeedstoreDemo
+import DemoFeed
 import Foundation
 import GRDB
 

@@ -1,5 +1,5 @@
 import Feedstore
-import FeedstoreDemo
+import DemoFeed
 import Foundation
 
 /// Every shape a watcher can take, over the same store and the same one-row update (a shown

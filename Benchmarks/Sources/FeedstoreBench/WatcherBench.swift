@@ -1,5 +1,5 @@
 import Feedstore
-import FeedstoreDemo
+import DemoFeed
 import Foundation
 
 /// Watchers over the demo feed at several sizes: a one-row update → the batch delivered (p50,

@@ -1,5 +1,5 @@
 import Feedstore
-import FeedstoreDemo
+import DemoFeed
 import Foundation
 
 /// Many watchers in one process, as a server keeping one live query per client has them: W

@@ -1,4 +1,4 @@
-import CLMDB
+internal import CFeedstoreLMDB
 
 /// A cursor over one database, alive only inside ``LMDBTransaction/withCursor(_:_:)``.
 ///

@@ -1,4 +1,4 @@
-import CLMDB
+internal import CFeedstoreLMDB
 
 /// A named database inside an environment (an `MDB_dbi`). Valid for the environment's lifetime
 /// once the transaction that opened it has committed.

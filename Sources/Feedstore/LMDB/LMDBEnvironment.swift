@@ -1,4 +1,4 @@
-import CLMDB
+internal import CFeedstoreLMDB
 import Foundation
 
 /// An open LMDB environment (the `data.mdb` and `lock.mdb` files of one store directory).

@@ -1,4 +1,4 @@
-import CLMDB
+internal import CFeedstoreLMDB
 
 /// An error returned by LMDB, with the operation that returned it.
 ///

@@ -1,4 +1,4 @@
-import CLMDB
+internal import CFeedstoreLMDB
 import Foundation
 
 /// A structural check of LMDB's data file that reads pages with `pread`, never through the

@@ -1,4 +1,4 @@
-import CLMDB
+internal import CFeedstoreLMDB
 
 /// One LMDB transaction. It is `~Copyable`: it ends exactly once, by the consuming ``commit()``
 /// or ``abort()``, or by `deinit` (which aborts), so no code can use it after it ended.

@@ -1,4 +1,4 @@
-import CLMDB
+internal import CFeedstoreLMDB
 import Foundation
 
 /// Lends `bytes` to LMDB as an `MDB_val` for the duration of `body` only.
