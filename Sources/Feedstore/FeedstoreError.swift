@@ -1,3 +1,5 @@
+import Foundation
+
 /// Every failure Feedstore reports. Each message says what failed and where (store path, entity,
 /// index, key), and no failing operation leaves partial writes behind.
 public enum FeedstoreError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -43,6 +45,9 @@ public enum FeedstoreError: Error, Sendable, Equatable, CustomStringConvertible 
     case unknownEntity(String)
     /// The entity has no index with this name.
     case unknownIndex(entity: String, index: String)
+    /// A name used by `usedBy` (an index, its condition, a watcher's options) is not a field of the
+    /// entity; `fields` lists the entity's fields.
+    case unknownField(entity: String, field: String, usedBy: String, fields: [String])
     /// An index declaration cannot be used as written.
     case invalidIndexDefinition(entity: String, index: String, reason: String)
     /// A query range cannot be evaluated as written.
@@ -85,6 +90,9 @@ public enum FeedstoreError: Error, Sendable, Equatable, CustomStringConvertible 
             "cannot decode \(entity)\(id.map { " \($0.jsonText)" } ?? ""): \(reason)"
         case let .unknownEntity(name): "no entity named \(name) in this store"
         case let .unknownIndex(entity, index): "entity \(entity) has no index named \(index)"
+        case let .unknownField(entity, field, usedBy, fields):
+            "\(usedBy) names \"\(field)\", which is not a field of \(entity); its fields are "
+                + (fields.isEmpty ? "unknown" : fields.joined(separator: ", "))
         case let .invalidIndexDefinition(entity, index, reason): "index \(entity).\(index) is invalid: \(reason)"
         case let .invalidRange(entity, index, reason): "invalid range on \(entity).\(index): \(reason)"
         case let .journalBehindRetention(requested, firstRetained):
@@ -94,4 +102,9 @@ public enum FeedstoreError: Error, Sendable, Equatable, CustomStringConvertible 
         case let .incompatibleHandle(path, reason): "cannot open \(path) again in this process: \(reason)"
         }
     }
+}
+
+extension FeedstoreError: LocalizedError {
+    /// The same one-line message as ``description``, for `localizedDescription` and alerts.
+    public var errorDescription: String? { description }
 }

@@ -35,7 +35,7 @@ import Testing
             let lmdbCommits = try store.core.environment.info().lastTransactionID - txnBefore
             print("group commit: \(writers) writers in \(lmdbCommits) LMDB commits")
             #expect(lmdbCommits < writers, "writers were not grouped")
-            try store.read { tx in
+            try await store.read { tx in
                 #expect(try tx.count(Item.self) == (writers - 1) * 5)
                 for k in 0..<5 { #expect(try tx.get(Item.self, id: Int64(thrower * 10 + k)) == nil) }
                 let commits = try tx.journal(after: 0, limit: 1_000)
@@ -90,8 +90,8 @@ import Testing
                 try await group.waitForAll()
             }
             while threads.contains(where: { $0.isExecuting }) || threads.contains(where: { !$0.isFinished }) { try await Task.sleep(for: .milliseconds(5)) }
-            #expect(try store.read { try $0.count(Item.self) } == 8 * perWriter)
-            #expect(try store.read { try $0.journalBounds().last } == UInt64(8 * perWriter))
+            #expect(try await store.read { try $0.count(Item.self) } == 8 * perWriter)
+            #expect(try await store.read { try $0.journalBounds().last } == UInt64(8 * perWriter))
             #expect(try store.verify().isEmpty)
         }
     }
@@ -118,9 +118,9 @@ import Testing
             #expect(store.core.writer.queuedRequests == 1)
             release.signal()
             // Polled rather than awaited, so that a writer left asleep fails the test instead of hanging it.
-            while try store.read({ try $0.count(Item.self) }) < 3, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
-            #expect(try store.read { try $0.count(Item.self) } == 3)
-            #expect(try store.read { try $0.journalBounds().last } == 3)
+            while try await store.read({ try $0.count(Item.self) }) < 3, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
+            #expect(try await store.read { try $0.count(Item.self) } == 3)
+            #expect(try await store.read { try $0.journalBounds().last } == 3)
             store.close()  // also wakes the writer thread if it was left asleep
             try await queued.value
         }

@@ -26,6 +26,8 @@ import Testing
             IndexDefinition("byA", [.ascending("a")]),
             IndexDefinition("byAC", [.ascending("a"), .descending("c.x")], where: .field("d") == true),
         ]
+        /// Its decoder reads only the id, so the fields the indexes name are declared.
+        static let fieldNames: [String]? = ["id", "a", "c.*", "d"]
 
         struct Key: CodingKey {
             var stringValue: String

@@ -165,4 +165,22 @@ import Testing
             #expect(try store.verify().isEmpty)
         }
     }
+
+    /// The async read runs its transaction off the caller's actor and returns the snapshot's values;
+    /// errors arrive typed, and a closed store refuses it.
+    @Test func asyncReadsRunOffTheCallingActor() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try Store(path: dir + "/s", entities: [Message.self, Contact.self])
+            try await store.write { tx in try tx.put(Contact(id: 1, name: "Ada")) }
+            let (name, onMain) = try await Task { @MainActor in
+                try await store.read { tx in (try tx.get(Contact.self, id: 1)?.name, Thread.isMainThread) }
+            }.value
+            #expect(name == "Ada" && !onMain)
+            await #expect(throws: FeedstoreError.unknownIndex(entity: "Contact", index: "nope")) {
+                try await store.read { tx in try tx.count(Contact.self, index: "nope") }
+            }
+            store.close()
+            await #expect(throws: FeedstoreError.storeClosed(path: store.path)) { try await store.read { _ in 1 } }
+        }
+    }
 }

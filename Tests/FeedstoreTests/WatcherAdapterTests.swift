@@ -107,7 +107,7 @@ import Testing
             }
         }
         try Self.mutate(store, seed: 6, commits: 20)
-        let want = try store.read { try $0.query(Message.self, index: "byFolderDate", range: .prefix(3)) }
+        let want = try await store.read { try $0.query(Message.self, index: "byFolderDate", range: .prefix(3)) }
         let deadline = Date().addingTimeInterval(10)
         while await MainActor.run(body: { results.rows }) != want && Date() < deadline { try await Task.sleep(for: .milliseconds(5)) }
         #expect(await MainActor.run(body: { results.rows }) == want)

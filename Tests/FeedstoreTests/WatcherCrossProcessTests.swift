@@ -64,7 +64,7 @@ import Testing
             try child.run()
             while child.isRunning { try await Task.sleep(for: .milliseconds(5)) }
             #expect(child.terminationStatus == 0)
-            let head = try store.read { try $0.journalBounds().last }
+            let head = try await store.read { try $0.journalBounds().last }
             let deadline = Date().addingTimeInterval(10)
             while watcher.sequence < head && Date() < deadline { try await Task.sleep(for: .milliseconds(5)) }
             pipe.fileHandleForReading.readabilityHandler = nil

@@ -250,7 +250,7 @@ import Testing
                     try local.mutate(tx, count: 3, contacts: 5)
                 }
             }
-            let head = try store.read { try $0.journalBounds().last }
+            let head = try await store.read { try $0.journalBounds().last }
             // Both catch up with the head within a generous bound, then stop on cancel.
             let deadline = Date().addingTimeInterval(10)
             while (watcher.sequence < head || callbackMirror.current.sequence < head) && Date() < deadline { try await Task.sleep(for: .milliseconds(5)) }

@@ -19,6 +19,12 @@ import Testing
 
     func json(_ text: String) throws -> Any { try JSONSerialization.jsonObject(with: Data(text.utf8)) }
 
+    @Test func versionNamesTheLibraryAndStoreFormat() throws {
+        let result = try runTool(storectlURL, ["--version"])
+        #expect(result.status == 0)
+        #expect(result.stdout == "storectl \(feedstoreVersion) (store format \(Catalog.currentFormatVersion))\n")
+    }
+
     @Test func inspectReportsEntitiesIndexesAndJournal() throws {
         try withDemoStore { path, store in
             let result = try runTool(storectlURL, ["inspect", path, "--json"])

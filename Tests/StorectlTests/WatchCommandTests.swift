@@ -213,3 +213,25 @@ enum JSONMirror {
         return sections
     }
 }
+
+extension WatchCommandTests {
+    /// `--fields` names fields of the entity; a wrong one is an error listing them.
+    @Test func storectlRefusesUnknownFieldNames() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir + "/s"
+            do {
+                let store = try Store(path: path, entities: DemoFeed.entities)
+                defer { store.close() }
+                var feed = DemoFeed(seed: 4)
+                try feed.populate(store, messages: 20, contacts: 3)
+            }
+            let result = try runTool(storectlURL, ["watch", path, "--entity", "Message", "--index", "byFolderDate",
+                                                   "--fields", "isRead,nope", "--max-batches", "1"])
+            #expect(result.status != 0)
+            #expect(result.stderr.contains("\"nope\"") && result.stderr.contains("contactId, date, folder, id, isRead, title"))
+            let fine = try runTool(storectlURL, ["watch", path, "--entity", "Message", "--index", "byFolderDate",
+                                                 "--fields", "isRead", "--max-batches", "1"])
+            #expect(fine.status == 0)
+        }
+    }
+}

@@ -7,9 +7,10 @@ struct Storectl: ParsableCommand {
         commandName: "storectl",
         abstract: "Inspect and exercise Feedstore stores from the command line.",
         discussion: """
-        Every command that only reads opens the store read-only and is safe on a store that
+        Every command that only reads opens the store read-only and is safe on a store that \
         another process is writing.
         """,
+        version: "storectl \(feedstoreVersion) (store format \(Catalog.currentFormatVersion))",
         subcommands: [InspectCommand.self, DumpCommand.self, GetCommand.self, JournalCommand.self, VerifyCommand.self, WatchCommand.self,
                       CompactCommand.self, UpgradeCommand.self,
                       DemoCommand.self]

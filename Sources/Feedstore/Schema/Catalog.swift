@@ -55,6 +55,10 @@ public struct CatalogEntity: Sendable, Codable, Equatable {
     public var fields: [CatalogField]
     /// The secondary indexes.
     public var indexes: [CatalogIndex]
+    /// The fields the entity's Swift type declares (dotted for nested fields; `"tags.*"` for a
+    /// field whose members are not fixed), as learned when the store last opened with the type;
+    /// nil when they could not all be learned.
+    public var declaredFields: [String]?
     var nextFieldID: UInt32
 
     /// The LMDB database holding the records, keyed by encoded primary key.
@@ -66,6 +70,18 @@ public struct CatalogEntity: Sendable, Codable, Equatable {
     public func field(id: UInt32) -> CatalogField? { fields.first { $0.id == id } }
     /// The index with this name, if any.
     public func index(named name: String) -> CatalogIndex? { indexes.first { $0.definition.name == name } }
+
+    /// Checks that `name` (plain or dotted) is a field of the entity: one its type declares or one
+    /// a written record holds. Throws ``FeedstoreError/unknownField(entity:field:usedBy:fields:)``
+    /// naming `usedBy`. When the type's fields are unknown, only written fields can be checked,
+    /// and names are accepted.
+    public func checkField(_ name: String, usedBy: String) throws {
+        guard let declaredFields else { return }
+        let declared = DeclaredFields(stored: declaredFields)
+        if declared.contains(name) || field(named: name) != nil { return }
+        let known = Set(declared.topLevel).union(fields.map(\.name)).sorted()
+        throw FeedstoreError.unknownField(entity: self.name, field: name, usedBy: usedBy, fields: known)
+    }
 }
 
 /// One top-level field of an entity, as first written.

@@ -24,6 +24,11 @@ public protocol Entity: Codable, Sendable {
     static var entityName: String { get }
     /// The secondary indexes. Adding one builds it when the store opens; removing one drops it.
     static var indexes: [IndexDefinition] { get }
+    /// The field names that indexes, their conditions and watch options may name (nested fields
+    /// dotted, `"tags.*"` for any member of `tags`). By default (nil) they are learned from the
+    /// type's `Decodable` conformance; declare them when a custom `init(from:)` does not read
+    /// every field the type encodes, or cannot be run with made-up values.
+    static var fieldNames: [String]? { get }
 }
 
 extension Entity {
@@ -31,4 +36,6 @@ extension Entity {
     public static var entityName: String { String(describing: Self.self) }
     /// No secondary indexes.
     public static var indexes: [IndexDefinition] { [] }
+    /// Learned from the type's decoder.
+    public static var fieldNames: [String]? { nil }
 }

@@ -118,6 +118,17 @@ public final class Store: Sendable {
         }
     }
 
+    /// Like ``read(_:)`` for async callers: the transaction runs on a background thread (LMDB ties a
+    /// read transaction to its thread), so the calling actor, the main actor say, is not held up.
+    public func read<R: Sendable>(_ body: @escaping @Sendable (ReadTransaction) throws -> R) async throws -> R {
+        try checkOpen()
+        return try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global(qos: .userInitiated).async {
+                continuation.resume(with: Result { try self.read(body) })
+            }
+        }
+    }
+
     /// Like ``write(_:)`` for async callers: concurrent calls share one commit (group commit),
     /// each rolled back alone if it throws.
     public func write<R: Sendable>(_ body: @escaping @Sendable (WriteTransaction) throws -> R) async throws -> R {

@@ -211,8 +211,11 @@ enum StoreOpener {
             guard let existing = schema.catalog.entities[entity.name] else { return false }
             return existing.indexes.map(\.definition) == entity.indexes
         }
-        if upToDate { return }
-        if let reason = options.readOnlyReason ?? core.readOnlyReason {
+        let fieldsUpToDate = declared.allSatisfy { schema.catalog.entities[$0.name]?.declaredFields == $0.fields }
+        let readOnlyReason = options.readOnlyReason ?? core.readOnlyReason
+        // A read-only handle keeps the fields last stored: they only serve to check names.
+        if upToDate && (fieldsUpToDate || readOnlyReason != nil) { return }
+        if let reason = readOnlyReason {
             let missing = declared.first { schema.catalog.entities[$0.name] == nil }
             throw missing.map { FeedstoreError.unknownEntity($0.name) }
                 ?? FeedstoreError.readOnly(path: core.path, reason: "\(reason), and the declared indexes differ from the stored ones")
@@ -234,6 +237,12 @@ enum StoreOpener {
         var name: String
         var primaryKeyKind: String
         var indexes: [IndexDefinition]
+        /// The type's fields in their stored form; nil when they could not all be learned.
+        var fields: [String]?
+    }
+
+    private static func declaredFields<E: Entity>(of type: E.Type) -> DeclaredFields {
+        E.fieldNames.map { DeclaredFields(stored: $0) } ?? DeclaredFields.of(E.self)
     }
 
     private static func primaryKeyKind<E: Entity>(of type: E.Type) -> String { E.ID.fieldKind }
@@ -250,7 +259,18 @@ enum StoreOpener {
             guard !index.components.isEmpty else { throw invalid("it has no components") }
             if let field = index.components.first(where: { $0.field.isEmpty }) { throw invalid("component \(field) has no field name") }
         }
-        return Declaration(name: name, primaryKeyKind: primaryKeyKind(of: type), indexes: type.indexes)
+        let fields = declaredFields(of: type)
+        if fields.isComplete {
+            for index in type.indexes {
+                let uses = index.components.map { ($0.field, "index \(name).\(index.name)") }
+                    + (index.condition?.fields.sorted() ?? []).map { ($0, "the condition of index \(name).\(index.name)") }
+                for (field, usedBy) in uses where !fields.contains(field) {
+                    throw FeedstoreError.unknownField(entity: name, field: field, usedBy: usedBy, fields: fields.topLevel)
+                }
+            }
+        }
+        return Declaration(name: name, primaryKeyKind: primaryKeyKind(of: type), indexes: type.indexes,
+                           fields: fields.isComplete ? fields.stored : nil)
     }
 
     private static func apply(_ declared: Declaration, in tx: WriteTransaction,
@@ -268,6 +288,9 @@ enum StoreOpener {
             }, databases: [
                 "records:\(declared.name)": try tx.access { try $0.openDatabase(named: "records:\(declared.name)", create: true)! },
             ])
+        }
+        if tx.schema.catalog.entities[declared.name]?.declaredFields != declared.fields {
+            try tx.updateCatalog { catalog in catalog.entities[declared.name]!.declaredFields = declared.fields }
         }
         let existing = try tx.schema.entity(declared.name)
         // Drop indexes no longer declared, or declared differently (rebuilt below).

@@ -75,6 +75,7 @@ final class WatchEngine {
                 resetPending = true
             }
         } else {
+            try checkNames(of: entity, in: tx)
             subscription = feed.subscription(target, related: try options.related.map { try tx.entity($0.entity).catalog.id })
             self.subscription = subscription
         }
@@ -91,6 +92,17 @@ final class WatchEngine {
         let changes = try changedRecords(folded, entity: entity, in: tx)
         let batch = try build(ChangedRows(changes, query: resolved, reverse: query.reverse, in: tx), resolved, in: tx, head: head)
         return batch.isEmpty ? .unchanged : .batch(batch)
+    }
+
+    /// Refuses options that name no field, entity or index of the store, before the first batch.
+    private func checkNames(of entity: EntitySchema, in tx: ReadTransaction) throws {
+        for field in (options.fields ?? []).sorted() {
+            try entity.catalog.checkField(field, usedBy: "the watch options' fields")
+        }
+        for related in options.related {
+            _ = try tx.entity(related.entity)
+            _ = try entity.index(named: related.foreignKeyIndex)
+        }
     }
 
     // MARK: Whole snapshots

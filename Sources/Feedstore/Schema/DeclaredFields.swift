@@ -1,0 +1,253 @@
+import Foundation
+
+/// The fields an entity's records can hold, learned from its `Decodable` conformance: a decoder
+/// that answers every request with a placeholder and records each key asked for. Index
+/// components, partial-index conditions and watch options are checked against it, so that a
+/// misspelled name is an error instead of an index of nulls.
+///
+/// What it covers: synthesized conformances, and custom `init(from:)` that read a keyed
+/// container (`decode`, `decodeIfPresent`, `contains`), with nested `Codable` structs (their
+/// members become `"outer.inner"` paths), optionals, arrays, dictionaries (any member name is
+/// accepted below them), ``FieldValue`` (likewise), `Date`, `UUID`, `URL`, `Data`, `Decimal` and `CaseIterable` enums.
+/// Discovery stops at a value it cannot make up (an enum that is not `CaseIterable`, a custom
+/// `init(from:)` that validates what it reads); the fields read before it are known, and names
+/// not found are then accepted rather than refused (``isComplete`` is false).
+struct DeclaredFields: Sendable, Equatable {
+    /// Every field and nested field, dotted (`"address.city"`).
+    var paths: Set<String>
+    /// Fields whose members are not fixed (dictionaries, custom single values): any path below
+    /// them is accepted.
+    var openPaths: Set<String>
+    /// Whether decoding ran to the end, so that a name not in ``paths`` surely is not a field.
+    var isComplete: Bool
+
+    /// The fields `type` decodes.
+    static func of<T: Decodable>(_ type: T.Type) -> DeclaredFields {
+        let recording = FieldRecording()
+        do {
+            _ = try FieldRecordingDecoder(recording: recording, path: "", depth: 0).placeholder(T.self)
+            return DeclaredFields(paths: recording.paths, openPaths: recording.openPaths, isComplete: true)
+        } catch {
+            return DeclaredFields(paths: recording.paths, openPaths: recording.openPaths, isComplete: false)
+        }
+    }
+
+    /// The top-level field names, sorted (for messages).
+    var topLevel: [String] { paths.filter { !$0.contains(".") }.sorted() }
+
+    /// Whether `path` names a field: a recorded path, or a path below an open one.
+    func contains(_ path: String) -> Bool {
+        if paths.contains(path) { return true }
+        var prefix = Substring(path)
+        while let dot = prefix.lastIndex(of: ".") {
+            prefix = prefix[..<dot]
+            if openPaths.contains(String(prefix)) { return true }
+        }
+        return false
+    }
+
+    /// The stored form: the paths, open ones marked with a trailing `".*"`.
+    var stored: [String] { (paths.subtracting(openPaths).union(openPaths.map { $0 + ".*" })).sorted() }
+
+    init(paths: Set<String>, openPaths: Set<String>, isComplete: Bool) {
+        self.paths = paths
+        self.openPaths = openPaths
+        self.isComplete = isComplete
+    }
+
+    /// Reads the stored form back (a stored list is always complete).
+    init(stored: [String]) {
+        var paths = Set<String>()
+        var open = Set<String>()
+        for path in stored {
+            if path.hasSuffix(".*") {
+                let field = String(path.dropLast(2))
+                open.insert(field)
+                paths.insert(field)
+            } else {
+                paths.insert(path)
+            }
+        }
+        self.init(paths: paths, openPaths: open, isComplete: true)
+    }
+}
+
+// MARK: The recording decoder
+
+private final class FieldRecording {
+    var paths: Set<String> = []
+    var openPaths: Set<String> = []
+}
+
+private struct RecordingKey: CodingKey {
+    var stringValue: String
+    var intValue: Int?
+    init(stringValue: String) { self.stringValue = stringValue }
+    init(intValue: Int) { stringValue = String(intValue); self.intValue = intValue }
+}
+
+/// Values deeper than this read as absent, so a recursive type (a node with an optional parent)
+/// ends.
+private let maximumDepth = 8
+
+private struct FieldRecordingDecoder: Decoder {
+    let recording: FieldRecording
+    /// The dotted path of the value being decoded ("" for the record itself).
+    let path: String
+    let depth: Int
+    var codingPath: [any CodingKey] {
+        path.isEmpty ? [] : path.split(separator: ".").map { RecordingKey(stringValue: String($0)) }
+    }
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+        KeyedDecodingContainer(RecordingKeyedContainer<Key>(decoder: self))
+    }
+
+    func unkeyedContainer() throws -> any UnkeyedDecodingContainer { EmptyUnkeyedContainer(codingPath: codingPath) }
+
+    /// A value that reads itself as a single value (a wrapper, a dynamic value) may hold any
+    /// members: its path is open.
+    func singleValueContainer() throws -> any SingleValueDecodingContainer {
+        if !path.isEmpty { recording.openPaths.insert(path) }
+        return RecordingSingleValue(decoder: self)
+    }
+
+    func member(_ key: String) -> FieldRecordingDecoder {
+        let memberPath = path.isEmpty ? key : "\(path).\(key)"
+        recording.paths.insert(memberPath)
+        return FieldRecordingDecoder(recording: recording, path: memberPath, depth: depth + 1)
+    }
+
+    /// A value of `type` made up for this position: fixed values for the leaf types, the first
+    /// case of a `CaseIterable` enum, or whatever `type`'s own `init(from:)` builds from this
+    /// decoder.
+    func placeholder<T: Decodable>(_ type: T.Type) throws -> T {
+        switch type {
+        case is FieldValue.Type:
+            // A dynamic value may hold any members.
+            if !path.isEmpty { recording.openPaths.insert(path) }
+            return FieldValue.null as! T
+        case is Date.Type: return Date(timeIntervalSinceReferenceDate: 0) as! T
+        case is UUID.Type: return UUID() as! T
+        case is URL.Type: return URL(string: "feedstore:placeholder")! as! T
+        case is Data.Type: return Data() as! T
+        case is Decimal.Type: return Decimal(0) as! T
+        case is String.Type: return "" as! T
+        case is Bool.Type: return false as! T
+        case is Double.Type: return 0.0 as! T
+        case is Float.Type: return Float(0) as! T
+        case is Int.Type: return 0 as! T
+        case is Int64.Type: return Int64(0) as! T
+        case is Int32.Type: return Int32(0) as! T
+        case is Int16.Type: return Int16(0) as! T
+        case is Int8.Type: return Int8(0) as! T
+        case is UInt.Type: return UInt(0) as! T
+        case is UInt64.Type: return UInt64(0) as! T
+        case is UInt32.Type: return UInt32(0) as! T
+        case is UInt16.Type: return UInt16(0) as! T
+        case is UInt8.Type: return UInt8(0) as! T
+        default: break
+        }
+        if let cases = type as? any CaseIterable.Type, let first = firstCase(of: cases) as? T { return first }
+        return try T(from: self)
+    }
+
+    private func firstCase<C: CaseIterable>(of type: C.Type) -> Any? { C.allCases.first }
+}
+
+private struct RecordingKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
+    let decoder: FieldRecordingDecoder
+    var codingPath: [any CodingKey] { decoder.codingPath }
+
+    /// Asking for every key means the members are not fixed (a dictionary).
+    var allKeys: [Key] {
+        decoder.recording.openPaths.insert(decoder.path)
+        return []
+    }
+
+    func contains(_ key: Key) -> Bool {
+        _ = decoder.member(key.stringValue)
+        return true
+    }
+
+    /// Optional members are present, so that their own fields are learned too, down to the depth
+    /// limit.
+    func decodeNil(forKey key: Key) throws -> Bool {
+        decoder.member(key.stringValue).depth > maximumDepth
+    }
+
+    func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T { try member(type, key) }
+    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try member(type, key) }
+    func decode(_ type: String.Type, forKey key: Key) throws -> String { try member(type, key) }
+    func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try member(type, key) }
+    func decode(_ type: Float.Type, forKey key: Key) throws -> Float { try member(type, key) }
+    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try member(type, key) }
+    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try member(type, key) }
+    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try member(type, key) }
+    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try member(type, key) }
+    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try member(type, key) }
+    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try member(type, key) }
+    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try member(type, key) }
+    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try member(type, key) }
+    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try member(type, key) }
+    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try member(type, key) }
+
+    private func member<T: Decodable>(_ type: T.Type, _ key: Key) throws -> T {
+        try decoder.member(key.stringValue).placeholder(type)
+    }
+
+    func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
+        KeyedDecodingContainer(RecordingKeyedContainer<NestedKey>(decoder: decoder.member(key.stringValue)))
+    }
+
+    func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
+        EmptyUnkeyedContainer(codingPath: decoder.member(key.stringValue).codingPath)
+    }
+
+    func superDecoder() throws -> any Decoder { decoder }
+    func superDecoder(forKey key: Key) throws -> any Decoder { decoder.member(key.stringValue) }
+}
+
+/// A single value read by a type's own `init(from:)`: placeholders, as for members.
+private struct RecordingSingleValue: SingleValueDecodingContainer {
+    let decoder: FieldRecordingDecoder
+    var codingPath: [any CodingKey] { decoder.codingPath }
+
+    func decodeNil() -> Bool { false }
+
+    func decode<T: Decodable>(_ type: T.Type) throws -> T { try decoder.placeholder(type) }
+
+    func decode(_ type: Bool.Type) throws -> Bool { try decoder.placeholder(type) }
+    func decode(_ type: String.Type) throws -> String { try decoder.placeholder(type) }
+    func decode(_ type: Double.Type) throws -> Double { try decoder.placeholder(type) }
+    func decode(_ type: Float.Type) throws -> Float { try decoder.placeholder(type) }
+    func decode(_ type: Int.Type) throws -> Int { try decoder.placeholder(type) }
+    func decode(_ type: Int8.Type) throws -> Int8 { try decoder.placeholder(type) }
+    func decode(_ type: Int16.Type) throws -> Int16 { try decoder.placeholder(type) }
+    func decode(_ type: Int32.Type) throws -> Int32 { try decoder.placeholder(type) }
+    func decode(_ type: Int64.Type) throws -> Int64 { try decoder.placeholder(type) }
+    func decode(_ type: UInt.Type) throws -> UInt { try decoder.placeholder(type) }
+    func decode(_ type: UInt8.Type) throws -> UInt8 { try decoder.placeholder(type) }
+    func decode(_ type: UInt16.Type) throws -> UInt16 { try decoder.placeholder(type) }
+    func decode(_ type: UInt32.Type) throws -> UInt32 { try decoder.placeholder(type) }
+    func decode(_ type: UInt64.Type) throws -> UInt64 { try decoder.placeholder(type) }
+}
+
+/// Arrays decode as empty: their elements are not fields a path can name.
+private struct EmptyUnkeyedContainer: UnkeyedDecodingContainer {
+    let codingPath: [any CodingKey]
+    var count: Int? { 0 }
+    var isAtEnd: Bool { true }
+    var currentIndex: Int { 0 }
+
+    private func end() -> DecodingError {
+        .valueNotFound(Any.self, .init(codingPath: codingPath, debugDescription: "no elements"))
+    }
+
+    mutating func decodeNil() throws -> Bool { throw end() }
+    mutating func decode<T: Decodable>(_ type: T.Type) throws -> T { throw end() }
+    mutating func nestedContainer<N: CodingKey>(keyedBy type: N.Type) throws -> KeyedDecodingContainer<N> { throw end() }
+    mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer { throw end() }
+    mutating func superDecoder() throws -> any Decoder { throw end() }
+}

@@ -1,0 +1,2 @@
+/// This library's version (semantic versioning), as `storectl --version` prints it.
+public let feedstoreVersion = "0.1.0"
