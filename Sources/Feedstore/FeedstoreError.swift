@@ -50,6 +50,8 @@ public enum FeedstoreError: Error, Sendable, Equatable, CustomStringConvertible 
     case unknownField(entity: String, field: String, usedBy: String, fields: [String])
     /// An index declaration cannot be used as written.
     case invalidIndexDefinition(entity: String, index: String, reason: String)
+    /// A record migration cannot go on; its progress stays at the last step that committed.
+    case migrationFailed(entity: String, name: String, reason: String)
     /// A query range cannot be evaluated as written.
     case invalidRange(entity: String, index: String, reason: String)
     /// The journal no longer holds the entries after `requested`: retention trimmed them.
@@ -94,6 +96,7 @@ public enum FeedstoreError: Error, Sendable, Equatable, CustomStringConvertible 
             "\(usedBy) names \"\(field)\", which is not a field of \(entity); its fields are "
                 + (fields.isEmpty ? "unknown" : fields.joined(separator: ", "))
         case let .invalidIndexDefinition(entity, index, reason): "index \(entity).\(index) is invalid: \(reason)"
+        case let .migrationFailed(entity, name, reason): "migration \(name) of \(entity) stopped: \(reason)"
         case let .invalidRange(entity, index, reason): "invalid range on \(entity).\(index): \(reason)"
         case let .journalBehindRetention(requested, firstRetained):
             "journal entries after sequence \(requested) were trimmed; the first retained sequence is \(firstRetained)"

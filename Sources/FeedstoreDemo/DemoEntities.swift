@@ -36,3 +36,35 @@ public struct Message: Entity, Equatable {
         IndexDefinition("byContact", [.ascending("contactId")]),
     ]
 }
+
+/// The next version of ``Message``, for the migration demo: `title` is renamed `subject`, and a
+/// new field, `words`, counts the subject's words. Stored under the same entity name.
+public struct MessageV2: Entity, Equatable {
+    public var id: UInt64
+    public var folder: Int64
+    public var date: Date
+    public var subject: String
+    public var words: Int
+    public var isRead: Bool
+    public var contactId: UInt64
+
+    public static let entityName = "Message"
+    public static let indexes = Message.indexes + [IndexDefinition("bySubject", ["subject"])]
+
+    public init(id: UInt64, folder: Int64, date: Date, subject: String, isRead: Bool, contactId: UInt64) {
+        self.id = id
+        self.folder = folder
+        self.date = date
+        self.subject = subject
+        self.words = subject.split(separator: " ").count
+        self.isRead = isRead
+        self.contactId = contactId
+    }
+
+    /// The migration from ``Message``; a record already in the new shape is kept as it is.
+    public static func migrated(_ old: MigrationRecord) throws -> MessageV2 {
+        if old.fields["subject"] != nil { return try old.decode(as: MessageV2.self) }
+        let v1 = try old.decode(as: Message.self)
+        return MessageV2(id: v1.id, folder: v1.folder, date: v1.date, subject: v1.title, isRead: v1.isRead, contactId: v1.contactId)
+    }
+}

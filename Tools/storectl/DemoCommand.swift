@@ -7,7 +7,7 @@ struct DemoCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
         abstract: "Populate, mutate and show the demo feed (contacts and messages).",
-        subcommands: [DemoRun.self, DemoPopulate.self, DemoMutate.self],
+        subcommands: [DemoRun.self, DemoPopulate.self, DemoMutate.self, DemoMigrate.self],
         defaultSubcommand: DemoRun.self
     )
 }
@@ -220,5 +220,47 @@ struct DemoMutate: ParsableCommand {
             }
             if pause > 0 { usleep(UInt32(pause) * 1_000) }
         }
+    }
+}
+
+struct DemoMigrate: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "migrate",
+        abstract: "Migrate the demo feed's messages to their next version (title renamed subject, a new word count, a new index).",
+        discussion: """
+        Prints `migrated <processed> of <total>` after each transaction. Stopped at any point, \
+        the next run resumes after the last transaction that committed; a finished migration \
+        prints `already finished`. After it, the store holds MessageV2 records, which `demo run` \
+        no longer reads.
+        Example: storectl demo migrate ./demo-store --records-per-transaction 10000
+        """
+    )
+
+    @Argument(help: "The store directory.")
+    var path: String
+
+    @Option(help: "Records rewritten per transaction.")
+    var recordsPerTransaction: Int = 10_000
+
+    @Option(help: "full, relaxed or none.")
+    var durability: String = "full"
+
+    func run() throws {
+        guard let durability = Durability(rawValue: durability) else {
+            throw ValidationError("--durability must be full, relaxed or none")
+        }
+        let store = try Store(path: path, entities: [Contact.self, MessageV2.self], options: StoreOptions(durability: durability))
+        defer { store.close() }
+        let name = "title-to-subject"
+        if try store.migrationProgress(of: MessageV2.self, name: name)?.finished == true {
+            print("already finished")
+            return
+        }
+        let start = Date()
+        let done = try store.migrate(MessageV2.self, name: name, recordsPerTransaction: recordsPerTransaction,
+                                     progress: { step in
+                                         FileHandle.standardOutput.write(Data("migrated \(step.processed) of \(step.total)\n".utf8))
+                                     }, MessageV2.migrated)
+        print(String(format: "finished: %d rewritten, %d deleted in %.2f s", done.rewritten, done.deleted, Date().timeIntervalSince(start)))
     }
 }
