@@ -22,6 +22,28 @@ struct DemoFeedOptions: ParsableArguments {
 
     @Option(help: "Seed of the generated data.")
     var seed: UInt64 = 1
+
+    @Option(name: .customLong("records-per-transaction"), help: "Records written per transaction.")
+    var recordsPerTransaction: Int = 10_000
+
+    @Option(name: .customLong("load-durability"), help: "Durability while writing the feed: none (one sync at the end), relaxed or full.")
+    var loadDurability: Durability = .none
+
+    func validate() throws {
+        guard messages >= 0, contacts >= 1 else { throw ValidationError("--messages must be 0 or more and --contacts 1 or more") }
+        guard recordsPerTransaction >= 1 else { throw ValidationError("--records-per-transaction must be 1 or more") }
+    }
+
+    /// Writes the feed the bulk-load way: durability none, large transactions, one sync at the
+    /// end (a crash before it leaves a consistent store missing the newest transactions, which
+    /// the next run writes again: writes replace records by id).
+    func populate(_ path: String, progress: ((Int) -> Void)? = nil) throws {
+        let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(durability: loadDurability))
+        defer { store.close() }
+        var generator = DemoFeed(seed: seed)
+        try generator.populate(store, messages: messages, contacts: contacts, batch: recordsPerTransaction, progress: progress)
+        try store.sync()
+    }
 }
 
 struct DemoRun: ParsableCommand {
@@ -45,17 +67,23 @@ struct DemoRun: ParsableCommand {
     @Option(help: "Commits the second writer makes while the watcher runs.")
     var commits: Int = 12
 
-    func run() throws {
+    /// The messages already written (0 for a new store): a population cut short is completed.
+    static func messageCount(_ path: String) throws -> Int {
         let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(durability: .relaxed))
         defer { store.close() }
-        if try store.read({ try $0.count(Message.self) }) == 0 {
+        return try store.read { try $0.count(Message.self) }
+    }
+
+    func run() throws {
+        if try Self.messageCount(path) < feed.messages {
             print("Populating \(path) with \(feed.messages.formatted()) messages and \(feed.contacts.formatted()) contacts…")
             let start = Date()
-            var generator = DemoFeed(seed: feed.seed)
-            try generator.populate(store, messages: feed.messages, contacts: feed.contacts)
+            try feed.populate(path)
             let seconds = Date().timeIntervalSince(start)
             print(String(format: "  written in %.2f s (%@ messages/s)", seconds, Int(Double(feed.messages) / seconds).formatted()))
         }
+        let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(durability: .relaxed))
+        defer { store.close() }
         try store.read { tx in
             print("\nStore \(path)")
             print("  contacts: \(try tx.count(Contact.self).formatted())")
@@ -151,10 +179,7 @@ struct DemoPopulate: ParsableCommand {
     @OptionGroup var feed: DemoFeedOptions
 
     func run() throws {
-        let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(durability: .none))
-        defer { store.close() }
-        var generator = DemoFeed(seed: feed.seed)
-        try generator.populate(store, messages: feed.messages, contacts: feed.contacts)
+        try feed.populate(path)
         print("populated \(feed.messages) messages, \(feed.contacts) contacts")
     }
 }
@@ -264,3 +289,5 @@ struct DemoMigrate: ParsableCommand {
         print(String(format: "finished: %d rewritten, %d deleted in %.2f s", done.rewritten, done.deleted, Date().timeIntervalSince(start)))
     }
 }
+
+extension Durability: ExpressibleByArgument {}
