@@ -1,6 +1,6 @@
 import Foundation
 
-/// A consistent snapshot of the store, alive for the duration of a ``Store/read(_:)`` closure.
+/// A consistent snapshot of the store, alive for the duration of a ``Store/read(_:)-4pmpg`` closure.
 ///
 /// Everything read is a copy. Using the transaction after its closure returned throws
 /// ``FeedstoreError/transactionEnded``. Not thread-safe: use it on the thread that received it.

@@ -156,6 +156,6 @@ extension WriteTransaction {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let bytes = [UInt8](try encoder.encode(progress))
-        try access { try $0.put(core.system.meta, key: key, value: bytes) }
+        try access { _ = try $0.put(core.system.meta, key: key, value: bytes) }
     }
 }

@@ -1,4 +1,4 @@
-/// One inconsistency found by ``Store/verify()``.
+/// One inconsistency found by ``Store/verify(progress:)``.
 public struct VerificationIssue: Sendable, Hashable, CustomStringConvertible {
     /// What was checked: `records:Message`, `index:Message.byFolderDate`, `journal`.
     public var location: String
@@ -43,7 +43,7 @@ extension Store {
     }
 }
 
-/// The full-scan invariant checker behind ``Store/verify()``.
+/// The full-scan invariant checker behind ``Store/verify(progress:)``.
 struct StoreVerifier {
     let tx: ReadTransaction
     var progress: ((String, Int, Int) -> Void)?

@@ -118,7 +118,7 @@ public final class Store: Sendable {
         }
     }
 
-    /// Like ``read(_:)`` for async callers: the transaction runs on a background thread (LMDB ties a
+    /// Like ``read(_:)-4pmpg`` for async callers: the transaction runs on a background thread (LMDB ties a
     /// read transaction to its thread), so the calling actor, the main actor say, is not held up.
     public func read<R: Sendable>(_ body: @escaping @Sendable (ReadTransaction) throws -> R) async throws -> R {
         try checkOpen()
@@ -129,7 +129,7 @@ public final class Store: Sendable {
         }
     }
 
-    /// Like ``write(_:)`` for async callers: concurrent calls share one commit (group commit),
+    /// Like ``write(_:)-5zf6z`` for async callers: concurrent calls share one commit (group commit),
     /// each rolled back alone if it throws.
     public func write<R: Sendable>(_ body: @escaping @Sendable (WriteTransaction) throws -> R) async throws -> R {
         try checkOpen()

@@ -1,6 +1,6 @@
 import Foundation
 
-/// A write transaction, alive for the duration of a ``Store/write(_:)`` closure. It reads its
+/// A write transaction, alive for the duration of a ``Store/write(_:)-5zf6z`` closure. It reads its
 /// own writes. Throwing from the closure rolls back everything it did; when writes are group
 /// committed, only this closure's part is rolled back.
 ///

@@ -19,7 +19,7 @@ public struct RowPath: Sendable, Hashable, Comparable, CustomStringConvertible {
 }
 
 /// The changes that take a watcher's snapshot from one journal sequence to a later one, in the
-/// shape table and collection views apply (see DESIGN.md, "Change batches: the contract").
+/// shape table and collection views apply (see <doc:ChangeBatchContract>).
 ///
 /// Every list is sorted ascending by its path. Deletes and move sources use old paths; inserts
 /// and move destinations use new paths. Apply: remove rows at deletes and move sources, remove the
