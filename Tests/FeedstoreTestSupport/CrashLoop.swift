@@ -15,7 +15,8 @@ public struct CrashLoop {
     public var path: String
     public var storectl: URL
     public var seed: UInt64
-    /// How long a writer runs before it is killed: uniformly within this range, in milliseconds.
+    /// How long a writer runs before it is killed: uniformly within this range from its start, in
+    /// milliseconds, or up to half the upper bound after its first commit.
     public var runMilliseconds: ClosedRange<Int> = 5...80
 
     public struct Report: Sendable {
@@ -55,7 +56,15 @@ public struct CrashLoop {
         for cycle in 0..<cycles {
             let writer = try RunningTool(storectl, ["demo", "mutate", path, "--commits", "1000000", "--per-commit", "3",
                                                     "--seed", String(seed &+ UInt64(cycle)), "--durability", "full"])
-            usleep(UInt32(Int.random(in: runMilliseconds, using: &rng)) * 1_000)
+            // Three kills in four land while the writer commits: after its first acknowledged
+            // commit, however long a loaded machine takes to start it. The others land at any
+            // moment from its start, opening the store included.
+            if Int.random(in: 0..<4, using: &rng) > 0 {
+                _ = writer.waitForLines(1, timeout: 30)
+                usleep(UInt32(Int.random(in: 0...runMilliseconds.upperBound / 2, using: &rng)) * 1_000)
+            } else {
+                usleep(UInt32(Int.random(in: runMilliseconds, using: &rng)) * 1_000)
+            }
             writer.kill()
             let result = writer.finish(timeout: 30)
             guard result.status == SIGKILL || result.status == 0 || result.stderr.isEmpty else {

@@ -20,6 +20,9 @@ import Testing
             #expect(perFolder.count == Int(DemoFeed.folders) && perFolder.reduce(0, +) == 3_000)
             let second = try runTool(storectlURL, ["demo", "run", path])
             #expect(second.status == 0 && !second.stdout.contains("Populating"))
+            // A store holding fewer messages than asked for is written again (writes replace by id).
+            let third = try runTool(storectlURL, ["demo", "run", path, "--messages", "4000", "--contacts", "20", "--commits", "1"])
+            #expect(third.status == 0 && third.stdout.contains("Populating \(path) with 4,000 messages"))
         }
     }
 

@@ -14,8 +14,11 @@ struct DemoCommand: ParsableCommand {
 
 /// The size and seed of the generated demo feed.
 struct DemoFeedOptions: ParsableArguments {
-    @Option(help: "Messages to write.")
-    var messages: Int = 1_000_000
+    @Option(help: "Messages to write (default: 1,000,000). `demo run` writes them into a store that holds none, or fewer than asked for.")
+    var messages: Int?
+
+    /// The messages to write.
+    var count: Int { messages ?? 1_000_000 }
 
     @Option(help: "Contacts to write.")
     var contacts: Int = 1_000
@@ -30,7 +33,7 @@ struct DemoFeedOptions: ParsableArguments {
     var loadDurability: Durability = .none
 
     func validate() throws {
-        guard messages >= 0, contacts >= 1 else { throw ValidationError("--messages must be 0 or more and --contacts 1 or more") }
+        guard count >= 0, contacts >= 1 else { throw ValidationError("--messages must be 0 or more and --contacts 1 or more") }
         guard recordsPerTransaction >= 1 else { throw ValidationError("--records-per-transaction must be 1 or more") }
     }
 
@@ -41,7 +44,7 @@ struct DemoFeedOptions: ParsableArguments {
         let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(durability: loadDurability))
         defer { store.close() }
         var generator = DemoFeed(seed: seed)
-        try generator.populate(store, messages: messages, contacts: contacts, batch: recordsPerTransaction, progress: progress)
+        try generator.populate(store, messages: count, contacts: contacts, batch: recordsPerTransaction, progress: progress)
         try store.sync()
     }
 }
@@ -67,7 +70,7 @@ struct DemoRun: ParsableCommand {
     @Option(help: "Commits the second writer makes while the watcher runs.")
     var commits: Int = 12
 
-    /// The messages already written (0 for a new store): a population cut short is completed.
+    /// The messages already written (0 for a new store).
     static func messageCount(_ path: String) throws -> Int {
         let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(durability: .relaxed))
         defer { store.close() }
@@ -75,12 +78,13 @@ struct DemoRun: ParsableCommand {
     }
 
     func run() throws {
-        if try Self.messageCount(path) < feed.messages {
-            print("Populating \(path) with \(feed.messages.formatted()) messages and \(feed.contacts.formatted()) contacts…")
+        let stored = try Self.messageCount(path)
+        if stored == 0 || stored < feed.messages ?? 0 {
+            print("Populating \(path) with \(feed.count.formatted()) messages and \(feed.contacts.formatted()) contacts…")
             let start = Date()
             try feed.populate(path)
             let seconds = Date().timeIntervalSince(start)
-            print(String(format: "  written in %.2f s (%@ messages/s)", seconds, Int(Double(feed.messages) / seconds).formatted()))
+            print(String(format: "  written in %.2f s (%@ messages/s)", seconds, Int(Double(feed.count) / seconds).formatted()))
         }
         let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(durability: .relaxed))
         defer { store.close() }
@@ -180,7 +184,7 @@ struct DemoPopulate: ParsableCommand {
 
     func run() throws {
         try feed.populate(path)
-        print("populated \(feed.messages) messages, \(feed.contacts) contacts")
+        print("populated \(feed.count) messages, \(feed.contacts) contacts")
     }
 }
 

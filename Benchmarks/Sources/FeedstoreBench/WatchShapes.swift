@@ -128,7 +128,9 @@ struct WatchShapes {
                 for _ in 0..<Self.round {
                     // A row the windows show, so that every shape has the same work to do.
                     let position = middle + Int.random(in: 0..<100, using: &rng)
-                    guard let id = try store.read({ try $0.object(at: position, in: query) })?.id else { fatalError("no row at \(position)") }
+                    // Read synchronously, on this task's thread (a closure that is not async).
+                    let rowID: () throws -> UInt64? = { try store.read { try $0.object(at: position, in: query) }?.id }
+                    guard let id = try rowID() else { fatalError("no row at \(position)") }
                     receivers[shape]?.gate()
                     let start = Timing.now
                     try WatcherBench.moveDate(of: id, in: store, using: &rng)

@@ -68,6 +68,13 @@ func readPeers(size: Int) throws {
     }
 }
 
+/// "<what>, <date>, <cores> cores, <memory> GiB, release build": the first line of a results file.
+func runTitle(_ what: String) -> String {
+    let host = ProcessInfo.processInfo
+    return "\(what), \(ISO8601DateFormatter().string(from: Date()).prefix(10)), \(host.activeProcessorCount) cores, "
+        + "\(host.physicalMemory / 1_073_741_824) GiB, release build\(quick ? " (--quick)" : "")"
+}
+
 /// Writes the collected report (and extra files) under Benchmarks/results.
 func save(_ name: String, extra: [String: String] = [:]) throws {
     let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -102,14 +109,24 @@ case "peers":
 case "counts":
     let bench = CountedIndexBench(sizes: sizes(default: [10_000, 100_000, 1_000_000, 10_000_000]),
                                   directory: NSTemporaryDirectory() + "feedstore-counts-\(getpid())")
-    print("counted index, one random Int64 key per record, durability none, 100,000 random operations per size")
+    emit("\(runTitle("Counted index")), one random Int64 key per record, durability none, 100,000 random operations per size\n")
     print(CountedIndexBench.header)
-    _ = try bench.run(uncountedUpTo: option("--uncounted-up-to", default: 10_000_000))
+    let rows = try bench.run(uncountedUpTo: option("--uncounted-up-to", default: 10_000_000))
+    report.append(CountedIndexBench.header)
+    report.append(contentsOf: rows.map(CountedIndexBench.format))
+    try save("counts.md")
 case "commit-pages":
     let bench = CommitPages(sizes: sizes(default: [10_000, 1_000_000]), directory: NSTemporaryDirectory() + "feedstore-pages-\(getpid())",
                             updates: option("--updates", default: 50))
-    print("pages a one-row update writes, by tree (mean of \(bench.updates) updates; demo feed, durability none)\n")
-    for line in CommitPages.format(try bench.run()) { print(line) }
+    emit("\(runTitle("Pages a one-row update writes, by tree")): mean of \(bench.updates) updates, demo feed, durability none\n")
+    for line in CommitPages.format(try bench.run()) { emit(line) }
+    try save("commit-pages.md")
+case "bulk-load":
+    // The demo feed loaded with each durability and transaction size; saves Benchmarks/results/bulk-load.md.
+    let messages = option("--messages", default: 1_000_000)
+    emit("\(runTitle("Bulk load")): the demo feed, \(messages.formatted()) messages and 1,000 contacts, into a new store\n")
+    for line in try BulkLoad(messages: messages, directory: scratch).run() { emit(line) }
+    try save("bulk-load.md")
 case "lookup-instructions":
     // Used by Benchmarks/lookup-instructions, which runs it under callgrind.
     let bench = LookupInstructions(size: option("--size", default: 10_000), path: arguments.last!, operations: option("--operations", default: 10_000))
@@ -157,9 +174,12 @@ case "idle":
 case "watch":
     let bench = WatcherBench(sizes: sizes(default: [10_000, 100_000, 1_000_000, 10_000_000]),
                              directory: NSTemporaryDirectory() + "feedstore-watch-\(getpid())")
-    print("watcher over the demo feed's byFolderDate index (all messages), durability none, 2,000 one-row updates per size")
+    emit("\(runTitle("Watchers")): the demo feed's byFolderDate index over all messages, durability none, 2,000 one-row updates per size\n")
     print(WatcherBench.header)
-    _ = try bench.run()
+    let rows = try bench.run()
+    report.append(WatcherBench.header)
+    report.append(contentsOf: rows.map(WatcherBench.format))
+    try save("watch.md")
 default:
     print("""
         usage: feedstore-bench <command>
@@ -169,12 +189,14 @@ default:
           read-peers [--rows N]           positional reads, windows, counts and scans against raw LMDB and GRDB
           watch-peers [--sizes …]         live-list latency: Feedstore watcher, refetch + diff, GRDB ValueObservation
           counts [--sizes …] [--uncounted-up-to N]
-          watch [--sizes …]               Feedstore watchers from 10 thousand to 10 million rows
+                                          counted-index lookups and inserts; saves Benchmarks/results/counts.md
+          watch [--sizes …]               Feedstore watchers from 10 thousand to 10 million rows; saves …/watch.md
+          bulk-load [--messages N]        the demo feed loaded with each durability and transaction size; saves …/bulk-load.md
           shapes [--quick] [--sizes …] [--updates N]
                                           every watcher shape (windows, sections, indexes-only, blocking, async) and
                                           many watchers (up to 10,000 busy, 100,000 idle); saves Benchmarks/results/
           commit-pages [--sizes …] [--updates K]
-                                          pages a one-row update writes, by tree (runs Benchmarks/commit-pages.py)
+                                          pages a one-row update writes, by tree (runs Benchmarks/commit-pages.py); saves …/commit-pages.md
           lookup-instructions (--build | entry | rank | count) --size N [--operations K] PATH
                                           one kind of counted lookup, for Benchmarks/lookup-instructions
         """)
