@@ -73,8 +73,8 @@ public struct CatalogEntity: Sendable, Codable, Equatable {
 
     /// Checks that `name` (plain or dotted) is a field of the entity: one its type declares or one
     /// a written record holds. Throws ``FeedstoreError/unknownField(entity:field:usedBy:fields:)``
-    /// naming `usedBy`. When the type's fields are unknown, only written fields can be checked,
-    /// and names are accepted.
+    /// naming `usedBy`. When the type's fields could not be learned (``declaredFields`` is nil),
+    /// every name is accepted.
     public func checkField(_ name: String, usedBy: String) throws {
         guard let declaredFields else { return }
         let declared = DeclaredFields(stored: declaredFields)
