@@ -38,6 +38,11 @@ import Testing
         #expect(fields.contains("extra.anything") && fields.contains("remark.any.depth"))
         #expect(DeclaredFields(stored: fields.stored) == fields)
 
+        // A record read through allKeys may hold any field.
+        let open = DeclaredFields.of([String: Int].self)
+        #expect(open.isComplete && open.contains("anything") && open.contains("any.depth"))
+        #expect(DeclaredFields(stored: open.stored) == open)
+
         let partial = DeclaredFields.of(Partial.self)
         #expect(!partial.isComplete)
         #expect(partial.paths == ["id", "before", "choice"])

@@ -38,8 +38,8 @@ struct DemoFeedOptions: ParsableArguments {
     }
 
     /// Writes the feed the bulk-load way: durability none, large transactions, one sync at the
-    /// end (a crash before it leaves a consistent store missing the newest transactions, which
-    /// the next run writes again: writes replace records by id).
+    /// end. A crash of the process loses nothing committed, and writing again completes a load
+    /// cut short (writes replace records by id); the bulk-loading article covers machine crashes.
     func populate(_ path: String, progress: ((Int) -> Void)? = nil) throws {
         let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(durability: loadDurability))
         defer { store.close() }

@@ -8,10 +8,10 @@ import Foundation
 /// What it covers: synthesized conformances, and custom `init(from:)` that read a keyed
 /// container (`decode`, `decodeIfPresent`, `contains`), with nested `Codable` structs (their
 /// members become `"outer.inner"` paths), optionals, arrays, dictionaries (any member name is
-/// accepted below them), ``FieldValue`` (likewise), `Date`, `UUID`, `URL`, `Data`, `Decimal` and `CaseIterable` enums.
-/// Discovery stops at a value it cannot make up (an enum that is not `CaseIterable`, a custom
-/// `init(from:)` that validates what it reads); the fields read before it are known, and names
-/// not found are then accepted rather than refused (``isComplete`` is false).
+/// accepted below them), ``FieldValue`` (likewise), `Date`, `UUID`, `URL`, `Data`, `Decimal` and
+/// `CaseIterable` enums. Discovery stops at a value it cannot make up (an enum that is not
+/// `CaseIterable`, a custom `init(from:)` that validates what it reads); ``isComplete`` is then
+/// false, and the type's names are not checked.
 struct DeclaredFields: Sendable, Equatable {
     /// Every field and nested field, dotted (`"address.city"`).
     var paths: Set<String>
@@ -37,7 +37,8 @@ struct DeclaredFields: Sendable, Equatable {
 
     /// Whether `path` names a field: a recorded path, or a path below an open one.
     func contains(_ path: String) -> Bool {
-        if paths.contains(path) { return true }
+        // A record read through `allKeys` (a dictionary-like entity) may hold any field.
+        if paths.contains(path) || openPaths.contains("") { return true }
         var prefix = Substring(path)
         while let dot = prefix.lastIndex(of: ".") {
             prefix = prefix[..<dot]
@@ -63,7 +64,8 @@ struct DeclaredFields: Sendable, Equatable {
             if path.hasSuffix(".*") {
                 let field = String(path.dropLast(2))
                 open.insert(field)
-                paths.insert(field)
+                // The record itself ("" open) is not a field.
+                if !field.isEmpty { paths.insert(field) }
             } else {
                 paths.insert(path)
             }

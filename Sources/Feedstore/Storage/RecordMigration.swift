@@ -62,7 +62,9 @@ extension Store {
     ///
     /// ```swift
     /// try store.migrate(Message.self, name: "title-to-subject") { old in
-    ///     Message(id: try old.decode(as: MessageV1.self).id, subject: old["title"].stringValue ?? "", …)
+    ///     if old.fields["subject"] != nil { return try old.decode(as: Message.self) }  // already new
+    ///     let v1 = try old.decode(as: MessageV1.self)
+    ///     return Message(id: v1.id, subject: v1.title, …)
     /// }
     /// ```
     /// - Throws: ``FeedstoreError/migrationFailed(entity:name:reason:)`` when a new value has

@@ -118,8 +118,9 @@ public final class Store: Sendable {
         }
     }
 
-    /// Like ``read(_:)-4pmpg`` for async callers: the transaction runs on a background thread (LMDB ties a
-    /// read transaction to its thread), so the calling actor, the main actor say, is not held up.
+    /// Like ``read(_:)-4pmpg`` for async callers: the transaction runs on a background thread
+    /// (LMDB ties a read transaction to its thread), so the calling actor (the main actor, say)
+    /// is not held up.
     public func read<R: Sendable>(_ body: @escaping @Sendable (ReadTransaction) throws -> R) async throws -> R {
         try checkOpen()
         return try await withCheckedThrowingContinuation { continuation in
