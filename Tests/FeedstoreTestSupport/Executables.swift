@@ -37,8 +37,14 @@ public final class RunningTool: @unchecked Sendable {
         try process.run()
         for (pipe, isOutput) in [(out, true), (err, false)] {
             Thread.detachNewThread { [self] in
+                let descriptor = pipe.fileHandleForReading.fileDescriptor
+                var buffer = [UInt8](repeating: 0, count: 65_536)
                 while true {
-                    let chunk = pipe.fileHandleForReading.availableData
+                    // read(2) itself, retried when a signal interrupts it: FileHandle's
+                    // availableData stops the process on EINTR.
+                    let n = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+                    if n < 0 && errno == EINTR { continue }
+                    let chunk = n > 0 ? Data(buffer[0..<n]) : Data()
                     lock.lock()
                     if chunk.isEmpty { finishedReading += 1 } else if isOutput { output += chunk } else { errors += chunk }
                     lock.broadcast()
