@@ -1,3 +1,5 @@
+import DemoFeed
+import Feedstore
 import Foundation
 
 // Release build: swift run -c release --package-path Benchmarks feedstore-bench <command>
@@ -135,6 +137,24 @@ case "lookup-instructions":
     } else {
         try bench.run(LookupInstructions.Lookup(rawValue: arguments.dropFirst().first ?? "") ?? .entry)
     }
+case "decode":
+    // Typed reads for instruction counts (run under callgrind): `--build` writes the demo feed;
+    // otherwise every message is read through objects(in:), `--rounds` times.
+    let path = arguments.last!
+    if arguments.contains("--build") {
+        let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(durability: .none))
+        var feed = DemoFeed(seed: 1)
+        try feed.populate(store, messages: option("--size", default: 100_000), contacts: 1_000, batch: 10_000)
+        store.close()
+    } else {
+        let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(readOnly: true))
+        let everything = Query(Message.self, index: "byFolderDate")
+        var decoded = 0
+        for _ in 0..<option("--rounds", default: 1) {
+            decoded += try store.read { try $0.objects(in: everything) }.count
+        }
+        print("decoded \(decoded) messages")
+    }
 case "shapes":
     // Every watcher shape and many watchers, ratios within one run; saves Benchmarks/results/watch-shapes.md.
     let host = ProcessInfo.processInfo
@@ -197,6 +217,8 @@ default:
                                           many watchers (up to 10,000 busy, 100,000 idle); saves Benchmarks/results/
           commit-pages [--sizes …] [--updates K]
                                           pages a one-row update writes, by tree (runs Benchmarks/commit-pages.py); saves …/commit-pages.md
+          decode [--build --size N | --rounds R] PATH
+                                          typed reads of every message, for callgrind
           lookup-instructions (--build | entry | rank | count) --size N [--operations K] PATH
                                           one kind of counted lookup, for Benchmarks/lookup-instructions
         """)

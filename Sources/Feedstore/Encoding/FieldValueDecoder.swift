@@ -7,6 +7,16 @@ struct FieldValueDecoder {
     static func decode<T: Decodable>(_ type: T.Type, from value: FieldValue) throws -> T {
         try NodeDecoder(value: value, codingPath: []).decodeValue(type)
     }
+
+    /// Decodes `value` found at `codingPath` (a record's field, say), as part of a larger value.
+    static func decode<T: Decodable>(_ type: T.Type, from value: FieldValue, codingPath: [any CodingKey]) throws -> T {
+        try NodeDecoder(value: value, codingPath: codingPath).decodeValue(type)
+    }
+
+    /// A decoder over `value` found at `codingPath`.
+    static func decoder(for value: FieldValue, codingPath: [any CodingKey]) -> any Decoder {
+        NodeDecoder(value: value, codingPath: codingPath)
+    }
 }
 
 private struct AnyKey: CodingKey {

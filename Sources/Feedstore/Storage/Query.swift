@@ -62,10 +62,14 @@ extension ReadTransaction {
     /// The record at `position` (from 0, in the query's order), or nil past the end.
     /// - Complexity: O(log n).
     public func object<E: Entity>(at position: Int, in query: Query<E>) throws -> E? {
-        guard let entry = try entry(entity: E.entityName, index: query.index, range: query.range, reverse: query.reverse, at: position) else {
-            return nil
-        }
-        return try Self.decode(E.self, from: entry.record, id: entry.id)
+        let resolved = try resolve(entity: E.entityName, index: query.index, range: query.range)
+        guard let key = try entryKey(of: resolved, reverse: query.reverse, at: position) else { return nil }
+        return try object(E.self, forKey: key, index: resolved.index)
+    }
+
+    /// The record an index entry key names, as `E`.
+    func object<E: Entity>(_ type: E.Type, forKey key: [UInt8], index: IndexSchema) throws -> E {
+        try row(forKey: key, entity: E.entityName, index: index) { _, id, bytes, entity in try decodeEntity(E.self, bytes, of: &entity, id: id) }
     }
 
     /// The position (from 0, in the query's order) of the record with `id`, or nil when the
@@ -87,10 +91,15 @@ extension ReadTransaction {
                       at position: Int) throws -> IndexEntry?
     {
         let resolved = try resolve(entity: name, index: indexName, range: range)
+        guard let key = try entryKey(of: resolved, reverse: reverse, at: position) else { return nil }
+        return try indexEntry(forKey: key, entity: name, index: resolved.index)
+    }
+
+    /// The index entry key at `position` of a resolved range; nil past its end.
+    private func entryKey(of resolved: ResolvedQuery, reverse: Bool, at position: Int) throws -> [UInt8]? {
         guard position >= 0, position < resolved.count else { return nil }
         let rank = reverse ? resolved.start + resolved.count - 1 - position : resolved.start + position
-        guard let key = try accessCounts(of: resolved.index, { try resolved.index.counted.entry(at: rank, in: $0) }) else { return nil }
-        return try indexEntry(forKey: key, entity: name, index: resolved.index)
+        return try accessCounts(of: resolved.index) { try resolved.index.counted.entry(at: rank, in: $0) }
     }
 
     /// The position of a record in a range, read without the application's types.
@@ -138,17 +147,27 @@ extension ReadTransaction {
     }
 
     func indexEntry(forKey key: [UInt8], entity name: String, index: IndexSchema) throws -> IndexEntry {
+        try row(forKey: key, entity: name, index: index) { components, id, bytes, entity in
+            IndexEntry(key: Array(components.dropLast()), id: id, record: try decodeFields(bytes, of: &entity, id: id))
+        }
+    }
+
+    /// The row of the record an index entry key names, made as ``rows(entity:index:range:reverse:offset:limit:_:)`` makes rows.
+    func row<Row>(forKey key: [UInt8], entity name: String, index: IndexSchema,
+                  _ make: (_ components: [FieldValue], _ id: FieldValue, _ record: UnsafeRawBufferPointer,
+                           _ entity: inout EntitySchema) throws -> Row) throws -> Row
+    {
         var entity = try entity(name)
         let components = try KeyDecoder.decode(key).map(\.value)
         let id = components.last ?? .null
         let primaryKey = try key.withUnsafeBytes { raw in
             Array(raw[try KeyDecoder.lengthOfComponents(index.definition.components.count, in: raw)...])
         }
-        guard let fields = try access({ txn in
-            try txn.withValue(entity.records, key: primaryKey) { try decodeFields($0, of: &entity, id: id) }
+        guard let row = try access({ txn in
+            try txn.withValue(entity.records, key: primaryKey) { try make(components, id, $0, &entity) }
         }) else {
             throw FeedstoreError.corruptData(what: "index \(name).\(index.definition.name)", reason: "entry for missing record \(id.jsonText)")
         }
-        return IndexEntry(key: Array(components.dropLast()), id: id, record: fields)
+        return row
     }
 }

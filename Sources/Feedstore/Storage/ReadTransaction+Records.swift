@@ -16,7 +16,12 @@ extension ReadTransaction {
     ///   not decode as `E`; ``FeedstoreError/corruptData(what:reason:)`` for malformed bytes.
     /// - Complexity: O(log n).
     public func get<E: Entity>(_ type: E.Type, id: E.ID) throws -> E? {
-        try record(entity: E.entityName, id: id.fieldValue).map { try Self.decode(E.self, from: $0, id: id.fieldValue) }
+        var entity = try entity(E.entityName)
+        let id = id.fieldValue
+        guard let key = try? KeyEncoding.encode([id]) else { return nil }
+        return try access { txn in
+            try txn.withValue(entity.records, key: key) { bytes in try decodeEntity(E.self, bytes, of: &entity, id: id) }
+        }
     }
 
     /// The fields of the record with `id`, read without the application's types.
@@ -53,8 +58,9 @@ extension ReadTransaction {
     public func query<E: Entity>(_ type: E.Type, index: String, range: IndexRange = .all, reverse: Bool = false,
                                  offset: Int = 0, limit: Int? = nil) throws -> [E]
     {
-        try entries(entity: E.entityName, index: index, range: range, reverse: reverse, offset: offset, limit: limit)
-            .map { try Self.decode(E.self, from: $0.record, id: $0.id) }
+        try rows(entity: E.entityName, index: index, range: range, reverse: reverse, offset: offset, limit: limit) { _, id, bytes, entity in
+            try decodeEntity(E.self, bytes, of: &entity, id: id)
+        }
     }
 
     /// Entries with their records, read without the application's types: in the order of
@@ -64,25 +70,34 @@ extension ReadTransaction {
     public func entries(entity name: String, index: String?, range: IndexRange = .all, reverse: Bool = false,
                         offset: Int = 0, limit: Int? = nil) throws -> [IndexEntry]
     {
+        try rows(entity: name, index: index, range: range, reverse: reverse, offset: offset, limit: limit) { components, id, bytes, entity in
+            IndexEntry(key: Array(components.dropLast()), id: id, record: try decodeFields(bytes, of: &entity, id: id))
+        }
+    }
+
+    /// Walks a range as ``entries(entity:index:range:reverse:offset:limit:)`` does, making each
+    /// row from its key's components (the primary key last), its id and its record's stored bytes.
+    func rows<Row>(entity name: String, index: String?, range: IndexRange, reverse: Bool, offset: Int, limit: Int?,
+                   _ make: (_ components: [FieldValue], _ id: FieldValue, _ record: UnsafeRawBufferPointer,
+                            _ entity: inout EntitySchema) throws -> Row) throws -> [Row]
+    {
         var entity = try entity(name)
-        var result: [IndexEntry] = []
+        var result: [Row] = []
         let componentCount = try index.map { try entity.index(named: $0).definition.components.count } ?? 0
         try scan(entity: name, index: index, range: range, reverse: reverse, offset: offset, limit: limit) { key, value in
             let components = try KeyDecoder.decode(Array(key)).map(\.value)
             let id = components.last ?? .null
-            let record: [String: FieldValue]
             if index == nil {
-                record = try decodeFields(value, of: &entity, id: id)
+                result.append(try make(components, id, value, &entity))
             } else {
                 let pk = Array(key[try KeyDecoder.lengthOfComponents(componentCount, in: key)...])
-                guard let fields = try access({ txn in
-                    try txn.withValue(entity.records, key: pk) { bytes in try decodeFields(bytes, of: &entity, id: id) }
+                guard let row = try access({ txn in
+                    try txn.withValue(entity.records, key: pk) { bytes in try make(components, id, bytes, &entity) }
                 }) else {
                     throw FeedstoreError.corruptData(what: "index \(name).\(index!)", reason: "entry for missing record \(id.jsonText)")
                 }
-                record = fields
+                result.append(row)
             }
-            result.append(IndexEntry(key: Array(components.dropLast()), id: id, record: record))
         }
         return result
     }
@@ -172,17 +187,6 @@ extension ReadTransaction {
                     found = try reverse ? cursor.previous() : cursor.next()
                 }
             }
-        }
-    }
-
-    /// An index entry's record as `E`.
-    static func decode<E: Entity>(_ entry: IndexEntry) throws -> E { try decode(E.self, from: entry.record, id: entry.id) }
-
-    static func decode<E: Entity>(_ type: E.Type, from fields: [String: FieldValue], id: FieldValue) throws -> E {
-        do {
-            return try FieldValueDecoder.decode(E.self, from: .object(fields))
-        } catch {
-            throw FeedstoreError.decodingFailed(entity: E.entityName, id: id, reason: "\(error)")
         }
     }
 }

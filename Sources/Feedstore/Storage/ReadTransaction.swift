@@ -66,6 +66,17 @@ public class ReadTransaction {
         return named
     }
 
+    /// Decodes stored record bytes straight into `E`, with no dictionary of named fields on the
+    /// way (``RecordFieldsDecoder``).
+    func decodeEntity<E: Entity>(_ type: E.Type, _ bytes: UnsafeRawBufferPointer, of entity: inout EntitySchema, id: FieldValue) throws -> E {
+        let fields = try decodeRecord(bytes, of: &entity, id: id)
+        do {
+            return try RecordFieldsDecoder.decode(E.self, from: fields, of: entity)
+        } catch {
+            throw FeedstoreError.decodingFailed(entity: E.entityName, id: id, reason: "\(error)")
+        }
+    }
+
     /// Decodes stored record bytes into slots by catalog field number, as the write path holds records.
     func decodeValues(_ bytes: UnsafeRawBufferPointer, of entity: inout EntitySchema, id: FieldValue?) throws -> RecordValues {
         let fields = try decodeRecord(bytes, of: &entity, id: id)

@@ -32,13 +32,13 @@ public final class BatchWatcher<Batch: Sendable, Row>: AsyncSequence, @unchecked
     private let cancelled = Protected(false)
     /// Turns the engine's rows into the batch this watcher delivers (adding values, or ranges).
     private let makeBatch: (RowChanges, ReadTransaction) throws -> Batch
-    /// Turns an index entry into the row ``object(at:)`` returns.
-    private let makeRow: (IndexEntry) throws -> Row
+    /// Reads the row ``object(at:)`` returns, given its index entry key.
+    private let makeRow: (ReadTransaction, _ entryKey: [UInt8], IndexSchema) throws -> Row
     /// The read transaction of the last batch taken (indexes-only watchers): what rows are read
     /// from, so they always agree with the batches.
     private var snapshot: PinnedSnapshot?
 
-    init(store: Store, engine: WatchEngine, makeRow: @escaping (IndexEntry) throws -> Row,
+    init(store: Store, engine: WatchEngine, makeRow: @escaping (ReadTransaction, _ entryKey: [UInt8], IndexSchema) throws -> Row,
          makeBatch: @escaping (RowChanges, ReadTransaction) throws -> Batch)
     {
         self.store = store
@@ -186,7 +186,7 @@ public final class BatchWatcher<Batch: Sendable, Row>: AsyncSequence, @unchecked
                 let resolved = try tx.resolve(entity: engine.query.entity, index: engine.query.index, range: engine.query.range)
                 guard let rank = engine.indexRank(of: path, in: resolved),
                       let key = try tx.accessCounts(of: resolved.index, { try resolved.index.counted.entry(at: rank, in: $0) }) else { return nil }
-                return try makeRow(try tx.indexEntry(forKey: key, entity: engine.query.entity, index: resolved.index))
+                return try makeRow(tx, key, resolved.index)
             }
         }
     }

@@ -19,7 +19,8 @@ extension Store {
     public func watch(entity: String, index: String, range: IndexRange = .all, reverse: Bool = false,
                       options: WatchOptions = WatchOptions()) -> DynamicWatcher
     {
-        DynamicWatcher(store: self, engine: untypedEngine(entity, index, range, reverse, options, indexesOnly: false), makeRow: \.record) { rows, tx in
+        DynamicWatcher(store: self, engine: untypedEngine(entity, index, range, reverse, options, indexesOnly: false),
+                       makeRow: { tx, key, schema in try tx.indexEntry(forKey: key, entity: entity, index: schema).record }) { rows, tx in
             try DynamicChangeBatch(rows, entity: entity, in: tx)
         }
     }
@@ -29,7 +30,8 @@ extension Store {
     public func watchIndexes(entity: String, index: String, range: IndexRange = .all, reverse: Bool = false,
                              options: WatchOptions = WatchOptions()) -> DynamicIndexWatcher
     {
-        DynamicIndexWatcher(store: self, engine: untypedEngine(entity, index, range, reverse, options, indexesOnly: true), makeRow: \.record) { rows, _ in
+        DynamicIndexWatcher(store: self, engine: untypedEngine(entity, index, range, reverse, options, indexesOnly: true),
+                            makeRow: { tx, key, schema in try tx.indexEntry(forKey: key, entity: entity, index: schema).record }) { rows, _ in
             IndexBatch(rows)
         }
     }
