@@ -46,6 +46,18 @@ public struct DemoFeed {
         }
     }
 
+    /// Loads the feed into the store at `path` the bulk-load way: opened with `durability`
+    /// (none, for one sync at the end), `batch` records per transaction, synced before it is
+    /// closed. Writes replace records by id, so loading again completes a load cut short.
+    public mutating func load(into path: String, messages: Int, contacts: Int, durability: Durability = .none,
+                              batch: Int = 10_000, progress: ((Int) -> Void)? = nil) throws
+    {
+        let store = try Store(path: path, entities: Self.entities, options: StoreOptions(durability: durability))
+        defer { store.close() }
+        try populate(store, messages: messages, contacts: contacts, batch: batch, progress: progress)
+        try store.sync()
+    }
+
     /// One kind of random change the mutator makes.
     public enum Change: String, CaseIterable, Sendable {
         case insert, delete, moveFolder, changeDate, flipRead, renameContact, swapDates

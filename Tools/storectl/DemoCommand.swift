@@ -37,15 +37,10 @@ struct DemoFeedOptions: ParsableArguments {
         guard recordsPerTransaction >= 1 else { throw ValidationError("--records-per-transaction must be 1 or more") }
     }
 
-    /// Writes the feed the bulk-load way: durability none, large transactions, one sync at the
-    /// end. A crash of the process loses nothing committed, and writing again completes a load
-    /// cut short (writes replace records by id); the bulk-loading article covers machine crashes.
-    func populate(_ path: String, progress: ((Int) -> Void)? = nil) throws {
-        let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(durability: loadDurability))
-        defer { store.close() }
+    /// Writes the feed the bulk-load way (``DemoFeed/load(into:messages:contacts:durability:batch:progress:)``).
+    func populate(_ path: String) throws {
         var generator = DemoFeed(seed: seed)
-        try generator.populate(store, messages: count, contacts: contacts, batch: recordsPerTransaction, progress: progress)
-        try store.sync()
+        try generator.load(into: path, messages: count, contacts: contacts, durability: loadDurability, batch: recordsPerTransaction)
     }
 }
 

@@ -20,11 +20,8 @@ struct BulkLoad {
             let path = directory + "/bulk-\(durability.rawValue)-\(batch)"
             try? FileManager.default.removeItem(atPath: path)
             let start = Date()
-            let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(durability: durability))
             var feed = DemoFeed(seed: 1)
-            try feed.populate(store, messages: messages, contacts: 1_000, batch: batch)
-            try store.sync()
-            store.close()
+            try feed.load(into: path, messages: messages, contacts: 1_000, durability: durability, batch: batch)
             let seconds = Date().timeIntervalSince(start)
             try? FileManager.default.removeItem(atPath: path)
             first = first ?? seconds

@@ -35,6 +35,14 @@ final class EntitySchema: Sendable {
         return nil
     }
 
+    /// A record's fields by name (each number must be in ``fieldNames``; reading checks that).
+    func named(_ fields: [RecordField]) -> [String: FieldValue] {
+        var named: [String: FieldValue] = [:]
+        named.reserveCapacity(fields.count)
+        for field in fields { if let name = fieldNames[field.id] { named[name] = field.value } }
+        return named
+    }
+
     /// Entities with at most this many fields have their fields found by scanning.
     static let scannedFields = 16
 

@@ -35,11 +35,7 @@ struct RecordFieldsDecoder: Decoder {
     }
 
     /// The record as one object, for the rare shapes read other than through a keyed container.
-    private var object: FieldValue {
-        var members: [String: FieldValue] = [:]
-        for field in fields { if let name = entity.fieldNames[field.id] { members[name] = field.value } }
-        return .object(members)
-    }
+    private var object: FieldValue { .object(entity.named(fields)) }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
         KeyedDecodingContainer(RecordFieldsContainer<Key>(decoder: self))

@@ -59,11 +59,9 @@ public class ReadTransaction {
 
     /// Decodes stored record bytes into named fields.
     func decodeFields(_ bytes: UnsafeRawBufferPointer, of entity: inout EntitySchema, id: FieldValue?) throws -> [String: FieldValue] {
+        // Decoded first: a field number new to this handle reloads `entity`.
         let fields = try decodeRecord(bytes, of: &entity, id: id)
-        var named: [String: FieldValue] = [:]
-        named.reserveCapacity(fields.count)
-        for field in fields { named[entity.fieldNames[field.id]!] = field.value }
-        return named
+        return entity.named(fields)
     }
 
     /// Decodes stored record bytes straight into `E`, with no dictionary of named fields on the
