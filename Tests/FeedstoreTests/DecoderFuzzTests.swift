@@ -129,48 +129,89 @@ import Testing
         try Self.fuzz(seed: seed, valid: { _ in valid }, decode: { bytes in _ = try Catalog.decode(bytes) })
     }
 
-    /// Typed reads decode a record's fields straight into the entity (RecordFieldsDecoder); the
-    /// tree decoder over the record as one object is the reference. For valid records, records
-    /// whose fields hold other kinds, and fuzzed bytes, both give the same value or the same error.
-    @Test(arguments: testSeeds(2)) func typedRecordsDecodeAsTheTreeDecoderDoes(seed: UInt64) throws {
+    /// An entity of nested values: structs, optionals, arrays of structs, a dictionary (large
+    /// enough to be indexed rather than scanned), data, URLs, floats, small integers and enums.
+    struct Profile: Entity, Equatable {
+        enum Mood: String, Codable { case calm, loud }
+        struct Place: Codable, Equatable { var city: String; var zip: UInt16?; var tags: [String] }
+        var id: UInt64
+        var home: Place
+        var work: Place?
+        var visits: [Place]
+        var scores: [String: Double]
+        var avatar: Data
+        var site: URL?
+        var ratio: Float
+        var level: Int8
+        var mood: Mood
+    }
+
+    static func profile(_ random: inout RandomValues) -> Profile {
+        func place() -> Profile.Place {
+            Profile.Place(city: random.string(), zip: Bool.random(using: &random.rng) ? UInt16.random(in: 0...UInt16.max, using: &random.rng) : nil,
+                          tags: (0..<Int.random(in: 0...2, using: &random.rng)).map { _ in random.string() })
+        }
+        let scores = Dictionary((0..<Int.random(in: 0...30, using: &random.rng)).map { ("k\($0)", random.double()) }, uniquingKeysWith: { a, _ in a })
+        return Profile(id: 1, home: place(), work: Bool.random(using: &random.rng) ? place() : nil,
+                       visits: (0..<Int.random(in: 0...3, using: &random.rng)).map { _ in place() }, scores: scores,
+                       avatar: Data(random.bytes()), site: Bool.random(using: &random.rng) ? URL(string: "https://example.com/\(random.int())") : nil,
+                       ratio: Float(Int.random(in: -100...100, using: &random.rng)) / 4, level: Int8.random(in: -128...127, using: &random.rng),
+                       mood: Bool.random(using: &random.rng) ? .calm : .loud)
+    }
+
+    /// A value like `value` with one part changed: a member dropped, replaced by any value, or
+    /// a scalar of another kind.
+    static func perturbed(_ value: FieldValue, _ random: inout RandomValues) -> FieldValue {
+        switch value {
+        case var .object(members) where !members.isEmpty && Int.random(in: 0..<3, using: &random.rng) > 0:
+            let key = members.keys.sorted().randomElement(using: &random.rng)!
+            switch Int.random(in: 0..<3, using: &random.rng) {
+            case 0: members[key] = nil
+            case 1: members[key] = random.value()
+            default: members[key] = perturbed(members[key]!, &random)
+            }
+            return .object(members)
+        case var .array(items) where !items.isEmpty && Bool.random(using: &random.rng):
+            let i = Int.random(in: 0..<items.count, using: &random.rng)
+            items[i] = perturbed(items[i], &random)
+            return .array(items)
+        default:
+            return Bool.random(using: &random.rng) ? random.value() : random.scalar()
+        }
+    }
+
+    /// Typed reads decode a record's stored bytes straight into the entity (``StoredDecoder``).
+    /// The reference is independent: a second reader of the record format, then a Codable
+    /// decoder over the record as one tree. For valid records, records whose fields hold other
+    /// kinds or other shapes, and fuzzed bytes, both give the same value or the same error.
+    @Test(arguments: testSeeds(2)) func typedRecordsDecodeAsTheReferenceDecoderDoes(seed: UInt64) throws {
         try withTemporaryDirectory { dir in
-            let store = try Store(path: dir + "/s", entities: [Item.self, Note.self])
+            let store = try Store(path: dir + "/s", entities: [Item.self, Note.self, Profile.self])
+            var random = RandomValues(seed: seed)
+            let example = Self.profile(&random)
             try store.write { tx in
                 try tx.put(Item(id: 1, group: 2, score: 3, name: "a", flag: true, tag: UUID()))
                 try tx.put(Note(id: "n", body: "b", priority: 1, when: Date(), labels: ["x"]))
+                var full = example
+                full.work = example.home
+                full.site = URL(string: "https://example.com")
+                try tx.put(full)
             }
-            var random = RandomValues(seed: seed)
             var outcomes = [0, 0]
-            func compare<E: Entity>(_ type: E.Type, id: FieldValue, fieldKinds: [UInt32: FieldValue]) throws {
+            /// Compares both decoders on records made by `record` (fields by catalog number).
+            func compare<E: Entity>(_ type: E.Type, id: FieldValue, _ record: (inout RandomValues, [String: UInt32]) throws -> [FieldValue]) throws {
                 try store.read { tx in
                     var entity = try tx.entity(E.entityName)
+                    let ids = Dictionary(uniqueKeysWithValues: entity.catalog.fields.map { ($0.name, $0.id) })
                     for _ in 0..<Self.iterations / 4 {
-                        // A record of the entity's fields, some holding a value of another kind or missing.
-                        var slots = [FieldValue](repeating: .null, count: Int(fieldKinds.keys.max()! + 1))
-                        for (fieldID, like) in fieldKinds {
-                            switch Int.random(in: 0..<8, using: &random.rng) {
-                            case 0: slots[Int(fieldID)] = random.value()
-                            case 1: slots[Int(fieldID)] = .null
-                            default: slots[Int(fieldID)] = random.scalar(sameKindAs: like)
-                            }
-                        }
                         var valid: [UInt8] = []
-                        RecordCodec.encode(byFieldID: slots, into: &valid)
+                        RecordCodec.encode(byFieldID: try record(&random, ids), into: &valid)
                         let bytes = Bool.random(using: &random.rng) ? valid : Self.input(from: valid, &random)
                         let direct = bytes.withUnsafeBytes { raw in
                             Result { try tx.decodeEntity(E.self, raw, of: &entity, id: id) }
                         }
-                        let tree = bytes.withUnsafeBytes { raw in
-                            Result {
-                                let fields = try tx.decodeFields(raw, of: &entity, id: id)
-                                do {
-                                    return try FieldValueDecoder.decode(E.self, from: .object(fields))
-                                } catch {
-                                    throw FeedstoreError.decodingFailed(entity: E.entityName, id: id, reason: "\(error)")
-                                }
-                            }
-                        }
-                        switch (direct, tree) {
+                        let reference = Result { try Self.referenceDecode(E.self, bytes, entity: entity, id: id) }
+                        switch (direct, reference) {
                         case let (.success(a), .success(b)):
                             // Compared as stored values (total order: NaN equals NaN), not printed:
                             // Foundation traps printing some of the dates random bytes make.
@@ -178,24 +219,65 @@ import Testing
                             #expect(same, "seed \(seed): \(bytes)")
                             outcomes[0] += 1
                         case let (.failure(a), .failure(b)):
-                            #expect(a is FeedstoreError && "\(a)" == "\(b)", "seed \(seed): \(bytes)\ndirect: \(a)\ntree:   \(b)")
+                            #expect(a is FeedstoreError && "\(a)" == "\(b)", "seed \(seed): \(bytes)\ndirect:    \(a)\nreference: \(b)")
                             outcomes[1] += 1
                         default:
-                            Issue.record("seed \(seed): direct \(direct), tree \(tree) for \(bytes)")
+                            Issue.record("seed \(seed): direct \(direct), reference \(reference) for \(bytes)")
                         }
                     }
                 }
             }
-            func kinds(_ name: String, _ examples: [String: FieldValue]) throws -> [UInt32: FieldValue] {
-                let catalog = try store.catalog.entities[name]!
-                return Dictionary(uniqueKeysWithValues: catalog.fields.map { ($0.id, examples[$0.name]!) })
+            /// A record holding, for each named field, a value of the kind of `examples`' (or any value, or none).
+            func scalars(_ examples: [String: FieldValue]) -> (inout RandomValues, [String: UInt32]) -> [FieldValue] {
+                { random, ids in
+                    var slots = [FieldValue](repeating: .null, count: Int(ids.values.max()! + 1))
+                    for (name, like) in examples {
+                        switch Int.random(in: 0..<8, using: &random.rng) {
+                        case 0: slots[Int(ids[name]!)] = random.value()
+                        case 1: slots[Int(ids[name]!)] = .null
+                        default: slots[Int(ids[name]!)] = random.scalar(sameKindAs: like)
+                        }
+                    }
+                    return slots
+                }
             }
-            try compare(Item.self, id: .int(1), fieldKinds: try kinds("Item", ["id": .int(1), "group": .int(2), "score": .double(1.5),
-                                                                          "name": .string("n"), "flag": .bool(true), "tag": .uuid(UUID())]))
-            try compare(Note.self, id: .string("n"), fieldKinds: try kinds("Note", ["id": .string("n"), "body": .string("b"), "priority": .int(3),
-                                                                               "when": .date(Date()), "labels": .array([.string("x")])]))
+            try compare(Item.self, id: .int(1), scalars(["id": .int(1), "group": .int(2), "score": .double(1.5), "name": .string("n"),
+                                                          "flag": .bool(true), "tag": .uuid(UUID())]))
+            try compare(Note.self, id: .string("n"), scalars(["id": .string("n"), "body": .string("b"), "priority": .int(3),
+                                                               "when": .date(Date()), "labels": .array([.string("x")])]))
+            // Profiles: a valid profile's fields, some of them perturbed at any depth.
+            try compare(Profile.self, id: .uint(1)) { random, ids in
+                guard case let .object(fields) = try FieldValueEncoder.encode(Self.profile(&random)) else { return [] }
+                var slots = [FieldValue](repeating: .null, count: Int(ids.values.max()! + 1))
+                for (name, value) in fields {
+                    slots[Int(ids[name]!)] = Int.random(in: 0..<4, using: &random.rng) == 0 ? Self.perturbed(value, &random) : value
+                }
+                return slots
+            }
             // Both outcomes occur.
             #expect(outcomes[0] > 0 && outcomes[1] > 0, "seed \(seed): \(outcomes)")
+        }
+    }
+
+    /// What a typed read of `bytes` gives by the reference decoders, with the read's errors.
+    static func referenceDecode<E: Entity>(_ type: E.Type, _ bytes: [UInt8], entity: EntitySchema, id: FieldValue) throws -> E {
+        let fields: [RecordField]
+        do {
+            fields = try ReferenceRecordDecoder.decode(bytes)
+        } catch let FeedstoreError.corruptData(_, reason) {
+            throw FeedstoreError.corruptData(what: "record \(entity.name) \(id.jsonText)", reason: reason)
+        }
+        var named: [String: FieldValue] = [:]
+        for field in fields {
+            guard let name = entity.fieldNames[field.id] else {
+                throw FeedstoreError.corruptData(what: "record \(entity.name) \(id.jsonText)", reason: "field number \(field.id) is not in the catalog")
+            }
+            named[name] = field.value
+        }
+        do {
+            return try ReferenceTreeDecoder.decode(E.self, from: .object(named))
+        } catch {
+            throw FeedstoreError.decodingFailed(entity: E.entityName, id: id, reason: "\(error)")
         }
     }
 }

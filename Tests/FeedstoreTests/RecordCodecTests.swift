@@ -53,6 +53,50 @@ import Testing
         #expect(errors > 2_500)
     }
 
+    /// An object encoded member by member as given: keys in any order, repeated or canonically
+    /// equivalent ("é" and "e\u{301}"), which the encoder never writes but damaged bytes can hold.
+    static func rawObject(_ members: [(String, FieldValue)]) -> [UInt8] {
+        var out: [UInt8] = [RecordCodec.Tag.object.rawValue]
+        RecordCodec.appendVarint(UInt64(members.count), to: &out)
+        for (key, value) in members {
+            RecordCodec.appendVarint(UInt64(key.utf8.count), to: &out)
+            out += key.utf8
+            RecordCodec.appendValue(value, to: &out)
+        }
+        return out
+    }
+
+    /// The decoder (validation, then reads of the checked bytes) agrees with a second reader of
+    /// the format on valid, mutated and random records, and on objects with keys out of order,
+    /// repeated or canonically equivalent: the same fields or the same error.
+    @Test(arguments: testSeeds(3, base: 11))
+    func decodingAgreesWithTheReferenceReader(seed: UInt64) {
+        var random = RandomValues(seed: seed)
+        let keys = ["a", "b", "é", "e\u{301}", "\u{30A}", "Z"] + (0..<20).map { "k\($0)" }
+        var outcomes = [0, 0]
+        for _ in 0..<3_000 {
+            var valid: [UInt8]
+            if Bool.random(using: &random.rng) {
+                valid = Self.encoded((0..<UInt32.random(in: 0...5, using: &random.rng)).map { RecordField(id: $0 * 2 + 1, value: random.value()) })
+            } else {
+                let members = (0..<Int.random(in: 0...24, using: &random.rng)).map { _ in (keys.randomElement(using: &random.rng)!, random.scalar()) }
+                valid = [RecordCodec.formatByte, 1, 1] + Self.rawObject(members)
+            }
+            let bytes = Int.random(in: 0..<3, using: &random.rng) == 0 ? valid : DecoderFuzzTests.input(from: valid, &random)
+            switch (Result { try RecordCodec.decode(bytes) }, Result { try ReferenceRecordDecoder.decode(bytes) }) {
+            case let (.success(a), .success(b)):
+                #expect(a.count == b.count && zip(a, b).allSatisfy { $0.id == $1.id && $0.value.isIdentical(to: $1.value) }, "seed \(seed): \(bytes)")
+                outcomes[0] += 1
+            case let (.failure(a), .failure(b)):
+                #expect("\(a)" == "\(b)", "seed \(seed): \(bytes)\nlibrary:   \(a)\nreference: \(b)")
+                outcomes[1] += 1
+            case let (a, b):
+                Issue.record("seed \(seed): library \(a), reference \(b) for \(bytes)")
+            }
+        }
+        #expect(outcomes[0] > 300 && outcomes[1] > 300, "seed \(seed): \(outcomes)")
+    }
+
     @Test func deeplyNestedBytesAreRefused() {
         // 10,000 nested one-element arrays: must be refused, not overflow the stack.
         var bytes: [UInt8] = [RecordCodec.formatByte, 1, 1]

@@ -208,7 +208,7 @@ import Testing
             }
             let inPartial = model.values.filter { ($0["d"] ?? .null) == .bool(true) }.count
             #expect(counts.0 == model.count && counts.1 == model.count && counts.2 == inPartial, "seed \(seed): \(counts)")
-            #expect(counts.3 > EntitySchema.scannedFields, "seed \(seed): the entity should outgrow scanned field lookups")
+            #expect(counts.3 > FieldNameTable.scannedFields, "seed \(seed): the entity should outgrow scanned field lookups")
             let issues = try store.verify()
             #expect(issues.isEmpty, "seed \(seed): \(issues)")
         }

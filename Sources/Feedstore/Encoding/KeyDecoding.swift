@@ -28,7 +28,7 @@ struct KeyDecoder {
     /// The number of bytes the first `count` components of `key` take.
     static func lengthOfComponents(_ count: Int, in key: UnsafeRawBufferPointer) throws -> Int {
         var decoder = KeyDecoder(key)
-        for _ in 0..<count { _ = try decoder.next() }
+        for _ in 0..<count { try decoder.skip() }
         return decoder.offset
     }
 
@@ -69,6 +69,25 @@ struct KeyDecoder {
         return Component(value: value, descending: descending)
     }
 
+    /// Moves past one component without making its value; a string's UTF-8 is not checked.
+    mutating func skip() throws {
+        guard offset < bytes.count else { throw fail("missing component") }
+        let first = bytes[offset]
+        let flip: UInt8 = first >= 0x80 ? 0xFF : 0
+        offset += 1
+        guard let tag = KeyEncoding.Tag(rawValue: first ^ flip) else { throw fail("unknown tag \(first)") }
+        switch tag {
+        case .null, .falseValue, .trueValue: return
+        case .int, .uint, .double, .date:
+            guard offset + 8 <= bytes.count else { throw fail("truncated number") }
+            offset += 8
+        case .string, .bytes: _ = try readEscaped(flip, keeping: false)
+        case .uuid:
+            guard offset + 16 <= bytes.count else { throw fail("truncated UUID") }
+            offset += 16
+        }
+    }
+
     private mutating func readUInt64(_ flip: UInt8) throws -> UInt64 {
         guard offset + 8 <= bytes.count else { throw fail("truncated number") }
         var v: UInt64 = 0
@@ -77,19 +96,23 @@ struct KeyDecoder {
         return v
     }
 
-    private mutating func readEscaped(_ flip: UInt8) throws -> [UInt8] {
+    /// The unescaped bytes of a string or bytes component (nothing when not `keeping` them).
+    private mutating func readEscaped(_ flip: UInt8, keeping: Bool = true) throws -> [UInt8] {
         var out: [UInt8] = []
         while true {
             guard offset < bytes.count else { throw fail("unterminated string") }
             let b = bytes[offset] ^ flip
             offset += 1
-            if b != 0 { out.append(b); continue }
+            if b != 0 {
+                if keeping { out.append(b) }
+                continue
+            }
             guard offset < bytes.count else { throw fail("unterminated string") }
             let marker = bytes[offset] ^ flip
             offset += 1
             switch marker {
             case 0x00: return out
-            case 0xFF: out.append(0)
+            case 0xFF: if keeping { out.append(0) }
             default: throw fail("bad escape \(marker)")
             }
         }

@@ -20,6 +20,13 @@ enum RecordCodec {
 
     enum Tag: UInt8 {
         case null = 0, falseValue, trueValue, int, uint, double, string, bytes, date, uuid, array, object
+
+        /// The tag `raw` names, or nil. Faster than `init(rawValue:)`, which is a call and a
+        /// switch: the cases are numbered from 0 without gaps, as their raw values are.
+        @inline(__always)
+        static func named(_ raw: UInt8) -> Tag? {
+            raw <= Tag.object.rawValue ? unsafeBitCast(raw, to: Tag.self) : nil
+        }
     }
 
     /// Appends the record whose field number `i` holds `values[i]` (`.null` for none) to `out`.
@@ -39,21 +46,31 @@ enum RecordCodec {
         }
     }
 
-    static func decode(_ bytes: UnsafeRawBufferPointer) throws -> [RecordField] {
+    /// Checks that `bytes` are a well-formed record, calling `field` with each top-level field's
+    /// number and the offset of its value. Every rule of the format is checked here, once: field
+    /// numbers ascending, known tags, canonical varints, counts and lengths within the bytes,
+    /// valid UTF-8, no duplicate object keys, nesting at most ``maximumDepth``, no trailing bytes.
+    /// Readers of validated bytes (``StoredValue``) then only copy.
+    static func validate(_ bytes: UnsafeRawBufferPointer, field: (_ id: UInt32, _ offset: Int) throws -> Void) throws {
         var reader = ByteReader(bytes)
         guard try reader.byte() == formatByte else { throw reader.failure("unknown record format") }
         let count = try reader.count()
-        var fields: [RecordField] = []
-        fields.reserveCapacity(count)
         var previous: Int64 = -1
         for _ in 0..<count {
             let id = try reader.varint()
             guard id <= UInt32.max, Int64(id) > previous else { throw reader.failure("field numbers out of order") }
             previous = Int64(id)
-            fields.append(RecordField(id: UInt32(id), value: try decodeValue(&reader, depth: 0)))
+            try field(UInt32(id), reader.offset)
+            try checkValue(&reader, depth: 0)
         }
         guard reader.isAtEnd else { throw reader.failure("trailing bytes") }
-        return fields
+    }
+
+    /// The record's top-level fields as ``FieldValue`` trees, for the readers that want them.
+    static func decode(_ bytes: UnsafeRawBufferPointer) throws -> [RecordField] {
+        var offsets: [(UInt32, Int)] = []
+        try validate(bytes) { id, offset in offsets.append((id, offset)) }
+        return try offsets.map { RecordField(id: $0.0, value: try StoredValue(bytes, at: $0.1).fieldValue()) }
     }
 
     static func decode(_ bytes: [UInt8]) throws -> [RecordField] {
@@ -104,42 +121,66 @@ enum RecordCodec {
         }
     }
 
-    static func decodeValue(_ reader: inout ByteReader, depth: Int) throws -> FieldValue {
+    /// Checks one value and moves past it.
+    /// Checks one value and moves past it. Inlined: most values are scalars, checked in place;
+    /// arrays and objects go through ``checkContainer(_:_:depth:)``.
+    @inline(__always)
+    private static func checkValue(_ reader: inout ByteReader, depth: Int) throws {
         guard depth < maximumDepth else { throw reader.failure("nesting deeper than \(maximumDepth)") }
         let raw = try reader.byte()
-        guard let tag = Tag(rawValue: raw) else { throw reader.failure("unknown value tag \(raw)") }
+        guard let tag = Tag.named(raw) else { throw reader.failure("unknown value tag \(raw)") }
         switch tag {
-        case .null: return .null
-        case .falseValue: return .bool(false)
-        case .trueValue: return .bool(true)
-        case .int:
-            let z = try reader.varint()
-            return .int(Int64(bitPattern: z >> 1) ^ -Int64(bitPattern: z & 1))
-        case .uint: return .uint(try reader.varint())
-        case .double: return .double(Double(bitPattern: try reader.fixed64()))
-        case .date: return .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: try reader.fixed64())))
-        case .string: return .string(try reader.string())
-        case .bytes: return .bytes(Array(try reader.bytes(try reader.count())))
-        case .uuid:
-            let b = try reader.bytes(16)
-            return .uuid(UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
-                                     b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15])))
-        case .array:
-            let count = try reader.count()
-            var items: [FieldValue] = []
-            items.reserveCapacity(count)
-            for _ in 0..<count { items.append(try decodeValue(&reader, depth: depth + 1)) }
-            return .array(items)
-        case .object:
-            let count = try reader.count()
-            var members: [String: FieldValue] = [:]
-            for _ in 0..<count {
-                let key = try reader.string()
-                guard members[key] == nil else { throw reader.failure("duplicate key \(key)") }
-                members[key] = try decodeValue(&reader, depth: depth + 1)
-            }
-            return .object(members)
+        case .null, .falseValue, .trueValue: return
+        case .int, .uint: _ = try reader.varint()
+        case .double, .date: _ = try reader.bytes(8)
+        case .string: _ = try reader.checkedString()
+        case .bytes: _ = try reader.bytes(try reader.count())
+        case .uuid: _ = try reader.bytes(16)
+        case .array, .object: try checkContainer(tag, &reader, depth: depth)
         }
+    }
+
+    private static func checkContainer(_ tag: Tag, _ reader: inout ByteReader, depth: Int) throws {
+        if tag == .object { return try checkObject(&reader, depth: depth) }
+        let count = try reader.count()
+        for _ in 0..<count { try checkValue(&reader, depth: depth + 1) }
+    }
+
+    /// Checks an object's members after its tag. Keys that are ASCII and strictly ascending (as
+    /// the encoder writes them) cannot repeat; once an object's keys are not, they are compared
+    /// as strings (canonical equivalence), which is how a decoded object would hold them.
+    private static func checkObject(_ reader: inout ByteReader, depth: Int) throws {
+        let count = try reader.count()
+        let first = reader.offset
+        var previous: UnsafeRawBufferPointer?
+        var seen: Set<String>?
+        for i in 0..<count {
+            let key = try reader.checkedString()
+            if seen == nil {
+                if key.allSatisfy({ $0 < 0x80 }), previous.map({ $0.compare(with: key) < 0 }) ?? true {
+                    previous = key
+                } else {
+                    seen = try keys(count: i, from: first, of: reader)
+                }
+            }
+            if seen != nil {
+                let name = String(decoding: key, as: UTF8.self)
+                guard seen!.insert(name).inserted else { throw reader.failure("duplicate key \(name)") }
+            }
+            try checkValue(&reader, depth: depth + 1)
+        }
+    }
+
+    /// The first `count` keys of the object whose members start at `first` (checked already).
+    private static func keys(count: Int, from first: Int, of reader: ByteReader) throws -> Set<String> {
+        var members = StoredMembers(count: count, bytes: reader.bytes(from: first))
+        var keys = Set<String>()
+        while let (key, _) = try members.next() { keys.insert(String(decoding: key, as: UTF8.self)) }
+        return keys
+    }
+
+    static func unzigzag(_ z: UInt64) -> Int64 {
+        Int64(bitPattern: z >> 1) ^ -Int64(bitPattern: z & 1)
     }
 
     static func appendVarint(_ v: UInt64, to out: inout [UInt8]) {
@@ -156,9 +197,10 @@ enum RecordCodec {
 struct ByteReader {
     private let bytes: UnsafeRawBufferPointer
     private(set) var offset = 0
-    var what = "record"
+    /// What the bytes are, for error messages (static, so making a reader costs nothing).
+    let what: StaticString
 
-    init(_ bytes: UnsafeRawBufferPointer, what: String = "record") {
+    init(_ bytes: UnsafeRawBufferPointer, what: StaticString = "record") {
         self.bytes = bytes
         self.what = what
     }
@@ -167,22 +209,47 @@ struct ByteReader {
     var remaining: Int { bytes.count - offset }
 
     func failure(_ reason: String) -> FeedstoreError {
-        .corruptData(what: what, reason: "\(reason) at byte \(offset) of \(bytes.count)")
+        .corruptData(what: "\(what)", reason: "\(reason) at byte \(offset) of \(bytes.count)")
     }
 
+    /// The bytes from `offset` to the end.
+    func bytes(from offset: Int) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(rebasing: bytes[offset...])
+    }
+
+    /// The bytes not read yet.
+    var rest: UnsafeRawBufferPointer { bytes(from: offset) }
+
+    /// Moves past `n` bytes known to be there.
+    mutating func skip(_ n: Int) {
+        offset = Swift.min(offset + n, bytes.count)
+    }
+
+    @inline(__always)
     mutating func byte() throws -> UInt8 {
         guard offset < bytes.count else { throw failure("unexpected end") }
         defer { offset += 1 }
         return bytes[offset]
     }
 
+    @inline(__always)
     mutating func bytes(_ n: Int) throws -> UnsafeRawBufferPointer {
         guard n >= 0, n <= remaining else { throw failure("length \(n) exceeds the \(remaining) bytes left") }
         defer { offset += n }
         return UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + n])
     }
 
+    @inline(__always)
     mutating func varint() throws -> UInt64 {
+        // One byte is the common case: small numbers, lengths and field numbers.
+        if offset < bytes.count, bytes[offset] < 0x80 {
+            defer { offset += 1 }
+            return UInt64(bytes[offset])
+        }
+        return try longVarint()
+    }
+
+    private mutating func longVarint() throws -> UInt64 {
         var result: UInt64 = 0
         var shift: UInt64 = 0
         while true {
@@ -199,12 +266,14 @@ struct ByteReader {
 
     /// A length or element count: a varint that cannot exceed the bytes left (each element takes
     /// at least one byte), so corrupt counts cannot trigger huge allocations.
+    @inline(__always)
     mutating func count() throws -> Int {
         let n = try varint()
         guard n <= UInt64(remaining) else { throw failure("count \(n) exceeds the \(remaining) bytes left") }
         return Int(n)
     }
 
+    @inline(__always)
     mutating func fixed64() throws -> UInt64 {
         let b = try bytes(8)
         var v: UInt64 = 0
@@ -218,8 +287,61 @@ struct ByteReader {
     }
 
     mutating func string() throws -> String {
+        String(decoding: try checkedString(), as: UTF8.self)
+    }
+
+    /// A length-prefixed string's bytes, checked to be valid UTF-8, without making a `String`.
+    @inline(__always)
+    mutating func checkedString() throws -> UnsafeRawBufferPointer {
         let raw = try bytes(try count())
-        guard let s = String(validating: raw, as: UTF8.self) else { throw failure("invalid UTF-8") }
-        return s
+        guard raw.isValidUTF8 else { throw failure("invalid UTF-8") }
+        return raw
+    }
+
+    mutating func uuid() throws -> UUID {
+        let b = try bytes(16)
+        return UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
+    }
+
+    /// Moves past one value of a record that was validated: only bounds are checked.
+    mutating func skipValue() throws {
+        let raw = try byte()
+        guard let tag = RecordCodec.Tag.named(raw) else { throw failure("unknown value tag \(raw)") }
+        switch tag {
+        case .null, .falseValue, .trueValue: return
+        case .int, .uint: _ = try varint()
+        case .double, .date: _ = try bytes(8)
+        case .string, .bytes: _ = try bytes(try count())
+        case .uuid: _ = try bytes(16)
+        case .array:
+            for _ in 0..<(try count()) { try skipValue() }
+        case .object:
+            for _ in 0..<(try count()) {
+                _ = try bytes(try count())
+                try skipValue()
+            }
+        }
+    }
+}
+
+extension UnsafeRawBufferPointer {
+    /// Whether the bytes are well-formed UTF-8. ASCII, the common case, is checked eight bytes at
+    /// a time; the rest scalar by scalar, with no allocation.
+    var isValidUTF8: Bool {
+        var i = 0
+        if let base = baseAddress {
+            while i + 8 <= count, base.loadUnaligned(fromByteOffset: i, as: UInt64.self) & 0x8080_8080_8080_8080 == 0 { i += 8 }
+        }
+        while i < count, self[i] < 0x80 { i += 1 }
+        if i == count { return true }
+        var parser = Unicode.UTF8.ForwardParser()
+        var iterator = self[i...].makeIterator()
+        while true {
+            switch parser.parseScalar(from: &iterator) {
+            case .valid: continue
+            case .emptyInput: return true
+            case .error: return false
+            }
+        }
     }
 }

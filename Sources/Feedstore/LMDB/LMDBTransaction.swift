@@ -73,11 +73,23 @@ struct LMDBTransaction: ~Copyable {
 
     /// Lends the value stored under `key` to `body`; `nil` when the key is absent.
     borrowing func withValue<R>(_ db: LMDBDatabase, key: [UInt8], _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
+        try key.withUnsafeBytes { try withValue(db, key: $0, body) }
+    }
+
+    /// The same, for a key in borrowed bytes (an index entry's primary key, say).
+    borrowing func withValue<R>(_ db: LMDBDatabase, key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
+        guard let value = try borrowedValue(db, key: key) else { return nil }
+        return try body(value)
+    }
+
+    /// The value stored under `key`, borrowed: valid until the transaction ends or next writes.
+    borrowing func borrowedValue(_ db: LMDBDatabase, key: UnsafeRawBufferPointer) throws(LMDBError) -> UnsafeRawBufferPointer? {
+        var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
         var value = MDB_val()
-        let code = withMDBValue(key) { k in mdb_get(handle, db.dbi, &k, &value) }
+        let code = mdb_get(handle, db.dbi, &k, &value)
         if code == MDB_NOTFOUND { return nil }
         try lmdbCheck(code, "mdb_get")
-        return try body(value.borrowedBytes)
+        return value.borrowedBytes
     }
 
     // MARK: Writes

@@ -5,11 +5,10 @@ final class EntitySchema: Sendable {
     let indexes: [IndexSchema]
     /// The catalog's field names by number.
     let fieldNames: [UInt32: String]
-    /// The fields the write path looks up for every member of every record, in catalog order, and
-    /// the two raw words of each name, compared before any call into string comparison.
+    /// The same names, looked up both ways at the cost reads and writes pay per field.
+    let fieldTable: FieldNameTable
+    /// What the write path needs of each field, in catalog order (the table's positions).
     private let slots: [FieldSlot]
-    private let slotNameWords: [StringWords]
-    private let slotsByName: [String: FieldSlot]
 
     var name: String { catalog.name }
 
@@ -18,33 +17,14 @@ final class EntitySchema: Sendable {
         self.records = records
         self.indexes = indexes
         fieldNames = Dictionary(catalog.fields.map { ($0.id, $0.name) }, uniquingKeysWith: { first, _ in first })
+        fieldTable = FieldNameTable(catalog.fields.map { ($0.id, $0.name) })
         slots = catalog.fields.map(FieldSlot.init)
-        slotNameWords = catalog.fields.map { StringWords($0.name) }
-        slotsByName = Dictionary(catalog.fields.map { ($0.name, FieldSlot($0)) }, uniquingKeysWith: { first, _ in first })
     }
 
-    /// The slot of the field named `name`. Up to ``scannedFields`` fields, the names' raw words
-    /// are scanned first: a name of up to 15 bytes is stored in them, so equal short names have
-    /// equal words and most lookups end without comparing strings. Other names fall back to
-    /// string equality, which equal words always imply.
+    /// The slot of the field named `name`.
     func slot(named name: String) -> FieldSlot? {
-        guard slots.count <= Self.scannedFields else { return slotsByName[name] }
-        let words = StringWords(name)
-        for i in slotNameWords.indices where slotNameWords[i] == words { return slots[i] }
-        for i in slots.indices where catalog.fields[i].name == name { return slots[i] }
-        return nil
+        fieldTable.position(named: name).map { slots[$0] }
     }
-
-    /// A record's fields by name (each number must be in ``fieldNames``; reading checks that).
-    func named(_ fields: [RecordField]) -> [String: FieldValue] {
-        var named: [String: FieldValue] = [:]
-        named.reserveCapacity(fields.count)
-        for field in fields { if let name = fieldNames[field.id] { named[name] = field.value } }
-        return named
-    }
-
-    /// Entities with at most this many fields have their fields found by scanning.
-    static let scannedFields = 16
 
     func index(named name: String) throws -> IndexSchema {
         guard let index = indexes.first(where: { $0.definition.name == name }) else {
@@ -70,17 +50,6 @@ struct FieldSlot: Sendable {
     func accepts(_ value: FieldValue) -> Bool {
         if case .null = value { return true }
         return kindRank.map { $0 == value.kindRank } ?? true
-    }
-}
-
-/// A string's two raw words: equal words mean equal strings (the converse holds for names of
-/// up to 15 bytes stored inline, which is most field names).
-struct StringWords: Equatable, Sendable {
-    let low: UInt64
-    let high: UInt64
-
-    init(_ string: String) {
-        (low, high) = unsafeBitCast(string, to: (UInt64, UInt64).self)
     }
 }
 

@@ -69,7 +69,7 @@ extension ReadTransaction {
 
     /// The record an index entry key names, as `E`.
     func object<E: Entity>(_ type: E.Type, forKey key: [UInt8], index: IndexSchema) throws -> E {
-        try row(forKey: key, entity: E.entityName, index: index) { _, id, bytes, entity in try decodeEntity(E.self, bytes, of: &entity, id: id) }
+        try row(forKey: key, entity: E.entityName, index: index) { try decodeEntity(E.self, $0, of: &$1) }
     }
 
     /// The position (from 0, in the query's order) of the record with `id`, or nil when the
@@ -147,27 +147,16 @@ extension ReadTransaction {
     }
 
     func indexEntry(forKey key: [UInt8], entity name: String, index: IndexSchema) throws -> IndexEntry {
-        try row(forKey: key, entity: name, index: index) { components, id, bytes, entity in
-            IndexEntry(key: Array(components.dropLast()), id: id, record: try decodeFields(bytes, of: &entity, id: id))
-        }
+        try row(forKey: key, entity: name, index: index) { try indexEntry($0, of: &$1) }
     }
 
     /// The row of the record an index entry key names, made as ``rows(entity:index:range:reverse:offset:limit:_:)`` makes rows.
     func row<Row>(forKey key: [UInt8], entity name: String, index: IndexSchema,
-                  _ make: (_ components: [FieldValue], _ id: FieldValue, _ record: UnsafeRawBufferPointer,
-                           _ entity: inout EntitySchema) throws -> Row) throws -> Row
+                  _ make: (_ entry: ScannedEntry, _ entity: inout EntitySchema) throws -> Row) throws -> Row
     {
         var entity = try entity(name)
-        let components = try KeyDecoder.decode(key).map(\.value)
-        let id = components.last ?? .null
-        let primaryKey = try key.withUnsafeBytes { raw in
-            Array(raw[try KeyDecoder.lengthOfComponents(index.definition.components.count, in: raw)...])
+        return try key.withUnsafeBytes { key in
+            try row(forKey: key, components: index.definition.components.count, entity: &entity, index: index.definition.name, make)
         }
-        guard let row = try access({ txn in
-            try txn.withValue(entity.records, key: primaryKey) { try make(components, id, $0, &entity) }
-        }) else {
-            throw FeedstoreError.corruptData(what: "index \(name).\(index.definition.name)", reason: "entry for missing record \(id.jsonText)")
-        }
-        return row
     }
 }

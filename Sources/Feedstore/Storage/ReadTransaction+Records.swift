@@ -58,8 +58,8 @@ extension ReadTransaction {
     public func query<E: Entity>(_ type: E.Type, index: String, range: IndexRange = .all, reverse: Bool = false,
                                  offset: Int = 0, limit: Int? = nil) throws -> [E]
     {
-        try rows(entity: E.entityName, index: index, range: range, reverse: reverse, offset: offset, limit: limit) { _, id, bytes, entity in
-            try decodeEntity(E.self, bytes, of: &entity, id: id)
+        try rows(entity: E.entityName, index: index, range: range, reverse: reverse, offset: offset, limit: limit) {
+            try decodeEntity(E.self, $0, of: &$1)
         }
     }
 
@@ -70,36 +70,50 @@ extension ReadTransaction {
     public func entries(entity name: String, index: String?, range: IndexRange = .all, reverse: Bool = false,
                         offset: Int = 0, limit: Int? = nil) throws -> [IndexEntry]
     {
-        try rows(entity: name, index: index, range: range, reverse: reverse, offset: offset, limit: limit) { components, id, bytes, entity in
-            IndexEntry(key: Array(components.dropLast()), id: id, record: try decodeFields(bytes, of: &entity, id: id))
+        try rows(entity: name, index: index, range: range, reverse: reverse, offset: offset, limit: limit) {
+            try indexEntry($0, of: &$1)
         }
     }
 
+    /// A walked entry's record as `E`.
+    func decodeEntity<E: Entity>(_ type: E.Type, _ entry: ScannedEntry, of entity: inout EntitySchema) throws -> E {
+        try decodeEntity(E.self, entry.record, of: &entity, id: entry.idForMessages)
+    }
+
+    /// A walked entry with its record's fields by name.
+    func indexEntry(_ entry: ScannedEntry, of entity: inout EntitySchema) throws -> IndexEntry {
+        IndexEntry(key: try entry.components(), id: try entry.id(), record: try decodeFields(entry.record, of: &entity, id: entry.idForMessages))
+    }
+
     /// Walks a range as ``entries(entity:index:range:reverse:offset:limit:)`` does, making each
-    /// row from its key's components (the primary key last), its id and its record's stored bytes.
+    /// row from its entry: the key and the record's stored bytes, borrowed.
     func rows<Row>(entity name: String, index: String?, range: IndexRange, reverse: Bool, offset: Int, limit: Int?,
-                   _ make: (_ components: [FieldValue], _ id: FieldValue, _ record: UnsafeRawBufferPointer,
-                            _ entity: inout EntitySchema) throws -> Row) throws -> [Row]
+                   _ make: (_ entry: ScannedEntry, _ entity: inout EntitySchema) throws -> Row) throws -> [Row]
     {
         var entity = try entity(name)
-        var result: [Row] = []
-        let componentCount = try index.map { try entity.index(named: $0).definition.components.count } ?? 0
+        var rows = RowCollector<Row>(capacity: limit.map { Swift.min($0, 1_024) } ?? 16)
+        let componentCount = try index.map { try entity.index(named: $0).definition.components.count }
         try scan(entity: name, index: index, range: range, reverse: reverse, offset: offset, limit: limit) { key, value in
-            let components = try KeyDecoder.decode(Array(key)).map(\.value)
-            let id = components.last ?? .null
-            if index == nil {
-                result.append(try make(components, id, value, &entity))
-            } else {
-                let pk = Array(key[try KeyDecoder.lengthOfComponents(componentCount, in: key)...])
-                guard let row = try access({ txn in
-                    try txn.withValue(entity.records, key: pk) { bytes in try make(components, id, bytes, &entity) }
-                }) else {
-                    throw FeedstoreError.corruptData(what: "index \(name).\(index!)", reason: "entry for missing record \(id.jsonText)")
-                }
-                result.append(row)
+            guard let componentCount else {
+                rows.append(try make(ScannedEntry(key: key, primaryKeyStart: 0, record: value), &entity))
+                return
             }
+            rows.append(try row(forKey: key, components: componentCount, entity: &entity, index: index!, make))
         }
-        return result
+        return rows.array()
+    }
+
+    /// The row of the record an index entry names, whose key has `components` index components.
+    func row<Row>(forKey key: UnsafeRawBufferPointer, components: Int, entity: inout EntitySchema, index: String,
+                  _ make: (_ entry: ScannedEntry, _ entity: inout EntitySchema) throws -> Row) throws -> Row
+    {
+        let start = try KeyDecoder.lengthOfComponents(components, in: key)
+        let records = entity.records
+        guard let bytes = try access({ try $0.borrowedValue(records, key: UnsafeRawBufferPointer(rebasing: key[start...])) }) else {
+            let id = ScannedEntry(key: key, primaryKeyStart: start, record: UnsafeRawBufferPointer(start: nil, count: 0)).idForMessages
+            throw FeedstoreError.corruptData(what: "index \(entity.name).\(index)", reason: "entry for missing record \(id.jsonText)")
+        }
+        return try make(ScannedEntry(key: key, primaryKeyStart: start, record: bytes), &entity)
     }
 
     /// The primary keys in `range` of `index` (or of the primary-key order), in order, skipping

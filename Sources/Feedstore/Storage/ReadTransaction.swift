@@ -58,48 +58,100 @@ public class ReadTransaction {
     }
 
     /// Decodes stored record bytes into named fields.
-    func decodeFields(_ bytes: UnsafeRawBufferPointer, of entity: inout EntitySchema, id: FieldValue?) throws -> [String: FieldValue] {
-        // Decoded first: a field number new to this handle reloads `entity`.
-        let fields = try decodeRecord(bytes, of: &entity, id: id)
-        return entity.named(fields)
+    func decodeFields(_ bytes: UnsafeRawBufferPointer, of entity: inout EntitySchema, id: @autoclosure () -> FieldValue?) throws -> [String: FieldValue] {
+        try withStoredRecord(bytes, of: &entity, id: id) { [entity] record in
+            var fields: [String: FieldValue] = [:]
+            fields.reserveCapacity(record.fieldOffsets.count)
+            for (i, offset) in record.fieldOffsets.enumerated() where offset >= 0 {
+                if let name = entity.fieldTable.name(id: UInt32(i)) { fields[name] = try StoredValue(bytes, at: offset).fieldValue() }
+            }
+            return fields
+        }
     }
 
-    /// Decodes stored record bytes straight into `E`, with no dictionary of named fields on the
-    /// way (``RecordFieldsDecoder``).
-    func decodeEntity<E: Entity>(_ type: E.Type, _ bytes: UnsafeRawBufferPointer, of entity: inout EntitySchema, id: FieldValue) throws -> E {
-        let fields = try decodeRecord(bytes, of: &entity, id: id)
-        do {
-            return try RecordFieldsDecoder.decode(E.self, from: fields, of: entity)
-        } catch {
-            throw FeedstoreError.decodingFailed(entity: E.entityName, id: id, reason: "\(error)")
+    /// Decodes stored record bytes straight into `E` (``StoredDecoder``): no dictionary of named
+    /// fields and no tree of values on the way.
+    func decodeEntity<E: Entity>(_ type: E.Type, _ bytes: UnsafeRawBufferPointer, of entity: inout EntitySchema,
+                                 id: @autoclosure () -> FieldValue) throws -> E
+    {
+        try withStoredRecord(bytes, of: &entity, id: id) { record in
+            do {
+                return try StoredRecord.decode(E.self, from: &record)
+            } catch {
+                throw FeedstoreError.decodingFailed(entity: E.entityName, id: id(), reason: "\(error)")
+            }
         }
     }
 
     /// Decodes stored record bytes into slots by catalog field number, as the write path holds records.
-    func decodeValues(_ bytes: UnsafeRawBufferPointer, of entity: inout EntitySchema, id: FieldValue?) throws -> RecordValues {
-        let fields = try decodeRecord(bytes, of: &entity, id: id)
-        var record = RecordValues(entity: entity)
-        for field in fields { record.set(field.value, at: field.id) }
-        return record
+    func decodeValues(_ bytes: UnsafeRawBufferPointer, of entity: inout EntitySchema, id: @autoclosure () -> FieldValue?) throws -> RecordValues {
+        try withStoredRecord(bytes, of: &entity, id: id) { [entity] record in
+            var values = RecordValues(entity: entity)
+            for (i, offset) in record.fieldOffsets.enumerated() where offset >= 0 {
+                values.set(try StoredValue(bytes, at: offset).fieldValue(), at: UInt32(i))
+            }
+            return values
+        }
     }
 
-    /// The record's fields, each checked to be in the catalog; a number this handle's catalog
-    /// lacks reloads it once, since another handle or process may have added the field.
-    private func decodeRecord(_ bytes: UnsafeRawBufferPointer, of entity: inout EntitySchema, id: FieldValue?) throws -> [RecordField] {
-        let fields: [RecordField]
-        do {
-            fields = try RecordCodec.decode(bytes)
-        } catch let FeedstoreError.corruptData(_, reason) {
-            throw FeedstoreError.corruptData(what: "record \(entity.name) \(id?.jsonText ?? "")", reason: reason)
-        }
-        for field in fields where entity.fieldNames[field.id] == nil {
-            try reloadSchemaIfNewer()
-            entity = try schema.entity(entity.name)
-            guard entity.fieldNames[field.id] != nil else {
-                throw FeedstoreError.corruptData(what: "record \(entity.name) \(id?.jsonText ?? "")",
-                                                 reason: "field number \(field.id) is not in the catalog")
+    /// Validates a record's bytes and lends them with the offset of each field's value. A field
+    /// number this handle's catalog lacks reloads the catalog once, since another handle or
+    /// process may have added the field.
+    private func withStoredRecord<R>(_ bytes: UnsafeRawBufferPointer, of entity: inout EntitySchema, id: () -> FieldValue?,
+                                     _ body: (inout StoredRecord) throws -> R) throws -> R
+    {
+        var reloaded = false
+        while true {
+            let names = entity
+            do {
+                return try Self.withFieldOffsetTable(count: Int(names.catalog.nextFieldID)) { offsets in
+                    try locateFields(bytes, of: names, id: id, in: offsets)
+                    var record = StoredRecord(bytes: bytes, fieldOffsets: UnsafeBufferPointer(offsets), names: names.fieldTable)
+                    return try withExtendedLifetime(names) { try body(&record) }
+                }
+            } catch let unknown as FieldBeyondCatalog {
+                guard !reloaded else {
+                    throw FeedstoreError.corruptData(what: "record \(names.name) \(id()?.jsonText ?? "")",
+                                                     reason: "field number \(unknown.id) is not in the catalog")
+                }
+                try reloadSchemaIfNewer()
+                entity = try schema.entity(entity.name)
+                reloaded = true
             }
         }
-        return fields
+    }
+
+    /// A field number the catalog in hand does not know.
+    private struct FieldBeyondCatalog: Error { let id: UInt32 }
+
+    /// Validates `bytes` and notes each field's value offset in `offsets`, by field number
+    /// (-1 where the record has none). Not generic, so its work costs no type lookups.
+    private func locateFields(_ bytes: UnsafeRawBufferPointer, of names: EntitySchema, id: () -> FieldValue?,
+                              in offsets: UnsafeMutableBufferPointer<Int>) throws
+    {
+        offsets.update(repeating: -1)
+        var unknown: UInt32?
+        do {
+            try RecordCodec.validate(bytes) { field, offset in
+                if Int(field) < offsets.count, names.fieldTable.name(id: field) != nil { offsets[Int(field)] = offset } else { unknown = unknown ?? field }
+            }
+        } catch let FeedstoreError.corruptData(_, reason) {
+            throw FeedstoreError.corruptData(what: "record \(names.name) \(id()?.jsonText ?? "")", reason: reason)
+        }
+        if let unknown { throw FieldBeyondCatalog(id: unknown) }
+    }
+
+    /// Lends a table of `count` offsets: on the stack for entities of up to 64 fields, in an
+    /// array for wider ones.
+    private static func withFieldOffsetTable<R>(count: Int, _ body: (UnsafeMutableBufferPointer<Int>) throws -> R) throws -> R {
+        guard count <= 64 else {
+            var table = [Int](repeating: -1, count: count)
+            return try table.withUnsafeMutableBufferPointer { try body($0) }
+        }
+        // 64 integers in one value, so the table needs no allocation.
+        var table = SIMD64<Int>(repeating: -1)
+        return try withUnsafeMutableBytes(of: &table) { raw in
+            try body(UnsafeMutableBufferPointer(rebasing: raw.bindMemory(to: Int.self)[..<count]))
+        }
     }
 }
