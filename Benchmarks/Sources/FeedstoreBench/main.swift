@@ -139,7 +139,8 @@ case "lookup-instructions":
     }
 case "decode":
     // Typed reads for instruction counts (run under callgrind): `--build` writes the demo feed;
-    // otherwise every message is read through objects(in:), `--rounds` times.
+    // otherwise `--rounds` times: every message through objects(in:) (`--mode scan`), 2,000
+    // records by position (`at`) or 200 windows of 100 (`window`), at seeded positions.
     let path = arguments.last!
     if arguments.contains("--build") {
         let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(durability: .none))
@@ -149,9 +150,18 @@ case "decode":
     } else {
         let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(readOnly: true))
         let everything = Query(Message.self, index: "byFolderDate")
+        let mode = arguments.firstIndex(of: "--mode").map { arguments[$0 + 1] } ?? "scan"
         var decoded = 0
         for _ in 0..<option("--rounds", default: 1) {
-            decoded += try store.read { try $0.objects(in: everything) }.count
+            var rng = SplitMix(state: 9)
+            decoded += try store.read { tx in
+                let count = try tx.count(everything)
+                switch mode {
+                case "at": return try (0..<2_000).reduce(0) { n, _ in n + (try tx.object(at: Int.random(in: 0..<count, using: &rng), in: everything) == nil ? 0 : 1) }
+                case "window": return try (0..<200).reduce(0) { n, _ in n + (try tx.objects(in: everything, offset: Int.random(in: 0..<count - 100, using: &rng), limit: 100).count) }
+                default: return try tx.objects(in: everything).count
+                }
+            }
         }
         print("decoded \(decoded) messages")
     }
@@ -217,7 +227,7 @@ default:
                                           many watchers (up to 10,000 busy, 100,000 idle); saves Benchmarks/results/
           commit-pages [--sizes …] [--updates K]
                                           pages a one-row update writes, by tree (runs Benchmarks/commit-pages.py); saves …/commit-pages.md
-          decode [--build --size N | --rounds R] PATH
+          decode [--build --size N | --rounds R --mode scan|at|window] PATH
                                           typed reads of every message, for callgrind
           lookup-instructions (--build | entry | rank | count) --size N [--operations K] PATH
                                           one kind of counted lookup, for Benchmarks/lookup-instructions

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A record type kept in a store: a `Codable` value type with a primary key and declared indexes.
 ///
 /// ```swift
@@ -32,10 +34,25 @@ public protocol Entity: Codable, Sendable {
 }
 
 extension Entity {
-    /// The type's name.
-    public static var entityName: String { String(describing: Self.self) }
+    /// The type's name, as `String(describing:)` writes it.
+    public static var entityName: String { TypeNames.name(of: Self.self) }
     /// No secondary indexes.
     public static var indexes: [IndexDefinition] { [] }
     /// Learned from the type's decoder.
     public static var fieldNames: [String]? { nil }
+}
+
+/// The names of types, each described once: every typed read names its entity, and describing
+/// a type (through reflection) costs more than reading a record.
+enum TypeNames {
+    private static let lock = NSLock()
+    nonisolated(unsafe) private static var names: [ObjectIdentifier: String] = [:]
+
+    static func name<T>(of type: T.Type) -> String {
+        let key = ObjectIdentifier(type)
+        if let name = lock.withLock({ names[key] }) { return name }
+        let name = String(describing: type)
+        lock.withLock { names[key] = name }
+        return name
+    }
 }
