@@ -97,6 +97,46 @@ import Testing
         #expect(outcomes[0] > 300 && outcomes[1] > 300, "seed \(seed): \(outcomes)")
     }
 
+    /// `value` with every date moved into the years the date formatter prints.
+    static func printableDates(_ value: FieldValue) -> FieldValue {
+        switch value {
+        case let .date(d):
+            let t = d.timeIntervalSinceReferenceDate
+            return .date(Date(timeIntervalSinceReferenceDate: t.isFinite ? t.truncatingRemainder(dividingBy: 3e9) : 0))
+        case let .array(items): return .array(items.map(printableDates))
+        case let .object(members): return .object(members.mapValues(printableDates))
+        default: return value
+        }
+    }
+
+    /// JSON written straight from stored bytes is the JSON of the value as a tree, byte for byte.
+    @Test(arguments: testSeeds(2, base: 21))
+    func jsonFromStoredBytesMatchesTheTree(seed: UInt64) throws {
+        var random = RandomValues(seed: seed)
+        for _ in 0..<2_000 {
+            let value = Self.printableDates(random.value(depth: 4))
+            var bytes: [UInt8] = []
+            RecordCodec.appendValue(value, to: &bytes)
+            var out = ""
+            try bytes.withUnsafeBytes { try StoredValue($0).appendJSON(to: &out) }
+            #expect(out == value.jsonText, "seed \(seed): \(value.jsonText)")
+        }
+    }
+
+    @Test func recordJSONIsTheJSONOfTheRecordsFields() throws {
+        try withTemporaryDirectory { dir in
+            let store = try Store(path: dir + "/s", entities: [Note.self])
+            try store.write { tx in
+                try tx.put(Note(id: "n\"1", body: "tab\there é", priority: -3, when: Date(timeIntervalSinceReferenceDate: 1.5), labels: ["a", "b"]))
+            }
+            try store.read { tx in
+                let fields = try #require(try tx.record(entity: "Note", id: .string("n\"1")))
+                #expect(try tx.recordJSON(entity: "Note", id: .string("n\"1")) == FieldValue.object(fields).jsonText)
+                #expect(try tx.recordJSON(entity: "Note", id: .string("missing")) == nil)
+            }
+        }
+    }
+
     @Test func deeplyNestedBytesAreRefused() {
         // 10,000 nested one-element arrays: must be refused, not overflow the stack.
         var bytes: [UInt8] = [RecordCodec.formatByte, 1, 1]

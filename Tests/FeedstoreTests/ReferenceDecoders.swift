@@ -185,7 +185,7 @@ private struct KeyedNodeDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol 
     let members: [String: FieldValue]
     let codingPath: [any CodingKey]
 
-    var allKeys: [Key] { members.keys.compactMap { Key(stringValue: $0) } }
+    var allKeys: [Key] { members.keys.sorted().compactMap { Key(stringValue: $0) } }
     func contains(_ key: Key) -> Bool { members[key.stringValue] != nil }
 
     private func child(_ key: Key) throws -> NodeDecoder {

@@ -32,10 +32,11 @@ struct GetCommand: ParsableCommand {
         try StoreAccess.withReadOnlyStore(path, immutable: access.immutable) { store in
             let info = try StoreAccess.entity(entity, in: store)
             let key = info.coercePrimaryKey((try? FieldValue(jsonText: id)) ?? .string(id))
-            guard let record = try store.read({ try $0.record(entity: entity, id: key) }) else {
+            // Written straight from the stored bytes.
+            guard let record = try store.read({ try $0.recordJSON(entity: entity, id: key) }) else {
                 StoreAccess.fail("\(entity) \(key.jsonText) not found")
             }
-            StoreAccess.write(json ? FieldValue.object(["id": key, "record": .object(record)]).jsonText : FieldValue.object(record).jsonText)
+            StoreAccess.write(json ? "{\"id\":\(key.jsonText),\"record\":\(record)}" : record)
         }
     }
 }

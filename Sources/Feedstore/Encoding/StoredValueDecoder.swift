@@ -317,11 +317,12 @@ private struct StoredMembersReader {
         return try opened.members[object].value(forKey: name)
     }
 
+    /// The keys, sorted as strings sort: the order a type that walks `allKeys` (a dictionary,
+    /// say) meets them in, and so which bad member it reports first, does not depend on how
+    /// the record was written.
     func keys() -> [String] {
-        if object < 0 { return node.record.pointee.fieldNames }
-        let opened = node.record.pointee.opened!
-        if let index = opened.indexes[object] { return Array(index.keys) }
-        return (try? opened.members[object].keys()) ?? []
+        if object < 0 { return node.record.pointee.fieldNames.sorted() }
+        return ((try? node.record.pointee.opened!.members[object].keys()) ?? []).sorted()
     }
 
     func isNil(_ name: String) throws -> Bool {

@@ -34,6 +34,17 @@ extension ReadTransaction {
         }
     }
 
+    /// The fields of the record with `id` as JSON text (``FieldValue/jsonText`` of the fields
+    /// as one object), written straight from the stored bytes, or nil.
+    /// - Complexity: O(log n).
+    public func recordJSON(entity name: String, id: FieldValue) throws -> String? {
+        var entity = try entity(name)
+        guard let key = try? KeyEncoding.encode([id]) else { return nil }
+        return try access { txn in
+            try txn.withValue(entity.records, key: key) { bytes in try recordJSON(bytes, of: &entity, id: id) }
+        }
+    }
+
     /// How many records the entity has.
     /// - Complexity: O(1).
     public func count<E: Entity>(_ type: E.Type) throws -> Int {

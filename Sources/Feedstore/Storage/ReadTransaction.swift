@@ -69,6 +69,19 @@ public class ReadTransaction {
         }
     }
 
+    /// A record's fields as JSON text, sorted by name, written from its stored bytes.
+    func recordJSON(_ bytes: UnsafeRawBufferPointer, of entity: inout EntitySchema, id: @autoclosure () -> FieldValue?) throws -> String {
+        try withStoredRecord(bytes, of: &entity, id: id) { record in
+            let names = record.fieldNames.sorted()
+            var members: [(key: String, value: StoredValue)] = []
+            members.reserveCapacity(names.count)
+            for name in names { if let value = record.value(named: name) { members.append((name, value)) } }
+            var out = ""
+            try StoredValue.appendJSONObject(members, to: &out)
+            return out
+        }
+    }
+
     /// Decodes stored record bytes straight into `E` (``StoredDecoder``): no dictionary of named
     /// fields and no tree of values on the way.
     func decodeEntity<E: Entity>(_ type: E.Type, _ bytes: UnsafeRawBufferPointer, of entity: inout EntitySchema,

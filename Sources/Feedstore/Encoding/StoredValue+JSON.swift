@@ -1,0 +1,49 @@
+extension StoredValue {
+    /// Appends the value as ``FieldValue/jsonText`` writes it, read straight from the stored
+    /// bytes: arrays and objects are written as they are walked, not built as trees first.
+    func appendJSON(to out: inout String) throws {
+        switch try scalar() {
+        case .null: out += "null"
+        case let .bool(b): out += b ? "true" : "false"
+        case let .int(i): out += String(i)
+        case let .uint(u): out += String(u)
+        case let .double(d): FieldValue.double(d).appendJSON(to: &out)
+        case let .date(d): FieldValue.date(d).appendJSON(to: &out)
+        case let .uuid(u): FieldValue.appendJSONString(u.uuidString, to: &out)
+        case .other:
+            if let s = try string() {
+                FieldValue.appendJSONString(s, to: &out)
+            } else if let b = try rawBytes() {
+                FieldValue.bytes(b).appendJSON(to: &out)
+            } else if var items = try items() {
+                out += "["
+                var first = true
+                while let item = try items.next() {
+                    if !first { out += "," }
+                    first = false
+                    try item.appendJSON(to: &out)
+                }
+                out += "]"
+            } else if var members = try members() {
+                // Sorted by key as strings sort, as tree objects print.
+                var sorted: [(key: String, value: StoredValue)] = []
+                sorted.reserveCapacity(members.count)
+                while let (key, value) = try members.next() { sorted.append((String(decoding: key, as: UTF8.self), value)) }
+                sorted.sort { $0.key < $1.key }
+                try Self.appendJSONObject(sorted, to: &out)
+            }
+        }
+    }
+
+    /// Appends members, already in order, as a JSON object.
+    static func appendJSONObject(_ members: [(key: String, value: StoredValue)], to out: inout String) throws {
+        out += "{"
+        for (i, member) in members.enumerated() {
+            if i > 0 { out += "," }
+            FieldValue.appendJSONString(member.key, to: &out)
+            out += ":"
+            try member.value.appendJSON(to: &out)
+        }
+        out += "}"
+    }
+}
