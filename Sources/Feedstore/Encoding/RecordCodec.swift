@@ -286,10 +286,6 @@ struct ByteReader {
         return b.reduce(0) { $0 << 8 | UInt32($1) }
     }
 
-    mutating func string() throws -> String {
-        String(decoding: try checkedString(), as: UTF8.self)
-    }
-
     /// A length-prefixed string's bytes, checked to be valid UTF-8, without making a `String`.
     @inline(__always)
     mutating func checkedString() throws -> UnsafeRawBufferPointer {
