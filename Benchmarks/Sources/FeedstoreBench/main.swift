@@ -58,7 +58,7 @@ func watchPeers(sizes: [Int]) throws -> [WatchPeers.Row] {
 }
 
 func readPeers(size: Int) throws {
-    emit("\nReads over byFolderDate at \(size.formatted()) messages, operations per second (Feedstore decodes records; raw LMDB reads the same pages of Feedstore's files without decoding)\n")
+    emit("\nReads over byFolderDate at \(size.formatted()) messages, operations per second, medians of three passes taken in turns (Feedstore decodes records; raw LMDB reads the same pages of Feedstore's files without decoding)\n")
     emit("| operation | Feedstore | raw LMDB | GRDB | Feedstore ÷ raw LMDB | Feedstore ÷ GRDB |")
     emit("|---|---:|---:|---:|---:|---:|")
     for r in try ReadPeers(size: size, directory: scratch).run() {
