@@ -269,7 +269,7 @@ import Testing
         }
         var named: [String: FieldValue] = [:]
         for field in fields {
-            guard let name = entity.fieldNames[field.id] else {
+            guard let name = entity.catalog.fields.first(where: { $0.id == field.id })?.name else {
                 throw FeedstoreError.corruptData(what: "record \(entity.name) \(id.jsonText)", reason: "field number \(field.id) is not in the catalog")
             }
             named[name] = field.value

@@ -73,12 +73,7 @@ struct LMDBTransaction: ~Copyable {
 
     /// Lends the value stored under `key` to `body`; `nil` when the key is absent.
     borrowing func withValue<R>(_ db: LMDBDatabase, key: [UInt8], _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
-        try key.withUnsafeBytes { try withValue(db, key: $0, body) }
-    }
-
-    /// The same, for a key in borrowed bytes (an index entry's primary key, say).
-    borrowing func withValue<R>(_ db: LMDBDatabase, key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
-        guard let value = try borrowedValue(db, key: key) else { return nil }
+        guard let value = try key.withUnsafeBytes({ try borrowedValue(db, key: $0) }) else { return nil }
         return try body(value)
     }
 

@@ -3,9 +3,8 @@ final class EntitySchema: Sendable {
     let catalog: CatalogEntity
     let records: LMDBDatabase
     let indexes: [IndexSchema]
-    /// The catalog's field names by number.
-    let fieldNames: [UInt32: String]
-    /// The same names, looked up both ways at the cost reads and writes pay per field.
+    /// The catalog's field names and numbers, looked up both ways at the cost reads and writes
+    /// pay per field.
     let fieldTable: FieldNameTable
     /// What the write path needs of each field, in catalog order (the table's positions).
     private let slots: [FieldSlot]
@@ -16,7 +15,6 @@ final class EntitySchema: Sendable {
         self.catalog = catalog
         self.records = records
         self.indexes = indexes
-        fieldNames = Dictionary(catalog.fields.map { ($0.id, $0.name) }, uniquingKeysWith: { first, _ in first })
         fieldTable = FieldNameTable(catalog.fields.map { ($0.id, $0.name) })
         slots = catalog.fields.map(FieldSlot.init)
     }

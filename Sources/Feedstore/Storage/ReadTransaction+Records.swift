@@ -16,33 +16,31 @@ extension ReadTransaction {
     ///   not decode as `E`; ``FeedstoreError/corruptData(what:reason:)`` for malformed bytes.
     /// - Complexity: O(log n).
     public func get<E: Entity>(_ type: E.Type, id: E.ID) throws -> E? {
-        var entity = try entity(E.entityName)
         let id = id.fieldValue
-        guard let key = try? KeyEncoding.encode([id]) else { return nil }
-        return try access { txn in
-            try txn.withValue(entity.records, key: key) { bytes in try decodeEntity(E.self, bytes, of: &entity, id: id) }
-        }
+        return try withRecord(entity: E.entityName, id: id) { try decodeEntity(E.self, $0, of: &$1, id: id) }
     }
 
     /// The fields of the record with `id`, read without the application's types.
     /// - Complexity: O(log n).
     public func record(entity name: String, id: FieldValue) throws -> [String: FieldValue]? {
-        var entity = try entity(name)
-        guard let key = try? KeyEncoding.encode([id]) else { return nil }
-        return try access { txn in
-            try txn.withValue(entity.records, key: key) { bytes in try decodeFields(bytes, of: &entity, id: id) }
-        }
+        try withRecord(entity: name, id: id) { try decodeFields($0, of: &$1, id: id) }
     }
 
     /// The fields of the record with `id` as JSON text (``FieldValue/jsonText`` of the fields
     /// as one object), written straight from the stored bytes, or nil.
     /// - Complexity: O(log n).
     public func recordJSON(entity name: String, id: FieldValue) throws -> String? {
+        try withRecord(entity: name, id: id) { try recordJSON($0, of: &$1, id: id) }
+    }
+
+    /// Lends the stored bytes of the record with `id` to `body`; nil when there is none (or
+    /// `id` cannot be a key).
+    private func withRecord<R>(entity name: String, id: FieldValue,
+                               _ body: (UnsafeRawBufferPointer, inout EntitySchema) throws -> R) throws -> R?
+    {
         var entity = try entity(name)
         guard let key = try? KeyEncoding.encode([id]) else { return nil }
-        return try access { txn in
-            try txn.withValue(entity.records, key: key) { bytes in try recordJSON(bytes, of: &entity, id: id) }
-        }
+        return try access { txn in try txn.withValue(entity.records, key: key) { try body($0, &entity) } }
     }
 
     /// How many records the entity has.

@@ -152,7 +152,7 @@ extension WriteTransaction {
     private func planIndexes(of entity: EntitySchema, primaryKey: [UInt8], before: RecordValues?, after: RecordValues?,
                              changed: [UInt32], into changes: inout [JournalRecord.IndexChange]) throws
     {
-        let changedNames = changed.compactMap { entity.fieldNames[$0] }
+        let changedNames = changed.compactMap { entity.fieldTable.name(id: $0) }
         for index in entity.indexes {
             let oldKey = try before.flatMap { try index.key(of: $0, primaryKey: primaryKey) }
             let untouched = before != nil && after != nil && !changedNames.contains(where: index.fieldsRead.contains)

@@ -64,7 +64,7 @@ public final class RecordObserver<E: Entity>: AsyncSequence, @unchecked Sendable
             exists = value != nil
             // Past the feed's limits (another process's commits trimmed before this process read
             // them), what changed is unknown: the current state is reported, with no fields.
-            let fields = folded.records.values.flatMap { $0.fieldIDs.map { entity.fieldNames[$0] ?? "#\($0)" } }
+            let fields = folded.records.values.flatMap { $0.fieldIDs.map { entity.fieldTable.name(id: $0) ?? "#\($0)" } }
             switch (existed, value) {
             case (_, nil): return .some(existed ? .deleted : nil)
             case let (false, value?): return .some(.inserted(value))

@@ -254,7 +254,7 @@ final class WatchEngine {
         changes.reserveCapacity(folded.records.count)
         for (primaryKey, change) in folded.records {
             changes[primaryKey] = ChangedRecord(id: change.id, oldKey: change.oldKey, newKey: change.newKey,
-                                                fields: Set(change.fieldIDs.map { entity.fieldNames[$0] ?? "#\($0)" }),
+                                                fields: Set(change.fieldIDs.map { entity.fieldTable.name(id: $0) ?? "#\($0)" }),
                                                 allFields: change.allFields)
         }
         guard !folded.related.isEmpty else { return Array(changes.values) }
