@@ -15,6 +15,14 @@ struct StoredRecord {
     var nextPosition = 0
     /// The nested objects opened so far, made on the first.
     var opened: OpenedObjects?
+    /// Where the containers of this record's top level are kept across records, if anywhere.
+    /// Unmanaged, as ``names`` is: the decode that set it holds them.
+    var sharedContainers: Unmanaged<SharedTopLevelContainers>?
+
+    /// No bytes and no fields.
+    static var empty: StoredRecord {
+        StoredRecord(bytes: UnsafeRawBufferPointer(start: nil, count: 0), fieldOffsets: UnsafeBufferPointer(start: nil, count: 0), names: nil)
+    }
 
     init(bytes: UnsafeRawBufferPointer, fieldOffsets: UnsafeBufferPointer<Int>, names: FieldNameTable?) {
         self.bytes = bytes
@@ -129,6 +137,15 @@ struct StoredDecoder: Decoder {
     }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+        if node.isTop, let shared = node.record.pointee.sharedContainers {
+            return try shared._withUnsafeGuaranteedRef { shared in
+                try shared.container(keyedBy: type) { try makeContainer(keyedBy: type) }
+            }
+        }
+        return try makeContainer(keyedBy: type)
+    }
+
+    private func makeContainer<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
         KeyedDecodingContainer(StoredKeyedContainer<Key>(reader: try StoredMembersReader(node: node, codingPath: codingPath)))
     }
 

@@ -40,6 +40,20 @@ struct LMDBCursor: ~Copyable {
         }
     }
 
+    /// Positions at the first entry whose key is >= `key` (borrowed bytes).
+    borrowing func seek(atOrAfter key: UnsafeRawBufferPointer) throws(LMDBError) -> Bool {
+        if key.isEmpty { return try first() }
+        entry.pointee.0 = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+        return try move(MDB_SET_RANGE)
+    }
+
+    /// Positions at the entry whose key is exactly `key` (borrowed bytes).
+    borrowing func seek(exactly key: UnsafeRawBufferPointer) throws(LMDBError) -> Bool {
+        if key.isEmpty { return false }
+        entry.pointee.0 = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+        return try move(MDB_SET_KEY)
+    }
+
     /// Positions at the entry whose key is exactly `key`.
     borrowing func seek(exactly key: [UInt8]) throws(LMDBError) -> Bool {
         if key.isEmpty { return false }

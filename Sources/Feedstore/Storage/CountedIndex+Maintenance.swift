@@ -208,12 +208,12 @@ extension CountedIndex {
     private func path(to key: [UInt8], in txn: borrowing LMDBTransaction) throws -> [PathStep] {
         var path: [PathStep] = []
         var fence: [UInt8] = []
-        _ = try descend(in: txn) { level, node in
+        try descend(in: txn, { level, node in
             let child = node.child(containing: key)
             path.append(PathStep(level: level, fence: fence, child: child))
             fence = node.fence(child)
             return child
-        }
+        }, then: { _ in })
         return path
     }
 

@@ -59,48 +59,43 @@ struct CountedIndex {
         .corruptData(what: "index counts", reason: "level \(level) lacks a node of fence \(fenceBytes) bytes")
     }
 
-    /// Where a walk from the root ended: a bucket, its size, and the fence that ends it.
+    /// Where a walk from the root ended: a bucket, its size, and the fence that ends it. The
+    /// fences are borrowed from the tree's nodes, valid inside the walk's `body`.
     struct Bucket {
-        var fence: [UInt8] = []
+        var fence: UnsafeRawBufferPointer
         /// The next bucket's fence, or nil for the last bucket.
-        var end: [UInt8]?
-        var size = 0
+        var end: UnsafeRawBufferPointer?
+        var size: Int
     }
 
-    /// Walks from the root to a bucket with one cursor on the tree, reading one node per level.
-    /// `choose` is shown each node and picks a child.
-    func descend(in txn: borrowing LMDBTransaction, _ choose: (_ level: Int, _ node: CountNodeView) throws -> Int) throws -> Bucket
+    /// Walks from the root to a bucket with one cursor on the tree, reading one node per level,
+    /// and lends the bucket to `body`. `choose` is shown each node and picks a child. (Not
+    /// generic: the positional reads that call it come from generic code, where a generic
+    /// result would cost type lookups on every call.)
+    func descend(in txn: borrowing LMDBTransaction, _ choose: (_ level: Int, _ node: CountNodeView) throws -> Int,
+                 then body: (Bucket) throws -> Void) throws
     {
         try txn.withCursor(counts) { cursor in
             var level = try Self.positionAtRoot(cursor)
-            var key: [UInt8] = []
-            key.reserveCapacity(32)
-            var bucket = Bucket()
-            // Copied into one buffer as the walk goes down, so that finding it allocates once.
-            var end: [UInt8] = []
-            end.reserveCapacity(32)
-            var hasEnd = false
-            while true {
-                let node = try CountNodeView(cursor.value)
-                let child = try choose(level, node)
-                // The bucket ends where the nearest following sibling on the way down begins.
-                if child + 1 < node.count {
-                    end.removeAll(keepingCapacity: true)
-                    end.append(contentsOf: node.fenceBytes(child + 1))
-                    hasEnd = true
+            // A node's key, `[level] + fence`, built on the stack (LMDB keys are at most 511 bytes).
+            try withUnsafeTemporaryAllocation(byteCount: 512, alignment: 1) { key in
+                // Node bytes stay valid for the transaction, so the fence that ends the bucket (the
+                // nearest following sibling on the way down) is kept as borrowed bytes.
+                var end: UnsafeRawBufferPointer?
+                while true {
+                    let node = try CountNodeView(cursor.value)
+                    let child = try choose(level, node)
+                    if child + 1 < node.count { end = node.fenceBytes(child + 1) }
+                    let fence = node.fenceBytes(child)
+                    if level == 1 { return try body(Bucket(fence: fence, end: end, size: node.entries(child))) }
+                    level -= 1
+                    guard fence.count < key.count else { throw Self.missingNode(level, fence.count) }
+                    key[0] = UInt8(level)
+                    UnsafeMutableRawBufferPointer(rebasing: key[1...]).copyMemory(from: fence)
+                    guard try cursor.seek(exactly: UnsafeRawBufferPointer(rebasing: key[..<(fence.count + 1)])) else {
+                        throw Self.missingNode(level, fence.count)
+                    }
                 }
-                let fence = node.fenceBytes(child)
-                if level == 1 {
-                    bucket.fence = Array(fence)
-                    bucket.size = node.entries(child)
-                    if hasEnd { bucket.end = end }
-                    return bucket
-                }
-                level -= 1
-                key.removeAll(keepingCapacity: true)
-                key.append(UInt8(level))
-                key.append(contentsOf: fence)
-                guard try cursor.seek(exactly: key) else { throw Self.missingNode(level, fence.count) }
             }
         }
     }
@@ -120,12 +115,11 @@ struct CountedIndex {
     /// - Complexity: O(log n): one node per level and part of a bucket.
     func rank(of key: [UInt8], in txn: borrowing LMDBTransaction) throws -> Int {
         var before = 0
-        let bucket = try descend(in: txn) { _, node in
+        try descend(in: txn, { _, node in
             let i = node.child(containing: key)
             before += node.sum(before: i)
             return i
-        }
-        return try txn.withCursor(entries) { cursor in
+        }, then: { bucket in try txn.withCursor(entries) { cursor in
             if let end = bucket.end, Self.estimatedPosition(of: key, from: bucket.fence, to: end) > 0.5 {
                 // Likely nearer the bucket's end: count the entries from `key` to it instead.
                 var after = 0
@@ -134,23 +128,24 @@ struct CountedIndex {
                     after += 1
                     found = try cursor.next()
                 }
-                return before + bucket.size - after
+                before += bucket.size - after
+                return
             }
             var found = try cursor.seek(atOrAfter: bucket.fence)
             while found, cursor.key.compare(with: key) < 0 {
                 before += 1
                 found = try cursor.next()
             }
-            return before
-        }
+        } })
+        return before
     }
 
     /// Where `key` likely falls between two fences, from 0 to 1, reading the first eight bytes
     /// after their common prefix as numbers. Only chooses a walk's direction.
-    static func estimatedPosition(of key: [UInt8], from low: [UInt8], to high: [UInt8]) -> Double {
+    static func estimatedPosition(of key: [UInt8], from low: UnsafeRawBufferPointer, to high: UnsafeRawBufferPointer) -> Double {
         var shared = 0
         while shared < low.count, shared < high.count, low[shared] == high[shared] { shared += 1 }
-        func number(_ bytes: [UInt8]) -> Double {
+        func number<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> Double where Bytes.Index == Int {
             var n: UInt64 = 0
             for i in shared..<(shared + 8) { n = n << 8 | UInt64(i < bytes.count ? bytes[i] : 0) }
             return Double(n)
@@ -162,17 +157,26 @@ struct CountedIndex {
     /// The key of the entry at position `rank` in index order, or nil past the end.
     /// - Complexity: O(log n): one node per level and at most half a bucket.
     func entry(at rank: Int, in txn: borrowing LMDBTransaction) throws -> [UInt8]? {
-        guard rank >= 0, rank < (try total(in: txn)) else { return nil }
+        var key: [UInt8]?
+        try withEntry(at: rank, in: txn) { key = Array($0) }
+        return key
+    }
+
+    /// Lends the key of the entry at position `rank` to `body` (borrowed from the index, so a
+    /// caller reading the record it names copies nothing); false past the end.
+    /// - Complexity: O(log n): one node per level and at most half a bucket.
+    @discardableResult
+    func withEntry(at rank: Int, in txn: borrowing LMDBTransaction, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
+        guard rank >= 0, rank < (try total(in: txn)) else { return false }
         var offset = rank
-        let bucket = try descend(in: txn) { _, node in
+        try descend(in: txn, { _, node in
             var i = 0
             while i < node.count - 1, offset >= node.entries(i) {
                 offset -= node.entries(i)
                 i += 1
             }
             return i
-        }
-        return try txn.withCursor(entries) { cursor in
+        }, then: { bucket in try txn.withCursor(entries) { cursor in
             var found: Bool
             let fromEnd = bucket.size - 1 - offset
             if fromEnd >= 0, fromEnd < offset {
@@ -185,8 +189,9 @@ struct CountedIndex {
                 for _ in 0..<offset where found { found = try cursor.next() }
             }
             guard found else { throw FeedstoreError.corruptData(what: "index counts", reason: "bucket holds fewer entries than counted") }
-            return Array(cursor.key)
-        }
+            try body(cursor.key)
+        } })
+        return true
     }
 }
 

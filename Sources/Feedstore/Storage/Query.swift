@@ -14,9 +14,12 @@ public struct Query<E: Entity>: Sendable, Hashable {
     public var range: IndexRange
     /// Whether the query runs in reverse index order.
     public var reverse: Bool
+    /// `E`'s entity name, looked up once.
+    let entityName: String
 
     /// A query over `range` of `index`, in index order unless `reverse`.
     public init(_ type: E.Type = E.self, index: String, range: IndexRange = .all, reverse: Bool = false) {
+        self.entityName = E.entityName
         self.index = index
         self.range = range
         self.reverse = reverse
@@ -34,6 +37,7 @@ public struct Query<E: Entity>: Sendable, Hashable {
 extension ReadTransaction {
     /// A query's range resolved to keys, and the rank of its first entry.
     struct ResolvedQuery {
+        let entity: EntitySchema
         let index: IndexSchema
         let keys: KeyRange
         /// Entries before the range, and entries in it.
@@ -41,30 +45,46 @@ extension ReadTransaction {
         let count: Int
     }
 
+    /// Resolves a query's range, or finds it resolved earlier in this transaction: a read
+    /// transaction's snapshot never changes, so neither does what a query resolves to.
+    /// - Complexity: O(log n) the first time, then O(1).
     func resolve(entity name: String, index indexName: String, range: IndexRange) throws -> ResolvedQuery {
+        if cachesResolvedQueries, let found = resolvedQueries.find(entity: name, index: indexName, range: range) { return found }
+        let resolved = try resolveAnew(entity: name, index: indexName, range: range)
+        if cachesResolvedQueries { resolvedQueries.insert(resolved, entity: name, index: indexName, range: range) }
+        return resolved
+    }
+
+    private func resolveAnew(entity name: String, index indexName: String, range: IndexRange) throws -> ResolvedQuery {
         let entity = try entity(name)
         let index = try entity.index(named: indexName)
         let keys = try KeyRange.resolve(range, descending: index.definition.components.map(\.descending), entity: name, index: indexName)
-        if keys.isEmpty { return ResolvedQuery(index: index, keys: keys, start: 0, count: 0) }
+        if keys.isEmpty { return ResolvedQuery(entity: entity, index: index, keys: keys, start: 0, count: 0) }
         return try accessCounts(of: index) { txn in
             let start = try keys.lower.map { try index.counted.rank(of: $0, in: txn) } ?? 0
             let end = try keys.upper.map { try index.counted.rank(of: $0, in: txn) } ?? (try index.counted.total(in: txn))
-            return ResolvedQuery(index: index, keys: keys, start: start, count: max(0, end - start))
+            return ResolvedQuery(entity: entity, index: index, keys: keys, start: start, count: max(0, end - start))
         }
     }
 
     /// How many records a query holds.
     /// - Complexity: O(log n).
     public func count<E: Entity>(_ query: Query<E>) throws -> Int {
-        try resolve(entity: E.entityName, index: query.index, range: query.range).count
+        try resolve(entity: query.entityName, index: query.index, range: query.range).count
     }
 
     /// The record at `position` (from 0, in the query's order), or nil past the end.
     /// - Complexity: O(log n).
     public func object<E: Entity>(at position: Int, in query: Query<E>) throws -> E? {
-        let resolved = try resolve(entity: E.entityName, index: query.index, range: query.range)
-        guard let key = try entryKey(of: resolved, reverse: query.reverse, at: position) else { return nil }
-        return try object(E.self, forKey: key, index: resolved.index)
+        let resolved = try resolve(entity: query.entityName, index: query.index, range: query.range)
+        var entity = resolved.entity
+        var object: E?
+        try withEntryKey(of: resolved, reverse: query.reverse, at: position) { key in
+            object = try row(forKey: key, components: resolved.index.definition.components.count, entity: &entity, index: query.index) {
+                try decodeEntity(E.self, $0, of: &$1)
+            }
+        }
+        return object
     }
 
     /// The record an index entry key names, as `E`.
@@ -76,7 +96,7 @@ extension ReadTransaction {
     /// record does not exist or is not in the query.
     /// - Complexity: O(log n).
     public func position<E: Entity>(of id: E.ID, in query: Query<E>) throws -> Int? {
-        try position(entity: E.entityName, index: query.index, range: query.range, reverse: query.reverse, of: id.fieldValue)
+        try position(entity: query.entityName, index: query.index, range: query.range, reverse: query.reverse, of: id.fieldValue)
     }
 
     /// Records of a query from `offset`, at most `limit` of them.
@@ -97,9 +117,19 @@ extension ReadTransaction {
 
     /// The index entry key at `position` of a resolved range; nil past its end.
     private func entryKey(of resolved: ResolvedQuery, reverse: Bool, at position: Int) throws -> [UInt8]? {
-        guard position >= 0, position < resolved.count else { return nil }
+        var key: [UInt8]?
+        try withEntryKey(of: resolved, reverse: reverse, at: position) { key = Array($0) }
+        return key
+    }
+
+    /// Lends the index entry key at `position` of a resolved range to `body`; false past its end.
+    @discardableResult
+    func withEntryKey(of resolved: ResolvedQuery, reverse: Bool, at position: Int,
+                      _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool
+    {
+        guard position >= 0, position < resolved.count else { return false }
         let rank = reverse ? resolved.start + resolved.count - 1 - position : resolved.start + position
-        return try accessCounts(of: resolved.index) { try resolved.index.counted.entry(at: rank, in: $0) }
+        return try accessCounts(of: resolved.index) { try resolved.index.counted.withEntry(at: rank, in: $0, body) }
     }
 
     /// The position of a record in a range, read without the application's types.

@@ -12,6 +12,14 @@ public class ReadTransaction {
     /// it, never while ``access(_:)`` lends it.
     @exclusivity(unchecked) private var transaction: LMDBTransaction?
     var schema: SchemaSnapshot
+    /// The keyed containers typed reads decode records' top levels through, kept for the
+    /// transaction's records (what `Codable` would otherwise allocate per record).
+    let sharedContainers = SharedTopLevelContainers()
+    /// Queries resolved in this transaction (see ``cachesResolvedQueries``).
+    var resolvedQueries = ResolvedQueryCache()
+
+    /// Whether resolved queries are kept: a read transaction's snapshot never changes.
+    var cachesResolvedQueries: Bool { true }
 
     init(core: StoreCore, transaction: consuming LMDBTransaction, schema: SchemaSnapshot) {
         self.core = core
@@ -55,6 +63,7 @@ public class ReadTransaction {
         let stored = try access { try core.storedCatalogVersion(in: $0) }
         guard stored > schema.catalog.version else { return }
         schema = try core.refreshSchema()
+        resolvedQueries.removeAll()
     }
 
     /// Decodes stored record bytes into named fields.
@@ -89,7 +98,7 @@ public class ReadTransaction {
     {
         try withStoredRecord(bytes, of: &entity, id: id) { record in
             do {
-                return try StoredRecord.decode(E.self, from: &record)
+                return try sharedContainers.decode(E.self, from: &record)
             } catch {
                 throw FeedstoreError.decodingFailed(entity: E.entityName, id: id(), reason: "\(error)")
             }

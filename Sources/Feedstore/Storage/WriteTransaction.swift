@@ -83,6 +83,9 @@ public final class WriteTransaction: ReadTransaction {
     }
 
     /// Applies the deferred count changes of `index`, or of every index when nil.
+    /// Writes change counts, so a resolved query would not stay right.
+    override var cachesResolvedQueries: Bool { false }
+
     override func applyDeferredCounts(of index: IndexSchema?) throws {
         let counts = index?.counted.counts
         while let slot = deferredCounts.firstIndex(where: { counts == nil || $0.index.counts == counts }) {

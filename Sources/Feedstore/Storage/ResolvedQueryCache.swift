@@ -1,0 +1,40 @@
+/// The queries a read transaction resolved last, so that reading many positions of one query
+/// (a list's visible rows, a screen of a lazy list) resolves its range once: a range with
+/// bounds costs two descents of the counted index to resolve, as much as the read itself.
+/// Valid for one snapshot; a write transaction, whose counts change, keeps none.
+struct ResolvedQueryCache {
+    private struct Entry {
+        let entity: String
+        let index: String
+        let range: IndexRange
+        let resolved: ReadTransaction.ResolvedQuery
+    }
+
+    /// How many queries are kept: a few sections or windows of a list read in turns.
+    static let capacity = 4
+    private var entries: [Entry] = []
+    /// Where the next entry goes once the cache is full.
+    private var next = 0
+
+    func find(entity: String, index: String, range: IndexRange) -> ReadTransaction.ResolvedQuery? {
+        for entry in entries where entry.entity == entity && entry.index == index && entry.range == range {
+            return entry.resolved
+        }
+        return nil
+    }
+
+    mutating func insert(_ resolved: ReadTransaction.ResolvedQuery, entity: String, index: String, range: IndexRange) {
+        let entry = Entry(entity: entity, index: index, range: range, resolved: resolved)
+        if entries.count < Self.capacity {
+            entries.append(entry)
+        } else {
+            entries[next] = entry
+            next = (next + 1) % Self.capacity
+        }
+    }
+
+    mutating func removeAll() {
+        entries.removeAll()
+        next = 0
+    }
+}
