@@ -18,9 +18,9 @@ import Foundation
 /// Records are stored by their encoded fields (names from `CodingKeys`), so index components and
 /// conditions name fields as the record encodes them. Records are plain values: reading returns
 /// copies, never live objects. They are decoded straight from the store's mapped bytes, so a
-/// custom `init(from:)` must not keep the decoder or its containers after it returns.
-public protocol Entity: Codable, Sendable {
-    associatedtype ID: PrimaryKey
+/// custom `init(from:)` must not keep the decoder or its containers after it returns. Entities are
+/// `Identifiable` by their primary key, so SwiftUI's `List` and `ForEach` take them as they are.
+public protocol Entity: Codable, Sendable, Identifiable where ID: PrimaryKey {
     /// The primary key. Two records of one entity never share it.
     var id: ID { get }
     /// The name the catalog stores the entity under. Defaults to the type's name.

@@ -204,6 +204,28 @@ public final class BatchWatcher<Batch: Sendable, Row>: AsyncSequence, @unchecked
     }
 
     fileprivate var shownSections: SectionList? { lock.withLock { engine.shown } }
+
+    /// The rows `rows` of `section`, read in one walk from the snapshot of the last batch taken;
+    /// fewer when the range runs past the section.
+    fileprivate func rows<E: Entity>(_ type: E.Type, section: Int, rows: Range<Int>) throws -> [E] {
+        guard !rows.isEmpty else { return [] }
+        return try lock.withLock {
+            try readShown { [engine] tx -> [E]? in
+                guard let shown = engine.shown, shown.sections.indices.contains(section),
+                      let position = engine.queryPosition(of: RowPath(section: section, row: rows.lowerBound)) else { return [] }
+                let limit = Swift.min(rows.count, shown.sections[section].count - rows.lowerBound)
+                let target = engine.query
+                return try tx.query(E.self, index: target.index, range: target.range, reverse: target.reverse, offset: position, limit: limit)
+            }
+        } ?? []
+    }
+
+    /// Suspends until the store's change feed routes news to this watcher (or it is signalled
+    /// or cancelled); the next ``poll()`` may then have a batch.
+    func waitForChanges() async {
+        guard !isCancelled, let subscription = waitSubscription else { return }
+        await store.core.feed.wait(for: subscription)
+    }
 }
 
 extension BatchWatcher: PollingLoop {
@@ -228,6 +250,20 @@ extension BatchWatcher where Batch == IndexBatch {
     /// The row at `path` in the snapshot of the last batch taken; nil outside it.
     /// - Complexity: O(log n).
     public func object(at path: RowPath) throws -> Row? { try row(at: path) }
+
+    /// The sections of the snapshot of the last batch taken: the index components each groups
+    /// by (empty for an unsectioned query) and its number of rows.
+    /// - Complexity: O(sections).
+    public var sections: [(key: [FieldValue], count: Int)] { shownSections?.sections.map { ($0.key, $0.count) } ?? [] }
+}
+
+extension BatchWatcher where Batch == IndexBatch, Row: Entity {
+    /// The rows `rows` of `section` in the snapshot of the last batch taken, read in one walk of
+    /// the index (a page of a long list); fewer when the range runs past the section.
+    /// - Complexity: O(log n + k) for k rows.
+    public func objects(inSection section: Int, rows: Range<Int>) throws -> [Row] {
+        try self.rows(Row.self, section: section, rows: rows)
+    }
 }
 
 extension BatchWatcher where Batch == IndexBatch, Row: Entity {

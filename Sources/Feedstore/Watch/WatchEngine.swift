@@ -290,6 +290,14 @@ final class WatchEngine {
 
     /// The full-order rank in the index of the row at `path` of the snapshot the consumer holds,
     /// or nil outside it.
+    /// The position in the query's order of the row at `path` of the snapshot the consumer
+    /// holds (a window's rows start at its offset); nil outside it.
+    func queryPosition(of path: RowPath) -> Int? {
+        guard let shown, shown.sections.indices.contains(path.section), path.row >= 0,
+              path.row < shown.sections[path.section].count else { return nil }
+        return shownStart + shown.start(of: path.section) + path.row
+    }
+
     func indexRank(of path: RowPath, in resolved: ReadTransaction.ResolvedQuery) -> Int? {
         guard let shown, shown.sections.indices.contains(path.section), path.row >= 0,
               path.row < shown.sections[path.section].count else { return nil }

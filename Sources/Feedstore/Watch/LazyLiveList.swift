@@ -1,0 +1,201 @@
+import Observation
+
+/// A live list of any length for SwiftUI and UIKit: a random-access collection over an
+/// indexes-only watcher that reads rows only when they are asked for.
+///
+/// The list knows its count and sections at once (the counted index answers them), and decodes
+/// a row when a view reads it, a page of rows in one walk of the index, into a cache of at most
+/// `cacheSize` rows (those nearest the last one read). Each batch moves the cached rows as it
+/// moves the rows of the list, and drops those it deletes, moves or updates, so the list never
+/// shows a stale or misplaced row; memory stays O(cache) at ten million rows.
+///
+/// Batches are taken on the main actor, in the same step that applies them, so the rows read
+/// always come from the snapshot the count and sections describe. Observation tracks ``count``,
+/// ``sections`` and each row read: a view is updated when a row it read changes or shifts, not
+/// when a row it never read does.
+///
+/// ```swift
+/// @State var inbox = LazyLiveList(store: store, query: Query(Message.self, index: "byFolderDate"))
+///
+/// List(inbox) { message in Text(message.title) }                 // SwiftUI, Identifiable rows
+///
+/// func tableView(_ tableView: UITableView, numberOfRowsInSection section: Int) -> Int {
+///     inbox.sections[section].count
+/// }
+/// let message = inbox[inbox.position(of: RowPath(section: 0, row: 12))]  // UIKit
+/// ```
+///
+/// Reading a row the store cannot give (it was closed, or its file is damaged) stops the list:
+/// ``error`` says why, and the list becomes empty. Use ``element(at:)`` to handle the error
+/// where the row is read instead.
+@MainActor
+@Observable
+public final class LazyLiveList<E: Entity> {
+    /// A section of the list: the index components its rows share, its row count, and the
+    /// position of its first row in the list.
+    public struct Section: Sendable, Hashable {
+        public var key: [FieldValue]
+        public var count: Int
+        public var start: Int
+    }
+
+    /// Rows in all sections.
+    public private(set) var count = 0
+    /// The sections, in order (one, with an empty key, for an unsectioned query).
+    public private(set) var sections: [Section] = []
+    /// The journal sequence the list shows.
+    public private(set) var sequence: UInt64 = 0
+    /// The error that stopped the list, if any.
+    public private(set) var error: (any Error)?
+
+    @ObservationIgnored private let watcher: IndexWatcher<E>
+    @ObservationIgnored private var cache: LazyRowCache<E>
+    @ObservationIgnored private var task: Task<Void, Never>?
+    /// Pages of rows read since the last batch, which observers may depend on.
+    @ObservationIgnored private var observedPages: Set<Int> = []
+    @ObservationIgnored private var stopped = false
+
+    /// Starts following `query`; ``count`` and ``sections`` fill in with the first batch, taken
+    /// at once. Batches after it are taken as commits change what the query shows.
+    /// - Parameters:
+    ///   - cacheSize: the most rows kept decoded.
+    ///   - pageSize: the rows read at once when a row is missing.
+    public init(store: Store, query: Query<E>, options: WatchOptions = WatchOptions(), cacheSize: Int = 1_000, pageSize: Int = 50) {
+        watcher = store.watchIndexes(query, options: options)
+        cache = LazyRowCache(capacity: cacheSize, pageSize: pageSize)
+        do {
+            try update()
+        } catch {
+            fail(error)
+        }
+        task = Task { @MainActor [weak self, watcher] in
+            while !Task.isCancelled, !watcher.isCancelled {
+                await watcher.waitForChanges()
+                guard let self, !self.stopped else { return }
+                do {
+                    try self.update()
+                } catch {
+                    self.fail(error)
+                    return
+                }
+            }
+        }
+    }
+
+    /// Takes and applies every batch available now; returns whether the list changed. The list
+    /// does this by itself as commits arrive; call it to catch up at once (after a write of
+    /// one's own, say).
+    @discardableResult
+    public func update() throws -> Bool {
+        guard !stopped else { return false }
+        var changed = false
+        while let batch = try watcher.poll() {
+            apply(batch)
+            changed = true
+        }
+        return changed
+    }
+
+    private func apply(_ batch: IndexBatch) {
+        let layout = watcher.sections.map { LazyRowCache<E>.Section(key: $0.key, count: $0.count) }
+        let changes = cache.apply(batch, sections: layout)
+        let newSections = zip(cache.sections, cache.starts).map { Section(key: $0.key, count: $0.count, start: $1) }
+        if newSections != sections { sections = newSections }
+        if cache.count != count { count = cache.count }
+        sequence = batch.toSequence
+        // Only pages read since the last batch can have observers; they register again as they read.
+        let touched = observedPages.filter { changes.overlaps($0 * cache.pageSize ..< ($0 + 1) * cache.pageSize) }
+        observedPages.subtract(touched)
+        for page in touched { _$observationRegistrar.withMutation(of: self, keyPath: \.[observedPage: page]) {} }
+    }
+
+    /// The row at `position` (from 0, across sections), decoded from the cache or with its page.
+    /// Traps outside `0..<count`, as an array does, and when the store cannot give the row (see
+    /// the type's notes; ``element(at:)`` throws instead).
+    public subscript(position: Int) -> E {
+        do {
+            return try element(at: position)
+        } catch {
+            fail(error)
+            fatalError("LazyLiveList cannot read row \(position): \(error)")
+        }
+    }
+
+    /// The row at `position`, decoded from the cache or with its page.
+    /// - Complexity: O(1) from the cache; O(log n + page) otherwise.
+    public func element(at position: Int) throws -> E {
+        precondition(position >= 0 && position < count, "row \(position) outside a list of \(count)")
+        let page = cache.page(containing: position)
+        observe(page: position / cache.pageSize)
+        if let row = cache.row(at: position) { return row }
+        var read: [E] = []
+        // A page may cross sections: read it section by section.
+        var next = page.lowerBound
+        while next < page.upperBound {
+            let path = cache.path(ofFlat: next)
+            let inSection = Swift.min(page.upperBound - next, cache.sections[path.section].count - path.row)
+            read += try watcher.objects(inSection: path.section, rows: path.row ..< path.row + inSection)
+            next += inSection
+        }
+        guard read.count == page.count else {
+            throw FeedstoreError.corruptData(what: "index \(E.entityName)", reason: "fewer rows than its counts say")
+        }
+        cache.store(read, from: page.lowerBound)
+        return read[position - page.lowerBound]
+    }
+
+    /// The row at `path`.
+    public func element(at path: RowPath) throws -> E { try element(at: position(of: path)) }
+
+    /// The position in the list of the row at `path`.
+    public func position(of path: RowPath) -> Int { cache.position(of: path) }
+
+    /// The path of the row at `position`.
+    public func path(of position: Int) -> RowPath { cache.path(ofFlat: position) }
+
+    /// The position of the record with `id`; nil when the list does not show it.
+    /// - Complexity: O(log n).
+    public func position(of id: E.ID) throws -> Int? {
+        try watcher.path(of: id).map { cache.position(of: $0) }
+    }
+
+    /// The rows currently decoded (at most the cache size).
+    public var cachedCount: Int { cache.rows.count }
+
+    /// The decoded rows by position, and what the cache must hold to be consistent (for tests).
+    var cachedRows: [Int: E] { cache.rows }
+    func checkInvariants() -> [String] { cache.checkInvariants() }
+
+    /// Stops following the query; the list keeps what it shows.
+    public func stop() {
+        stopped = true
+        watcher.cancel()
+        task?.cancel()
+    }
+
+    private func fail(_ error: any Error) {
+        stop()
+        self.error = error
+        cache = LazyRowCache(capacity: cache.capacity, pageSize: cache.pageSize)
+        sections = []
+        count = 0
+    }
+
+    private func observe(page: Int) {
+        observedPages.insert(page)
+        _$observationRegistrar.access(self, keyPath: \.[observedPage: page])
+    }
+
+    /// What Observation tracks for each page of rows a view read.
+    nonisolated subscript(observedPage page: Int) -> Int { page }
+
+    isolated deinit {
+        watcher.cancel()
+        task?.cancel()
+    }
+}
+
+extension LazyLiveList: @MainActor RandomAccessCollection {
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { count }
+}

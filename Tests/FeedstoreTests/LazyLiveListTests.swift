@@ -1,0 +1,191 @@
+@testable import Feedstore
+import FeedstoreDemo
+import FeedstoreTestSupport
+import Foundation
+import Observation
+import Testing
+
+/// The lazy list against fresh queries: after every batch of random commits, its count, its
+/// sections and every row it holds decoded equal what a new query of the same snapshot returns,
+/// in every shape of query (sectioned, reversed, windowed), with a cache small enough to be
+/// evicted and refilled between batches.
+@Suite struct LazyLiveListTests {
+    enum Shape: String, CaseIterable, CustomTestStringConvertible {
+        case plain, sectioned, reversedSectioned, unread, windowed
+
+        var testDescription: String { rawValue }
+
+        var query: Query<Message> {
+            switch self {
+            case .plain, .windowed: Query(Message.self, index: "byFolderDate")
+            case .sectioned: Query(Message.self, index: "byFolderDate")
+            case .reversedSectioned: Query(Message.self, index: "byFolderDate", reverse: true)
+            case .unread: Query(Message.self, index: "unreadByDate")
+            }
+        }
+
+        var options: WatchOptions {
+            switch self {
+            case .plain, .unread: WatchOptions()
+            case .sectioned, .reversedSectioned: WatchOptions(sectionBy: 1)
+            case .windowed: WatchOptions(window: WatchWindow(offset: 300, limit: 500))
+            }
+        }
+    }
+
+    /// What the list must show: the query's rows (a window's part of them) and their sections.
+    func expected(_ shape: Shape, in store: Store) throws -> (rows: [Message], sections: [[FieldValue]]) {
+        var rows = try store.read { try $0.objects(in: shape.query) }
+        if case .windowed = shape, let window = shape.options.window {
+            rows = Array(rows.dropFirst(window.offset).prefix(window.limit))
+        }
+        guard shape.options.sectionBy > 0 else { return (rows, [[]]) }
+        var keys: [[FieldValue]] = []
+        for row in rows where keys.last != [.int(row.folder)] { keys.append([.int(row.folder)]) }
+        return (rows, keys)
+    }
+
+    @MainActor
+    func check(_ list: LazyLiveList<Message>, _ shape: Shape, in store: Store, seed: UInt64, step: Int) throws {
+        let (rows, keys) = try expected(shape, in: store)
+        let context = "seed \(seed), step \(step)"
+        #expect(list.checkInvariants() == [], "\(context)")
+        #expect(list.count == rows.count, "\(context)")
+        #expect(list.sections.map(\.key) == keys, "\(context)")
+        #expect(list.sections.map(\.count).reduce(0, +) == rows.count, "\(context)")
+        for (position, row) in list.cachedRows where position >= rows.count || row != rows[position] {
+            Issue.record("\(context): row \(position) is \(row.id), the query has \(position < rows.count ? "\(rows[position].id)" : "nothing")")
+        }
+    }
+
+    @Test(arguments: Shape.allCases) @MainActor
+    func cachedRowsFollowEveryBatch(shape: Shape) throws {
+        for seed in testSeeds(3) {
+            try withTemporaryDirectory { dir in
+                var feed = DemoFeed(seed: seed)
+                let store = try populatedDemoStore(at: dir + "/s", feed: &feed, messages: 1_500, contacts: 20)
+                defer { store.close() }
+                let list = LazyLiveList(store: store, query: shape.query, options: shape.options, cacheSize: 120, pageSize: 16)
+                defer { list.stop() }
+                var rng = SeededGenerator(seed: seed ^ 0xA5A5)
+                try check(list, shape, in: store, seed: seed, step: 0)
+                for step in 1...40 {
+                    // Read some rows, a few pages apart, so the cache holds rows across the list.
+                    for _ in 0..<Int.random(in: 1...6, using: &rng) where list.count > 0 {
+                        let position = Int.random(in: 0..<list.count, using: &rng)
+                        #expect(list[position] == (try store.read { try expectedRow(shape, at: position, in: $0) }), "seed \(seed), step \(step)")
+                    }
+                    try store.write { tx in try feed.mutate(tx, count: Int.random(in: 1...12, using: &rng), contacts: 20) }
+                    try list.update()
+                    try check(list, shape, in: store, seed: seed, step: step)
+                }
+            }
+        }
+    }
+
+    func expectedRow(_ shape: Shape, at position: Int, in tx: ReadTransaction) throws -> Message? {
+        try tx.object(at: position + (shape.options.window?.offset ?? 0), in: shape.query)
+    }
+
+    @Test @MainActor func positionsOfIdsAndPathsAgreeWithTheQuery() throws {
+        try withTemporaryDirectory { dir in
+            let store = try populatedDemoStore(at: dir + "/s", seed: 5, messages: 800, contacts: 10)
+            defer { store.close() }
+            let query = Query(Message.self, index: "byFolderDate")
+            let list = LazyLiveList(store: store, query: query, options: WatchOptions(sectionBy: 1), cacheSize: 64, pageSize: 8)
+            defer { list.stop() }
+            let rows = try store.read { try $0.objects(in: query) }
+            for (position, row) in rows.enumerated() where position % 37 == 0 {
+                #expect(try list.position(of: row.id) == position)
+                let path = list.path(of: position)
+                #expect(list.position(of: path) == position)
+                #expect(try list.element(at: path) == row)
+                #expect(list.sections[path.section].start + path.row == position)
+            }
+            #expect(try list.position(of: 9_999_999) == nil)
+            #expect(list.cachedCount <= 64)
+            #expect(Array(list.prefix(3)) == Array(rows.prefix(3)))
+        }
+    }
+
+    /// Observation fires for a change to a row a view read, and not for a change to a row it
+    /// did not read that shifts nothing.
+    @Test @MainActor func observationFiresForARowThatWasRead() throws {
+        try withTemporaryDirectory { dir in
+            let store = try populatedDemoStore(at: dir + "/s", seed: 8, messages: 600, contacts: 10)
+            defer { store.close() }
+            let query = Query(Message.self, index: "byFolderDate")
+            let list = LazyLiveList(store: store, query: query, cacheSize: 100, pageSize: 10)
+            defer { list.stop() }
+            func toggleRead(at position: Int) throws {
+                try store.write { tx in
+                    var m = try #require(try tx.object(at: position, in: query))
+                    m.isRead.toggle()
+                    try tx.put(m)
+                }
+            }
+            func observing(_ read: () -> Void) -> Flag {
+                let flag = Flag()
+                withObservationTracking(read) { flag.set() }
+                return flag
+            }
+
+            let far = observing { _ = list[12] }
+            try toggleRead(at: 450)
+            #expect(try list.update())
+            #expect(!far.isSet, "a change to a row not read, shifting nothing, fired")
+
+            let same = observing { _ = list[12] }
+            try toggleRead(at: 12)
+            #expect(try list.update())
+            #expect(same.isSet, "a change to the row read did not fire")
+            #expect(list[12].isRead == (try store.read { try $0.object(at: 12, in: query) })?.isRead)
+
+            // A row inserted before the one read shifts it: a different record is now at 12.
+            let shifted = observing { _ = list[12] }
+            let counted = observing { _ = list.count }
+            let before = list[12]
+            try store.write { tx in
+                let first = try #require(try tx.object(at: 0, in: query))
+                try tx.put(Message(id: 5_000_000, folder: first.folder, date: first.date.addingTimeInterval(1), title: "new",
+                                   isRead: false, contactId: 1))
+            }
+            #expect(try list.update())
+            #expect(shifted.isSet && counted.isSet)
+            #expect(list[13] == before)
+        }
+    }
+
+    /// A million rows: random positions read through the list are the rows `object(at:)` reads,
+    /// and the list keeps no more than its cache.
+    @Test @MainActor func aMillionRowListAnswersRandomPositionsAsObjectAtDoes() throws {
+        try withTemporaryDirectory { dir in
+            let store = try Store(path: dir + "/s", entities: DemoFeed.entities, options: StoreOptions(durability: .none))
+            defer { store.close() }
+            var feed = DemoFeed(seed: 77)
+            try feed.populate(store, messages: 1_000_000, contacts: 100, batch: 20_000)
+            let query = Query(Message.self, index: "byFolderDate")
+            let list = LazyLiveList(store: store, query: query, options: WatchOptions(sectionBy: 1), cacheSize: 500, pageSize: 50)
+            defer { list.stop() }
+            #expect(list.count == 1_000_000)
+            #expect(list.sections.count == Int(DemoFeed.folders))
+            var rng = SeededGenerator(seed: 78)
+            try store.read { tx throws in
+                for _ in 0..<2_000 {
+                    let position = Int.random(in: 0..<1_000_000, using: &rng)
+                    #expect(list[position] == (try tx.object(at: position, in: query)))
+                }
+            }
+            #expect(list.cachedCount <= 500)
+            #expect(list.checkInvariants() == [])
+        }
+    }
+}
+
+/// Set once from any thread.
+final class Flag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+    func set() { lock.withLock { value = true } }
+    var isSet: Bool { lock.withLock { value } }
+}
