@@ -103,7 +103,7 @@ import Testing
                 #expect(list.sections[path.section].start + path.row == position)
             }
             #expect(try list.position(of: 9_999_999) == nil)
-            #expect(list.cachedCount <= 64)
+            #expect(list.cachedCount <= 64 + 64 / 4)
             #expect(Array(list.prefix(3)) == Array(rows.prefix(3)))
         }
     }
@@ -176,7 +176,7 @@ import Testing
                     #expect(list[position] == (try tx.object(at: position, in: query)))
                 }
             }
-            #expect(list.cachedCount <= 500)
+            #expect(list.cachedCount <= 500 + 500 / 4)
             #expect(list.checkInvariants() == [])
         }
     }

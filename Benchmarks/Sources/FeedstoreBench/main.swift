@@ -201,6 +201,16 @@ case "idle":
     let fanOut = WatcherFanOut(messages: option("--messages", default: 200_000), contacts: 10_000, directory: scratch, commits: option("--commits", default: 2_000),
                                idleWatchers: option("--count", default: 100_000))
     for line in WatcherFanOut.format(try fanOut.run(counts: []) { _ in }) { print(line) }
+case "scroll":
+    // A lazy list scrolled while a writer commits, against GRDB's LIMIT/OFFSET; saves Benchmarks/results/scroll.md.
+    let bench = LazyListScroll(sizes: sizes(default: quick ? [10_000, 100_000] : [10_000, 100_000, 1_000_000, 10_000_000]),
+                               directory: scratch, grdbUpTo: option("--grdb-up-to", default: 1_000_000))
+    emit("\(runTitle("Scrolling a lazy list")): every message by byFolderDate, sectioned by folder; \(bench.screens) screens of \(LazyListScroll.screenRows) rows flung through in order, then \(bench.screens) at random positions, while another thread commits a one-row change every 2 ms\n")
+    print(LazyListScroll.header)
+    let rows = try await bench.run { FileHandle.standardOutput.write(Data((LazyListScroll.format($0) + "\n").utf8)) }
+    report.append(LazyListScroll.header)
+    report.append(contentsOf: rows.map(LazyListScroll.format))
+    try save(quick ? "scroll-quick.md" : "scroll.md")
 case "watch":
     let bench = WatcherBench(sizes: sizes(default: [10_000, 100_000, 1_000_000, 10_000_000]),
                              directory: NSTemporaryDirectory() + "feedstore-watch-\(getpid())")
@@ -227,6 +237,9 @@ default:
                                           many watchers (up to 10,000 busy, 100,000 idle); saves Benchmarks/results/
           commit-pages [--sizes …] [--updates K]
                                           pages a one-row update writes, by tree (runs Benchmarks/commit-pages.py); saves …/commit-pages.md
+          scroll [--quick] [--sizes …] [--grdb-up-to N]
+                                          a lazy list scrolled (flings and jumps) while a writer commits, against
+                                          GRDB's LIMIT/OFFSET; saves Benchmarks/results/scroll.md
           decode [--build --size N | --rounds R --mode scan|at|window] PATH
                                           typed reads of every message, for callgrind
           lookup-instructions (--build | entry | rank | count) --size N [--operations K] PATH

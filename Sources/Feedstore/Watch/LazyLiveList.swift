@@ -4,8 +4,8 @@ import Observation
 /// indexes-only watcher that reads rows only when they are asked for.
 ///
 /// The list knows its count and sections at once (the counted index answers them), and decodes
-/// a row when a view reads it, a page of rows in one walk of the index, into a cache of at most
-/// `cacheSize` rows (those nearest the last one read). Each batch moves the cached rows as it
+/// a row when a view reads it, a page of rows in one walk of the index, into a cache of about
+/// `cacheSize` rows (those nearest the last one read; up to a quarter more between evictions). Each batch moves the cached rows as it
 /// moves the rows of the list, and drops those it deletes, moves or updates, so the list never
 /// shows a stale or misplaced row; memory stays O(cache) at ten million rows.
 ///
@@ -29,8 +29,7 @@ import Observation
 /// ``error`` says why, and the list becomes empty. Use ``element(at:)`` to handle the error
 /// where the row is read instead.
 @MainActor
-@Observable
-public final class LazyLiveList<E: Entity> {
+public final class LazyLiveList<E: Entity>: Observable {
     /// A section of the list: the index components its rows share, its row count, and the
     /// position of its first row in the list.
     public struct Section: Sendable, Hashable {
@@ -40,25 +39,42 @@ public final class LazyLiveList<E: Entity> {
     }
 
     /// Rows in all sections.
-    public private(set) var count = 0
-    /// The sections, in order (one, with an empty key, for an unsectioned query).
-    public private(set) var sections: [Section] = []
-    /// The journal sequence the list shows.
-    public private(set) var sequence: UInt64 = 0
-    /// The error that stopped the list, if any.
-    public private(set) var error: (any Error)?
+    public var count: Int {
+        observation.readShape()
+        return cache.count
+    }
 
-    @ObservationIgnored private let watcher: IndexWatcher<E>
-    @ObservationIgnored private var cache: LazyRowCache<E>
-    @ObservationIgnored private var task: Task<Void, Never>?
+    /// The sections, in order (one, with an empty key, for an unsectioned query).
+    public var sections: [Section] {
+        observation.readShape()
+        return shownSections
+    }
+
+    /// The journal sequence the list shows. Not observed by itself: it moves with every batch,
+    /// including those that change nothing a view read.
+    public var sequence: UInt64 { shownSequence }
+
+    /// The error that stopped the list, if any.
+    public var error: (any Error)? {
+        observation.readShape()
+        return stoppedBy
+    }
+
+    private let watcher: IndexWatcher<E>
+    private var cache: LazyRowCache<E>
+    private let observation = LazyListObservation()
+    private var shownSections: [Section] = []
+    private var shownSequence: UInt64 = 0
+    private var stoppedBy: (any Error)?
+    private var task: Task<Void, Never>?
     /// Pages of rows read since the last batch, which observers may depend on.
-    @ObservationIgnored private var observedPages: Set<Int> = []
-    @ObservationIgnored private var stopped = false
+    private var observedPages: Set<Int> = []
+    private var stopped = false
 
     /// Starts following `query`; ``count`` and ``sections`` fill in with the first batch, taken
     /// at once. Batches after it are taken as commits change what the query shows.
     /// - Parameters:
-    ///   - cacheSize: the most rows kept decoded.
+    ///   - cacheSize: the rows kept decoded (up to a quarter more between evictions).
     ///   - pageSize: the rows read at once when a row is missing.
     public init(store: Store, query: Query<E>, options: WatchOptions = WatchOptions(), cacheSize: Int = 1_000, pageSize: Int = 50) {
         watcher = store.watchIndexes(query, options: options)
@@ -100,13 +116,14 @@ public final class LazyLiveList<E: Entity> {
         let layout = watcher.sections.map { LazyRowCache<E>.Section(key: $0.key, count: $0.count) }
         let changes = cache.apply(batch, sections: layout)
         let newSections = zip(cache.sections, cache.starts).map { Section(key: $0.key, count: $0.count, start: $1) }
-        if newSections != sections { sections = newSections }
-        if cache.count != count { count = cache.count }
-        sequence = batch.toSequence
+        let reshaped = newSections != shownSections
+        shownSections = newSections
+        shownSequence = batch.toSequence
+        if reshaped { observation.shapeChanged() }
         // Only pages read since the last batch can have observers; they register again as they read.
         let touched = observedPages.filter { changes.overlaps($0 * cache.pageSize ..< ($0 + 1) * cache.pageSize) }
         observedPages.subtract(touched)
-        for page in touched { _$observationRegistrar.withMutation(of: self, keyPath: \.[observedPage: page]) {} }
+        for page in touched { observation.changed(page: page) }
     }
 
     /// The row at `position` (from 0, across sections), decoded from the cache or with its page.
@@ -124,7 +141,7 @@ public final class LazyLiveList<E: Entity> {
     /// The row at `position`, decoded from the cache or with its page.
     /// - Complexity: O(1) from the cache; O(log n + page) otherwise.
     public func element(at position: Int) throws -> E {
-        precondition(position >= 0 && position < count, "row \(position) outside a list of \(count)")
+        precondition(position >= 0 && position < cache.count, "row \(position) outside a list of \(cache.count)")
         let page = cache.page(containing: position)
         observe(page: position / cache.pageSize)
         if let row = cache.row(at: position) { return row }
@@ -160,7 +177,7 @@ public final class LazyLiveList<E: Entity> {
     }
 
     /// The rows currently decoded (at most the cache size).
-    public var cachedCount: Int { cache.rows.count }
+    public var cachedCount: Int { cache.slots.count }
 
     /// The decoded rows by position, and what the cache must hold to be consistent (for tests).
     var cachedRows: [Int: E] { cache.rows }
@@ -175,19 +192,16 @@ public final class LazyLiveList<E: Entity> {
 
     private func fail(_ error: any Error) {
         stop()
-        self.error = error
+        stoppedBy = error
         cache = LazyRowCache(capacity: cache.capacity, pageSize: cache.pageSize)
-        sections = []
-        count = 0
+        shownSections = []
+        observation.shapeChanged()
     }
 
     private func observe(page: Int) {
         observedPages.insert(page)
-        _$observationRegistrar.access(self, keyPath: \.[observedPage: page])
+        observation.read(page: page)
     }
-
-    /// What Observation tracks for each page of rows a view read.
-    nonisolated subscript(observedPage page: Int) -> Int { page }
 
     isolated deinit {
         watcher.cancel()

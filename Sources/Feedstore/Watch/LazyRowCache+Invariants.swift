@@ -12,8 +12,10 @@ extension LazyRowCache {
         }
         if starts.count != sections.count { problems.append("\(starts.count) starts for \(sections.count) sections") }
         if total != count { problems.append("sections hold \(total) rows, the list counts \(count)") }
-        if let outside = rows.keys.first(where: { $0 < 0 || $0 >= count }) { problems.append("a row cached at \(outside), outside 0..<\(count)") }
-        if rows.count > capacity { problems.append("\(rows.count) rows cached, more than \(capacity)") }
+        if let outside = slots.keys.first(where: { $0 < 0 || $0 >= count }) { problems.append("a row cached at \(outside), outside 0..<\(count)") }
+        if slots.count > maximumRows { problems.append("\(slots.count) rows cached, more than \(maximumRows)") }
+        if Set(slots.values).count != slots.count { problems.append("two positions share a row's slot") }
+        if rows.count != slots.count { problems.append("\(slots.count - rows.count) positions name an empty slot") }
         return problems
     }
 }

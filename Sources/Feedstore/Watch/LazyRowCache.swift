@@ -3,7 +3,7 @@
 ///
 /// Applying a batch moves every cached row to its new position in one pass over the cache, or
 /// drops it when the batch deletes, moves or updates it, so the cache never holds a stale or
-/// misplaced row; dropped rows are read again when asked for. At most ``capacity`` rows are kept
+/// misplaced row; dropped rows are read again when asked for. About ``capacity`` rows are kept
 /// (those nearest the last one read), so memory is O(capacity) whatever the list's length.
 struct LazyRowCache<Row> {
     /// A section: the index components its rows share, and how many rows it has.
@@ -17,10 +17,17 @@ struct LazyRowCache<Row> {
     private(set) var starts: [Int] = []
     /// Rows in all sections.
     private(set) var count = 0
-    /// The rows read so far, by flat position.
-    private(set) var rows: [Int: Row] = [:]
-    /// The most rows kept.
+    /// Where each cached row is kept in ``values``, by flat position. Batches move positions
+    /// only: this table holds plain integers, so moving a thousand rows costs microseconds
+    /// (generic code moving the rows themselves would not be specialized for the list's type).
+    private(set) var slots: [Int: Int] = [:]
+    private var values: [Row?] = []
+    /// Slots of ``values`` free for reuse.
+    private var free: [Int] = []
+    /// The rows kept after an eviction.
     let capacity: Int
+    /// The most rows kept: evictions happen once the cache holds a quarter more than ``capacity``.
+    var maximumRows: Int { capacity + capacity / 4 }
     /// Rows read from the store at once.
     let pageSize: Int
     /// The position last read: eviction keeps the rows nearest to it.
@@ -32,10 +39,13 @@ struct LazyRowCache<Row> {
         self.pageSize = pageSize
     }
 
+    /// The rows read so far, by flat position.
+    var rows: [Int: Row] { slots.compactMapValues { values[$0] } }
+
     /// The cached row at `position`, noting the read.
     mutating func row(at position: Int) -> Row? {
         lastRead = position
-        return rows[position]
+        return slots[position].flatMap { values[$0] }
     }
 
     /// The positions of the page that holds `position`: the rows to read when it is missing.
@@ -47,10 +57,34 @@ struct LazyRowCache<Row> {
     /// Keeps rows read from the store, the first at `start`, then evicts the rows farthest from
     /// the last one read beyond ``capacity``.
     mutating func store<Rows: Collection<Row>>(_ read: Rows, from start: Int) {
-        for (offset, row) in read.enumerated() where start + offset < count { rows[start + offset] = row }
-        guard rows.count > capacity else { return }
-        let keep = rows.keys.sorted { abs($0 - lastRead) < abs($1 - lastRead) }.prefix(capacity)
-        rows = rows.filter { keep.contains($0.key) }
+        for (offset, row) in read.enumerated() where start + offset < count {
+            if let slot = slots[start + offset] {
+                values[slot] = row
+            } else if let slot = free.popLast() {
+                values[slot] = row
+                slots[start + offset] = slot
+            } else {
+                slots[start + offset] = values.count
+                values.append(row)
+            }
+        }
+        // Evicting sorts the cache by distance: done once a quarter more than the capacity is
+        // cached, it costs a fraction of the page reads that filled that quarter.
+        guard slots.count > maximumRows else { return }
+        release(PositionRemap.farthest(in: &slots, from: lastRead, keeping: capacity))
+    }
+
+    /// Forgets the rows of `dropped` slots.
+    private mutating func release(_ dropped: [Int]) {
+        for slot in dropped { values[slot] = nil }
+        free += dropped
+    }
+
+    /// Forgets every row.
+    private mutating func removeAll() {
+        slots = [:]
+        values = []
+        free = []
     }
 
     // MARK: Sections
@@ -80,39 +114,18 @@ struct LazyRowCache<Row> {
         let oldStarts = starts
         setSections(newSections)
         if batch.isInitial || batch.isReset {
-            rows = [:]
+            removeAll()
             return ChangedPositions(from: 0, through: Swift.max(oldCount, count), updated: [])
         }
         func oldFlat(_ path: RowPath) -> Int { oldStarts[path.section] + path.row }
         func newFlat(_ path: RowPath) -> Int { starts[path.section] + path.row }
-        let removed = Self.merged(batch.deletes.map { oldFlat(RowPath(section: $0.section, row: $0.rows.lowerBound)) ..< oldFlat(RowPath(section: $0.section, row: $0.rows.lowerBound)) + $0.rows.count }
+        let removed = PositionRemap.merged(batch.deletes.map { oldFlat(RowPath(section: $0.section, row: $0.rows.lowerBound)) ..< oldFlat(RowPath(section: $0.section, row: $0.rows.lowerBound)) + $0.rows.count }
             + batch.moves.map { oldFlat($0.from) ..< oldFlat($0.from) + 1 })
-        let inserted = Self.merged(batch.inserts.map { newFlat(RowPath(section: $0.section, row: $0.rows.lowerBound)) ..< newFlat(RowPath(section: $0.section, row: $0.rows.lowerBound)) + $0.rows.count }
+        let inserted = PositionRemap.merged(batch.inserts.map { newFlat(RowPath(section: $0.section, row: $0.rows.lowerBound)) ..< newFlat(RowPath(section: $0.section, row: $0.rows.lowerBound)) + $0.rows.count }
             + batch.moves.map { newFlat($0.to) ..< newFlat($0.to) + 1 })
-        let updatedOld = Set(batch.updates.map { oldFlat($0.from) })
-
-        // One pass over the cached rows in old order: a row's position after the removals is its
-        // old one less the rows removed before it; its new position skips the inserted rows.
-        var moved: [Int: Row] = [:]
-        moved.reserveCapacity(rows.count)
-        var removal = 0, removedBefore = 0
-        var insertion = 0, insertedBefore = 0
-        for old in rows.keys.sorted() {
-            while removal < removed.count, removed[removal].upperBound <= old {
-                removedBefore += removed[removal].count
-                removal += 1
-            }
-            if removal < removed.count, removed[removal].contains(old) { continue }
-            if updatedOld.contains(old) { continue }
-            var new = old - removedBefore + insertedBefore
-            while insertion < inserted.count, inserted[insertion].lowerBound <= new {
-                insertedBefore += inserted[insertion].count
-                new += inserted[insertion].count
-                insertion += 1
-            }
-            moved[new] = rows[old]
-        }
-        rows = moved
+        let remap = PositionRemap(removed: removed, inserted: inserted, updated: Set(batch.updates.map { oldFlat($0.from) }))
+        let dropped = remap.apply(to: &slots)
+        release(dropped)
 
         let firstShift = Swift.min(removed.first?.lowerBound ?? .max, inserted.first?.lowerBound ?? .max)
         return ChangedPositions(from: firstShift, through: Swift.max(oldCount, count), updated: batch.updates.map { newFlat($0.to) })
@@ -130,18 +143,6 @@ struct LazyRowCache<Row> {
         count = total
     }
 
-    /// Sorted, overlapping or touching ranges joined.
-    static func merged(_ ranges: [Range<Int>]) -> [Range<Int>] {
-        var result: [Range<Int>] = []
-        for range in ranges.sorted(by: { $0.lowerBound < $1.lowerBound }) where !range.isEmpty {
-            if let last = result.last, range.lowerBound <= last.upperBound {
-                result[result.count - 1] = last.lowerBound ..< Swift.max(last.upperBound, range.upperBound)
-            } else {
-                result.append(range)
-            }
-        }
-        return result
-    }
 }
 
 /// The new positions whose rows a batch changed: every position from the first insertion or
