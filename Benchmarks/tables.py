@@ -89,6 +89,14 @@ def headline():
                              ("full scan", "full scan of a folder, rows/s")]:
         r = read(operation)
         lines.append(f"| {label} | {r['Feedstore']} | {times(r['Feedstore ÷ GRDB'])} | {times(r['Feedstore ÷ raw LMDB'])} |")
+    scroll_file = results / "scroll.md"
+    if scroll_file.exists():
+        screens = {r["messages"]: r for r in tables(scroll_file.read_text())[0]["rows"]}
+        if "1,000,000" in screens:
+            r = screens["1,000,000"]
+            lines.append(f"| a screen of 50 rows of a lazy live list, 1 million messages, a writer committing, p50 "
+                         f"| {r['Feedstore fling, per screen p50 / p99 µs'].split(' / ')[0]} µs "
+                         f"| {times(r['GRDB ÷ Feedstore, fling / jumps (p50)'].split(' / ')[0])} (`LIMIT/OFFSET`) | – |")
     notes = [f"Measured {date} on a shared 2-core machine; ratios above 1 mean Feedstore is faster."]
     shapes_file = results / "watch-shapes.md"
     if shapes_file.exists():
@@ -110,4 +118,4 @@ for name in names:
     replace_block(readme, name, (results / f"{name}.md").read_text())
     print(f"Benchmarks/README.md: {name} from Benchmarks/results/{name}.md")
 replace_block(root / "README.md", "headline", headline())
-print("README.md: headline table from Benchmarks/results/peers.md and watch-shapes.md")
+print("README.md: headline table from Benchmarks/results/peers.md, watch-shapes.md and scroll.md")

@@ -108,6 +108,28 @@ import Testing
         }
     }
 
+    /// A windowed lazy list moves its window: its rows are the query's rows at the new positions,
+    /// cached rows the move keeps included.
+    @Test @MainActor func aWindowedListMovesItsWindow() throws {
+        try withTemporaryDirectory { dir in
+            let store = try populatedDemoStore(at: dir + "/s", seed: 12, messages: 900, contacts: 10)
+            defer { store.close() }
+            let query = Query(Message.self, index: "byFolderDate")
+            let all = try store.read { try $0.objects(in: query) }
+            let list = LazyLiveList(store: store, query: query, options: WatchOptions(window: WatchWindow(offset: 100, limit: 200)),
+                                    cacheSize: 64, pageSize: 16)
+            defer { list.stop() }
+            for offset in [100, 150, 600, 750, 0] {
+                if offset != 100 { try list.setWindow(offset: offset, limit: 200) }
+                let want = Array(all.dropFirst(offset).prefix(200))
+                #expect(list.count == want.count, "window at \(offset)")
+                #expect(list.checkInvariants() == [])
+                for (position, row) in list.cachedRows { #expect(row == want[position], "window at \(offset), row \(position)") }
+                for position in stride(from: 0, to: list.count, by: 37) { #expect(list[position] == want[position]) }
+            }
+        }
+    }
+
     /// Observation fires for a change to a row a view read, and not for a change to a row it
     /// did not read that shifts nothing.
     @Test @MainActor func observationFiresForARowThatWasRead() throws {

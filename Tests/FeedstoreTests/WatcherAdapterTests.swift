@@ -114,4 +114,34 @@ import Testing
         #expect(changed.current == 1, "observers are told the rows changed")
         await MainActor.run { results.stop() }
     }
+
+    /// Results opened with a window hold only that page, and move it page by page.
+    @Test func windowedLiveResultsTurnPages() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try populatedDemoStore(at: dir + "/s", seed: 9, messages: 300, contacts: 5)
+            defer { store.close() }
+            let query = Query(Message.self, index: "byFolderDate")
+            let all = try await store.read { try $0.objects(in: query) }
+            let results = await MainActor.run {
+                LiveResults(store: store, query: query, options: WatchOptions(window: WatchWindow(offset: 0, limit: 40)))
+            }
+            func showsPage(_ offset: Int) async throws {
+                let want = Array(all.dropFirst(offset).prefix(40))
+                let deadline = Date().addingTimeInterval(10)
+                while await MainActor.run(body: { results.rows }) != want && Date() < deadline { try await Task.sleep(for: .milliseconds(5)) }
+                #expect(await MainActor.run(body: { results.rows }) == want, "page at \(offset)")
+                #expect(await MainActor.run(body: { results.window?.offset }) == offset)
+            }
+            try await showsPage(0)
+            await MainActor.run { results.nextPage() }
+            try await showsPage(40)
+            await MainActor.run { results.nextPage() }
+            try await showsPage(80)
+            await MainActor.run { results.previousPage() }
+            try await showsPage(40)
+            await MainActor.run { results.setWindow(offset: 280, limit: 40) }
+            try await showsPage(280)
+            await MainActor.run { results.stop() }
+        }
+    }
 }

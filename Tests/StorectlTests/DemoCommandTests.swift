@@ -26,6 +26,28 @@ import Testing
         }
     }
 
+    /// `demo scroll` populates a store, scrolls a lazy list of it while a writer commits, and
+    /// prints its screens and a summary; the first row of each printed screen is the query's row.
+    @Test func demoScrollScrollsTheWholeList() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir + "/demo"
+            let result = try runTool(storectlURL, ["demo", "scroll", path, "--messages", "20000", "--contacts", "20", "--screens", "120"])
+            #expect(result.status == 0, "\(result.stderr)")
+            let lines = result.stdout.split(separator: "\n")
+            #expect(lines.contains { $0.hasPrefix("Opened a lazy list of 20,000 messages in 8 sections") }, "\(result.stdout)")
+            let summary = try #require(lines.last)
+            #expect(summary.hasPrefix("120 screens of 20 rows over"), "\(summary)")
+            let screens = lines.filter { $0.hasPrefix("screen ") }
+            #expect(screens.count == 4, "\(result.stdout)")
+            // No more rows decoded than the cache holds, however far the list was flung.
+            for line in screens {
+                let before = line.components(separatedBy: " rows decoded")[0]
+                let count = before.split(separator: " ").last.flatMap { Int($0.replacingOccurrences(of: ",", with: "")) }
+                #expect(count.map { $0 <= 1_250 } == true, "\(line)")
+            }
+        }
+    }
+
     @Test func demoMutatePrintsEachCommittedSequence() throws {
         try withTemporaryDirectory { dir in
             let path = dir + "/demo"

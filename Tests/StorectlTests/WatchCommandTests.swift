@@ -91,6 +91,21 @@ import Testing
                                                  "--max-batches", "1"])
             #expect(once.status == 0, "\(once.stderr)")
             #expect(once.stdout.contains("(initial)") && once.stdout.contains("section 0 [0]:") && once.stdout.contains("1,500 rows"))
+            // Counts only: the same summary whether the rows are read (objects) or not (the default).
+            let objects = try runTool(storectlURL, ["watch", path, "--entity", "Message", "--index", "byFolderDate", "--section-by", "1",
+                                                    "--max-batches", "1", "--mode", "objects"])
+            #expect(objects.stdout == once.stdout)
+
+            // A small window prints its rows: the query's rows at those positions.
+            let window = try runTool(storectlURL, ["watch", path, "--entity", "Message", "--index", "byFolderDate", "--offset", "10",
+                                                   "--limit", "3", "--max-batches", "1"])
+            #expect(window.status == 0, "\(window.stderr)")
+            let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(readOnly: true))
+            let shown = try store.read { try $0.objects(in: Query(Message.self, index: "byFolderDate"), offset: 10, limit: 3) }
+            store.close()
+            let rowLines = window.stdout.split(separator: "\n").filter { $0.hasPrefix("  row ") }
+            #expect(rowLines.count == 3, "\(window.stdout)")
+            for (line, message) in zip(rowLines, shown) { #expect(line.contains("#\(message.id) ") && line.contains(message.title), "\(line)") }
 
             // Without a stop condition, Ctrl-C ends the watch cleanly.
             let live = try RunningTool(storectlURL, ["watch", path, "--entity", "Message", "--index", "unreadByDate"])

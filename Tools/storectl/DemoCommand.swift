@@ -7,7 +7,7 @@ struct DemoCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
         abstract: "Populate, mutate and show the demo feed (contacts and messages).",
-        subcommands: [DemoRun.self, DemoPopulate.self, DemoMutate.self, DemoMigrate.self],
+        subcommands: [DemoRun.self, DemoPopulate.self, DemoMutate.self, DemoMigrate.self, DemoScroll.self],
         defaultSubcommand: DemoRun.self
     )
 }

@@ -9,7 +9,8 @@ struct WatchCommand: ParsableCommand {
         abstract: "Print live change batches of an index range while other processes write.",
         discussion: """
         The first batch is the whole snapshot (with --jsonl, every section and row as inserts;
-        in readable form, each section's row count). Each later batch takes the snapshot to the
+        in readable form, each section's row count, and the rows themselves for a window of at
+        most \(WatchCommand.printedWindow) rows). Each later batch takes the snapshot to the
         store's state after one or more commits, with index paths [section, row]: deletes and
         move sources at old paths, inserts and move destinations at new paths.
         Stops after --max-batches, once every commit up to --until-sequence is taken in, or on
@@ -51,8 +52,18 @@ struct WatchCommand: ParsableCommand {
     @Option(help: "Report updates only when one of these comma-separated fields changed.")
     var fields: String?
 
-    @Option(help: "objects: rows with ids and records; indexes: positions only, rows grouped into ranges.")
-    var mode: Mode = .objects
+    @Option(help: """
+        objects: rows with ids and records; indexes: positions only, rows grouped into ranges. \
+        Default: indexes for the readable form of an unwindowed watch (its first batch shows counts, \
+        so no row is read), objects otherwise.
+        """)
+    var mode: Mode?
+
+    /// Windows of at most this many rows print their rows in the first batch.
+    static let printedWindow = 100
+
+    /// The mode asked for, or the one that reads no rows the output does not show.
+    var effectiveMode: Mode { mode ?? (jsonl || limit != nil ? .objects : .indexes) }
 
     @Flag(help: "One JSON object per batch (format in the README).")
     var jsonl = false
@@ -82,7 +93,7 @@ struct WatchCommand: ParsableCommand {
             var options = WatchOptions(sectionBy: sectionBy)
             options.fields = fields.map { Set($0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }) }
             options.window = limit.map { WatchWindow(offset: offset ?? 0, limit: $0) }
-            switch mode {
+            switch effectiveMode {
             case .objects:
                 try follow(store.watch(entity: entity, index: index, range: range, reverse: reverse, options: options))
             case .indexes:
@@ -101,8 +112,11 @@ struct WatchCommand: ParsableCommand {
         let sections = batch.sectionInserts
         var counts = [Int](repeating: 0, count: sections.count)
         for run in batch.insertedRuns where counts.indices.contains(run.section) { counts[run.section] += run.count }
-        return [title] + sections.map { "  section \($0.index) [\(BatchPrinter.describe($0.key))]: \(counts[$0.index].formatted()) rows" }
+        let summary = [title] + sections.map { "  section \($0.index) [\(BatchPrinter.describe($0.key))]: \(counts[$0.index].formatted()) rows" }
             + ["  \(sections.count.formatted()) sections, \(counts.reduce(0, +).formatted()) rows"]
+        // A small window's rows are what the user looks at.
+        guard let limit, limit <= Self.printedWindow else { return summary }
+        return summary + batch.rowLines
     }
 
     /// Prints batches until a stop condition: --max-batches, --until-sequence, or SIGINT.

@@ -176,6 +176,13 @@ public final class LazyLiveList<E: Entity>: Observable {
         try watcher.path(of: id).map { cache.position(of: $0) }
     }
 
+    /// Shows another window of the query (lists opened with a window only), at once.
+    /// - Complexity: O(log n + r) for r rows entering or leaving the window.
+    public func setWindow(offset: Int, limit: Int) throws {
+        watcher.setWindow(offset: offset, limit: limit)
+        try update()
+    }
+
     /// The rows currently decoded (at most the cache size).
     public var cachedCount: Int { cache.slots.count }
 

@@ -1,0 +1,31 @@
+#if canImport(AppKit) && !targetEnvironment(macCatalyst)
+import AppKit
+
+// The thin part that needs AppKit: applying TableUpdates (plain Swift, tested on every platform)
+// to a collection view in one batch update.
+
+extension NSCollectionView {
+    /// Applies `updates` in one `performBatchUpdates`, after the data source has taken the batch
+    /// (a ``LazyLiveList`` or a ``SectionedMirror`` that applied it). An initial batch or a reset
+    /// reloads the collection.
+    @MainActor
+    public func performBatchUpdates(_ updates: TableUpdates, completion: ((Bool) -> Void)? = nil) {
+        if updates.reloadsEverything {
+            reloadData()
+            completion?(true)
+            return
+        }
+        performBatchUpdates({
+            deleteItems(at: Set(updates.deletedRows))
+            deleteSections(updates.deletedSections)
+            insertSections(updates.insertedSections)
+            insertItems(at: Set(updates.insertedRows))
+            for move in updates.movedRows { moveItem(at: move.from, to: move.to) }
+            reloadItems(at: Set(updates.reloadedRows))
+        }, completionHandler: { finished in
+            if !updates.reconfigure.isEmpty { self.reloadItems(at: Set(updates.reconfigure)) }
+            completion?(finished)
+        })
+    }
+}
+#endif
