@@ -69,6 +69,33 @@ import Testing
         }
     }
 
+    /// Typed batches applied to a diffable snapshot by identifiers give the query's sections and
+    /// rows; updated rows are reconfigured.
+    @Test func diffableSnapshotsFollowTheQuery() throws {
+        for seed in testSeeds(3) {
+            try withTemporaryDirectory { dir in
+                var feed = DemoFeed(seed: seed)
+                let store = try populatedDemoStore(at: dir + "/s", feed: &feed, messages: 500, contacts: 20)
+                defer { store.close() }
+                let watcher = store.watch(Query(Message.self, index: "byFolderDate"), options: WatchOptions(sectionBy: 1))
+                var snapshot = ArraySnapshot()
+                snapshot.apply(try #require(try watcher.poll()))
+                #expect(snapshot.items == (try Self.sections(in: store)))
+                for step in 0..<30 {
+                    try store.write { tx in try feed.mutate(tx, count: 1 + step % 5, contacts: 20) }
+                    if let batch = try watcher.poll() {
+                        snapshot.reconfigured = []
+                        snapshot.apply(batch)
+                        #expect(Set(snapshot.reconfigured) == Set(batch.updates.map(\.id) + batch.moves.filter { !$0.fields.isEmpty }.map(\.id)))
+                    }
+                    let fresh = try Self.sections(in: store)
+                    #expect(snapshot.items == fresh, "seed \(seed), step \(step)")
+                    #expect(snapshot.sections.count == fresh.count)
+                }
+            }
+        }
+    }
+
     @Test func rowPathsAndIndexPathsConvert() {
         let path = RowPath(section: 3, row: 41)
         #expect(path.indexPath == IndexPath(indexes: [3, 41]))
@@ -78,4 +105,51 @@ import Testing
 
 extension Array {
     subscript(safe index: Int) -> Element? { indices.contains(index) ? self[index] : nil }
+}
+
+/// A diffable snapshot over arrays, with NSDiffableDataSourceSnapshot's rules: identifiers are
+/// unique, inserts go before an existing item or at a section's end.
+struct ArraySnapshot: DiffableSnapshotEditing {
+    var sections: [[FieldValue]] = []
+    var items: [[UInt64]] = []
+    var reconfigured: [UInt64] = []
+
+    var sectionIdentifiers: [[FieldValue]] { sections }
+    func itemIdentifiers(inSection identifier: [FieldValue]) -> [UInt64] { items[sections.firstIndex(of: identifier)!] }
+    mutating func appendSections(_ identifiers: [[FieldValue]]) {
+        for id in identifiers {
+            precondition(!sections.contains(id), "section \(id) twice")
+            sections.append(id)
+            items.append([])
+        }
+    }
+    mutating func insertSections(_ identifiers: [[FieldValue]], beforeSection toIdentifier: [FieldValue]) {
+        let at = sections.firstIndex(of: toIdentifier)!
+        sections.insert(contentsOf: identifiers, at: at)
+        items.insert(contentsOf: identifiers.map { _ in [] }, at: at)
+    }
+    mutating func deleteSections(_ identifiers: [[FieldValue]]) {
+        for id in identifiers {
+            let at = sections.firstIndex(of: id)!
+            sections.remove(at: at)
+            items.remove(at: at)
+        }
+    }
+    mutating func appendItems(_ identifiers: [UInt64], toSection sectionIdentifier: [FieldValue]?) {
+        let at = sectionIdentifier.map { sections.firstIndex(of: $0)! } ?? sections.count - 1
+        precondition(identifiers.allSatisfy { id in !items.contains { $0.contains(id) } }, "an item twice")
+        items[at] += identifiers
+    }
+    mutating func insertItems(_ identifiers: [UInt64], beforeItem beforeIdentifier: UInt64) {
+        let section = items.firstIndex { $0.contains(beforeIdentifier) }!
+        items[section].insert(contentsOf: identifiers, at: items[section].firstIndex(of: beforeIdentifier)!)
+    }
+    mutating func deleteItems(_ identifiers: [UInt64]) {
+        let gone = Set(identifiers)
+        for i in items.indices { items[i].removeAll { gone.contains($0) } }
+    }
+    mutating func reconfigureItems(_ identifiers: [UInt64]) {
+        precondition(identifiers.allSatisfy { id in items.contains { $0.contains(id) } }, "reconfiguring an item not shown")
+        reconfigured += identifiers
+    }
 }

@@ -102,7 +102,8 @@ extension DynamicChangeBatch: PrintableBatch {
     var insertedRuns: [(section: Int, count: Int)] { inserts.map { ($0.path.section, 1) } }
     var jsonLine: String { BatchPrinter.json(self) }
     var changeLines: [String] { BatchPrinter.lines(self) }
-    var rowLines: [String] { inserts.map { "  row \($0.path): #\($0.id.jsonText) \(BatchPrinter.summary($0.record))" } }
+    /// Whole records: a window small enough to print is read in full.
+    var rowLines: [String] { inserts.map { "  row \($0.path): #\($0.id.jsonText) \(BatchPrinter.summary($0.record, width: .max))" } }
 }
 
 extension IndexBatch: PrintableBatch {

@@ -26,7 +26,7 @@ import Observation
 /// ```
 ///
 /// Reading a row the store cannot give (it was closed, or its file is damaged) stops the list:
-/// ``error`` says why, and the list becomes empty. Use ``element(at:)`` to handle the error
+/// ``error`` says why, and the list becomes empty. Use ``element(at:)-(Int)`` to handle the error
 /// where the row is read instead.
 @MainActor
 public final class LazyLiveList<E: Entity>: Observable {
@@ -74,6 +74,9 @@ public final class LazyLiveList<E: Entity>: Observable {
     /// Starts following `query`; ``count`` and ``sections`` fill in with the first batch, taken
     /// at once. Batches after it are taken as commits change what the query shows.
     /// - Parameters:
+    ///   - store: the store to follow.
+    ///   - query: the rows, in order.
+    ///   - options: sections, a window, the fields whose updates count.
     ///   - cacheSize: the rows kept decoded (up to a quarter more between evictions).
     ///   - pageSize: the rows read at once when a row is missing.
     public init(store: Store, query: Query<E>, options: WatchOptions = WatchOptions(), cacheSize: Int = 1_000, pageSize: Int = 50) {
@@ -128,7 +131,7 @@ public final class LazyLiveList<E: Entity>: Observable {
 
     /// The row at `position` (from 0, across sections), decoded from the cache or with its page.
     /// Traps outside `0..<count`, as an array does, and when the store cannot give the row (see
-    /// the type's notes; ``element(at:)`` throws instead).
+    /// the type's notes; ``element(at:)-(Int)`` throws instead).
     public subscript(position: Int) -> E {
         do {
             return try element(at: position)

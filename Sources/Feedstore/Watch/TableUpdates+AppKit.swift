@@ -29,3 +29,8 @@ extension NSCollectionView {
     }
 }
 #endif
+
+#if canImport(AppKit) && !targetEnvironment(macCatalyst)
+@available(macOS 12, *)
+extension NSDiffableDataSourceSnapshot: DiffableSnapshotEditing {}
+#endif

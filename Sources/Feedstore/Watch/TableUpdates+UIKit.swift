@@ -59,3 +59,8 @@ extension UICollectionView {
     }
 }
 #endif
+
+#if canImport(UIKit)
+@available(iOS 15, tvOS 15, *)
+extension NSDiffableDataSourceSnapshot: DiffableSnapshotEditing {}
+#endif
