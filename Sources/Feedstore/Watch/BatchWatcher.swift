@@ -264,9 +264,7 @@ extension BatchWatcher where Batch == IndexBatch, Row: Entity {
     public func objects(inSection section: Int, rows: Range<Int>) throws -> [Row] {
         try self.rows(Row.self, section: section, rows: rows)
     }
-}
 
-extension BatchWatcher where Batch == IndexBatch, Row: Entity {
     /// The path of the record with `id` in the snapshot of the last batch taken; nil when the
     /// query does not show it (NSFetchedResultsController's `indexPath(forObject:)`).
     /// - Complexity: O(log n).

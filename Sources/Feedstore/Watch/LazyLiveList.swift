@@ -5,7 +5,7 @@ import Observation
 ///
 /// The list knows its count and sections at once (the counted index answers them), and decodes
 /// a row when a view reads it, a page of rows in one walk of the index, into a cache of about
-/// `cacheSize` rows (those nearest the last one read; up to a quarter more between evictions). Each batch moves the cached rows as it
+/// `cacheSize` rows (those nearest the last one read). Each batch moves the cached rows as it
 /// moves the rows of the list, and drops those it deletes, moves or updates, so the list never
 /// shows a stale or misplaced row; memory stays O(cache) at ten million rows.
 ///
@@ -186,22 +186,23 @@ public final class LazyLiveList<E: Entity>: Observable {
         try update()
     }
 
-    /// The rows currently decoded (at most the cache size).
+    /// The rows currently decoded (about the cache size at most).
     public var cachedCount: Int { cache.slots.count }
 
     /// The decoded rows by position, and what the cache must hold to be consistent (for tests).
     var cachedRows: [Int: E] { cache.rows }
     func checkInvariants() -> [String] { cache.checkInvariants() }
 
-    /// Stops following the query; the list keeps what it shows.
+    /// Stops following the query: the list keeps showing the snapshot of its last batch, and the
+    /// rows not read yet still come from that snapshot (which stays open until the list goes).
     public func stop() {
         stopped = true
-        watcher.cancel()
         task?.cancel()
     }
 
     private func fail(_ error: any Error) {
         stop()
+        watcher.cancel()
         stoppedBy = error
         cache = LazyRowCache(capacity: cache.capacity, pageSize: cache.pageSize)
         shownSections = []
