@@ -153,8 +153,6 @@ struct ChangedPositions: Equatable {
     var through: Int
     var updated: [Int]
 
-    func contains(_ position: Int) -> Bool { (from..<Swift.max(from, through)).contains(position) || updated.contains(position) }
-
     /// Whether a row in `range` changed.
     func overlaps(_ range: Range<Int>) -> Bool {
         range.overlaps(from..<Swift.max(from, through)) || updated.contains { range.contains($0) }
