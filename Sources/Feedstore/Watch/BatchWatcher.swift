@@ -205,6 +205,9 @@ public final class BatchWatcher<Batch: Sendable, Row>: AsyncSequence, @unchecked
 
     fileprivate var shownSections: SectionList? { lock.withLock { engine.shown } }
 
+    /// The sections of the snapshot of the last batch taken (none before the first).
+    var shownSectionList: SectionList { shownSections ?? SectionList([], descending: engine.query.reverse) }
+
     /// The rows `rows` of `section`, read in one walk from the snapshot of the last batch taken;
     /// fewer when the range runs past the section.
     fileprivate func rows<E: Entity>(_ type: E.Type, section: Int, rows: Range<Int>) throws -> [E] {

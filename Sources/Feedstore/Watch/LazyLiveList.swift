@@ -116,9 +116,10 @@ public final class LazyLiveList<E: Entity>: Observable {
     }
 
     private func apply(_ batch: IndexBatch) {
-        let layout = watcher.sections.map { LazyRowCache<E>.Section(key: $0.key, count: $0.count) }
-        let changes = cache.apply(batch, sections: layout)
-        let newSections = zip(cache.sections, cache.starts).map { Section(key: $0.key, count: $0.count, start: $1) }
+        let changes = cache.apply(batch, sections: watcher.shownSectionList)
+        let newSections = cache.sections.sections.indices.map {
+            Section(key: cache.sections.sections[$0].key, count: cache.sections.sections[$0].count, start: cache.sections.start(of: $0))
+        }
         let reshaped = newSections != shownSections
         shownSections = newSections
         shownSequence = batch.toSequence
@@ -153,7 +154,7 @@ public final class LazyLiveList<E: Entity>: Observable {
         var next = page.lowerBound
         while next < page.upperBound {
             let path = cache.path(ofFlat: next)
-            let inSection = Swift.min(page.upperBound - next, cache.sections[path.section].count - path.row)
+            let inSection = Swift.min(page.upperBound - next, cache.sections.sections[path.section].count - path.row)
             read += try watcher.objects(inSection: path.section, rows: path.row ..< path.row + inSection)
             next += inSection
         }

@@ -6,17 +6,10 @@
 /// misplaced row; dropped rows are read again when asked for. About ``capacity`` rows are kept
 /// (those nearest the last one read), so memory is O(capacity) whatever the list's length.
 struct LazyRowCache<Row> {
-    /// A section: the index components its rows share, and how many rows it has.
-    struct Section: Equatable, Sendable {
-        var key: [FieldValue]
-        var count: Int
-    }
-
-    private(set) var sections: [Section] = []
-    /// The flat position of each section's first row.
-    private(set) var starts: [Int] = []
+    /// The sections of the snapshot shown: the watcher's own, which maps flat positions to paths.
+    private(set) var sections = SectionList([], descending: false)
     /// Rows in all sections.
-    private(set) var count = 0
+    var count: Int { sections.rowCount }
     /// Where each cached row is kept in ``values``, by flat position. Batches move positions
     /// only: this table holds plain integers, so moving a thousand rows costs microseconds
     /// (generic code moving the rows themselves would not be specialized for the list's type).
@@ -90,17 +83,10 @@ struct LazyRowCache<Row> {
     // MARK: Sections
 
     /// The flat position of `path`.
-    func position(of path: RowPath) -> Int { starts[path.section] + path.row }
+    func position(of path: RowPath) -> Int { sections.start(of: path.section) + path.row }
 
     /// The path of the row at a flat position.
-    func path(ofFlat position: Int) -> RowPath {
-        var low = 0, high = starts.count - 1
-        while low < high {
-            let mid = (low + high + 1) / 2
-            if starts[mid] <= position { low = mid } else { high = mid - 1 }
-        }
-        return RowPath(section: low, row: position - starts[low])
-    }
+    func path(ofFlat position: Int) -> RowPath { sections.path(ofFlat: position) }
 
     // MARK: Batches
 
@@ -109,16 +95,16 @@ struct LazyRowCache<Row> {
     /// shifted past, moved or updated. Rows before the first insertion or removal keep their
     /// positions and rows.
     /// - Complexity: O(c + k log k) for c cached rows and k ranges, moves and updates in the batch.
-    mutating func apply(_ batch: IndexBatch, sections newSections: [Section]) -> ChangedPositions {
+    mutating func apply(_ batch: IndexBatch, sections newSections: SectionList) -> ChangedPositions {
         let oldCount = count
-        let oldStarts = starts
-        setSections(newSections)
+        let old = sections
+        sections = newSections
         if batch.isInitial || batch.isReset {
             removeAll()
             return ChangedPositions(from: 0, through: Swift.max(oldCount, count), updated: [])
         }
-        func oldFlat(_ path: RowPath) -> Int { oldStarts[path.section] + path.row }
-        func newFlat(_ path: RowPath) -> Int { starts[path.section] + path.row }
+        func oldFlat(_ path: RowPath) -> Int { old.start(of: path.section) + path.row }
+        func newFlat(_ path: RowPath) -> Int { sections.start(of: path.section) + path.row }
         let removed = PositionRemap.merged(batch.deletes.map { oldFlat(RowPath(section: $0.section, row: $0.rows.lowerBound)) ..< oldFlat(RowPath(section: $0.section, row: $0.rows.lowerBound)) + $0.rows.count }
             + batch.moves.map { oldFlat($0.from) ..< oldFlat($0.from) + 1 })
         let inserted = PositionRemap.merged(batch.inserts.map { newFlat(RowPath(section: $0.section, row: $0.rows.lowerBound)) ..< newFlat(RowPath(section: $0.section, row: $0.rows.lowerBound)) + $0.rows.count }
@@ -129,18 +115,6 @@ struct LazyRowCache<Row> {
 
         let firstShift = Swift.min(removed.first?.lowerBound ?? .max, inserted.first?.lowerBound ?? .max)
         return ChangedPositions(from: firstShift, through: Swift.max(oldCount, count), updated: batch.updates.map { newFlat($0.to) })
-    }
-
-    private mutating func setSections(_ new: [Section]) {
-        sections = new
-        starts = []
-        starts.reserveCapacity(new.count)
-        var total = 0
-        for section in new {
-            starts.append(total)
-            total += section.count
-        }
-        count = total
     }
 
 }
