@@ -15,7 +15,10 @@ final class SharedTopLevelContainers {
     /// The record being decoded, read by every container kept here.
     let record: UnsafeMutablePointer<StoredRecord>
     private var keyTypes: [ObjectIdentifier] = []
-    private var containers: [Any] = []
+    /// The container kept for each of ``keyTypes``, in memory of its own type: read back from an
+    /// `Any`, it would be a run-time cast per record.
+    private var containers: [UnsafeMutableRawPointer] = []
+    private var releases: [(UnsafeMutableRawPointer) -> Void] = []
     private var isDecoding = false
 
     init() {
@@ -24,6 +27,7 @@ final class SharedTopLevelContainers {
     }
 
     deinit {
+        for (container, release) in zip(containers, releases) { release(container) }
         record.deinitialize(count: 1)
         record.deallocate()
     }
@@ -48,11 +52,18 @@ final class SharedTopLevelContainers {
     {
         let key = ObjectIdentifier(type)
         for i in keyTypes.indices where keyTypes[i] == key {
-            return containers[i] as! KeyedDecodingContainer<Key>
+            return containers[i].assumingMemoryBound(to: KeyedDecodingContainer<Key>.self).pointee
         }
         let made = try make()
+        let kept = UnsafeMutablePointer<KeyedDecodingContainer<Key>>.allocate(capacity: 1)
+        kept.initialize(to: made)
         keyTypes.append(key)
-        containers.append(made)
+        containers.append(UnsafeMutableRawPointer(kept))
+        releases.append { raw in
+            let kept = raw.assumingMemoryBound(to: KeyedDecodingContainer<Key>.self)
+            kept.deinitialize(count: 1)
+            kept.deallocate()
+        }
         return made
     }
 }

@@ -173,26 +173,28 @@ extension StoredDecoder {
     }
 
     /// `type`, one of the ``isSpecial(_:)`` types, read as its own stored kind. (Not an optional
-    /// result: an optional of an unspecialized type costs a type lookup per call.)
+    /// result: an optional of an unspecialized type costs a type lookup per call. And `T` is
+    /// known to be the type made, so the value is reinterpreted rather than cast: a cast from a
+    /// concrete type to an unspecialized one is a run-time type check per value.)
     static func special<T>(_ type: T.Type, _ node: StoredNode, _ path: @autoclosure () -> [any CodingKey]) throws -> T {
         if T.self == Date.self {
             switch try node.scalar() {
-            case let .date(d): return d as! T
-            case let .double(d): return Date(timeIntervalSinceReferenceDate: d) as! T
+            case let .date(d): return unsafeBitCast(d, to: T.self)
+            case let .double(d): return unsafeBitCast(Date(timeIntervalSinceReferenceDate: d), to: T.self)
             default: throw mismatch("date", node, path())
             }
         }
         if T.self == UUID.self {
-            if case let .uuid(u) = try node.scalar() { return u as! T }
-            if let s = try node.string(), let u = UUID(uuidString: s) { return u as! T }
+            if case let .uuid(u) = try node.scalar() { return unsafeBitCast(u, to: T.self) }
+            if let s = try node.string(), let u = UUID(uuidString: s) { return unsafeBitCast(u, to: T.self) }
             throw mismatch("uuid", node, path())
         }
         if T.self == Data.self {
             guard let b = try node.rawBytes() else { throw mismatch("bytes", node, path()) }
-            return Data(b) as! T
+            return unsafeBitCast(Data(b), to: T.self)
         }
         guard let s = try node.string(), let url = URL(string: s) else { throw mismatch("URL string", node, path()) }
-        return url as! T
+        return unsafeBitCast(url, to: T.self)
     }
 
     @inline(__always)

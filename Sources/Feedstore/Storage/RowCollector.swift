@@ -12,6 +12,9 @@ struct RowCollector<Row>: ~Copyable {
         base = .allocate(capacity: self.capacity)
     }
 
+    /// Inlined into the caller, which has the row's type at hand: called, it would need the
+    /// collector's own generic type, looked up at run time on every row.
+    @inline(__always)
     mutating func append(_ row: consuming Row) {
         if count == capacity {
             let larger = UnsafeMutablePointer<Row>.allocate(capacity: capacity * 2)
