@@ -62,12 +62,15 @@ public enum FeedstoreError: Error, Sendable, Equatable, CustomStringConvertible 
     case diskFull(path: String)
     /// Another handle in this process has the store open in an incompatible mode.
     case incompatibleHandle(path: String, reason: String)
+    /// A copy's destination exists and may not be replaced.
+    case destinationExists(path: String, reason: String)
 
     /// A one-line message naming what failed and where.
     public var description: String {
         switch self {
         case let .lmdb(error, path): "\(error) (store \(path))"
         case let .notAStore(path, reason): "\(path) is not a Feedstore store: \(reason)"
+        case let .destinationExists(path, reason): "cannot copy the store to \(path): \(reason)"
         case let .formatVersionTooNew(path, found, supported):
             "store \(path) has format version \(found); this library reads versions up to \(supported)"
         case let .formatUpgradeNeeded(path, found, current):

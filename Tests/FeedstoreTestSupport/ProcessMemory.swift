@@ -7,3 +7,29 @@ public func anonymousMemory() -> Int {
     let line = text.split(separator: "\n").first { $0.hasPrefix("Anonymous:") } ?? ""
     return (Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0) * 1024
 }
+
+/// Runs a tool to completion with its standard output sent to `output` (a file path) and returns
+/// its exit status and peak resident memory in bytes: the kernel's high-water mark of the tool's
+/// own memory (`VmHWM`), which counts mapped file pages it touched as well as its heap, read
+/// every 2 ms while it runs. (`wait4`'s `ru_maxrss` would not do: a child started by
+/// `posix_spawn` shares this process's memory until it execs, and inherits its peak.)
+public func runMeasuringPeakMemory(_ url: URL, _ arguments: [String], output: String = "/dev/null") throws -> (status: Int32, peakMemory: Int) {
+    let process = Process()
+    process.executableURL = url
+    process.arguments = arguments
+    FileManager.default.createFile(atPath: output, contents: nil)
+    process.standardOutput = FileHandle(forWritingAtPath: output)
+    process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+    try process.run()
+    var peak = 0
+    while process.isRunning {
+        let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
+        if let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+           let kilobytes = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") {
+            peak = max(peak, kilobytes * 1024)
+        }
+        usleep(2_000)
+    }
+    process.waitUntilExit()
+    return (process.terminationStatus, peak)
+}

@@ -133,8 +133,8 @@ import Testing
             reader.standardOutput = pipe
             try reader.run()
             let pid = reader.processIdentifier
-            func slotsOfReader() throws -> [String] {
-                try store.core.environment.readerTable().filter { $0.split(separator: " ", omittingEmptySubsequences: true).first == "\(pid)" }
+            func slotsOfReader() throws -> [ReaderSlot] {
+                try store.core.environment.readerTable().filter { $0.pid == Int(pid) }
             }
             let deadline = Date().addingTimeInterval(30)
             while try slotsOfReader().isEmpty, Date() < deadline { usleep(10_000) }

@@ -49,9 +49,10 @@ struct DemoRun: ParsableCommand {
         commandName: "run",
         abstract: "Populate the demo feed if the store is empty, print an index range and counts, then watch it change.",
         discussion: """
-        A sectioned, windowed watcher follows byFolderDate (one section per folder, 20 rows around
-        the first folder boundary) while a second writer commits random changes; each batch is
+        A sectioned, windowed watcher follows byFolderDate (one section per folder, 20 rows around \
+        the first folder boundary) while a second writer commits random changes; each batch is \
         printed with its index paths and how long it took to compute.
+
         Example: storectl demo run ./demo-store --messages 100000 --commits 10
         """
     )
@@ -188,8 +189,9 @@ struct DemoMutate: ParsableCommand {
         commandName: "mutate",
         abstract: "Commit seeded random changes to the demo feed, printing `committed <sequence>` after each commit.",
         discussion: """
-        Changes: inserts, deletes, folder moves, date changes, read/unread flips, contact renames
+        Changes: inserts, deletes, folder moves, date changes, read/unread flips, contact renames \
         and swaps of two messages' dates, K per commit.
+
         Example: storectl demo mutate ./demo-store --commits 100 --per-commit 5 --seed 3
         """
     )
@@ -256,6 +258,7 @@ struct DemoMigrate: ParsableCommand {
         the next run resumes after the last transaction that committed; a finished migration \
         prints `already finished`. After it, the store holds MessageV2 records, which `demo run` \
         no longer reads.
+
         Example: storectl demo migrate ./demo-store --records-per-transaction 10000
         """
     )

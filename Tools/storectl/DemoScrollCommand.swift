@@ -13,6 +13,7 @@ struct DemoScroll: ParsableCommand {
         speeds up from a crawl to thousands of rows a frame, slows down, and jumps to the start of \
         every section, while another thread commits random changes. Prints the time of each screen, \
         the rows decoded and the memory the process holds besides the mapped store.
+
         Example: storectl demo scroll ./demo-store --messages 10000000
         """
     )

@@ -7,12 +7,16 @@ struct DumpCommand: ParsableCommand {
         commandName: "dump",
         abstract: "Print records in primary-key order, or in an index's order.",
         discussion: """
-        --prefix takes the leading key components a record must have; --from and --to take the
-        components after the prefix (after nothing without a prefix), both inclusive, in the
-        index's order. Values are JSON: numbers, strings (dates as ISO 8601, UUIDs as strings).
+        --prefix takes the leading key components a record must have; --from and --to take the \
+        components after the prefix (after nothing without a prefix), both inclusive, in the \
+        index's order. Values are JSON: numbers, strings (dates as ISO 8601, UUIDs as strings). \
+        Records stream out as they are read, so memory stays the same whatever the store's size. \
+        --offset skips through an index's counts; in primary-key order, which has no counts, the \
+        skipped records are walked.
+
         Examples:
           storectl dump ./demo-store --entity Message --limit 5
-          storectl dump ./demo-store --entity Message --index byFolderDate --prefix '[1]' --limit 10 --jsonl
+          storectl dump ./demo-store --entity Message --index byFolderDate --prefix '[1]' --limit 10 --format table
         """
     )
 
@@ -38,27 +42,44 @@ struct DumpCommand: ParsableCommand {
     @Option(help: "Most records to print.")
     var limit: Int?
 
-    @Flag(help: "One JSON object per line: {\"id\", \"key\" (with --index), \"record\"}.")
-    var jsonl = false
+    @OptionGroup var output: FormatOption
+
+    /// Records between releases of the pages read.
+    static let recordsPerRelease = 4_096
 
     func run() throws {
+        let format = output.chosen
         try StoreAccess.withReadOnlyStore(path, immutable: access.immutable) { store in
             let entityInfo = try StoreAccess.entity(entity, in: store)
             if let index { _ = StoreAccess.index(index, of: entityInfo) }
             let range = keys.range(of: entityInfo, index: index)
-            let entries = try store.read { tx in
-                try tx.entries(entity: entity, index: index, range: range, reverse: reverse, offset: offset, limit: limit)
+            let fields = ["id"] + entityInfo.fields.map(\.name).filter { $0 != "id" }
+            let printer: RowPrinter? = switch format {
+            case .text: nil
+            case .jsonl, .json: RowPrinter(format: format, columns: ["id"] + (index == nil ? [] : ["key"]) + ["record"])
+            case .csv, .table: RowPrinter(format: format, columns: (index == nil ? [] : ["key"]) + fields)
             }
-            for entry in entries {
-                if jsonl {
-                    var line: [String: FieldValue] = ["id": entry.id, "record": .object(entry.record)]
-                    if index != nil { line["key"] = .array(entry.key) }
-                    StoreAccess.write(FieldValue.object(line).jsonText)
-                } else {
-                    let key = index == nil ? "" : "  " + FieldValue.array(entry.key).jsonText
-                    StoreAccess.write("\(entry.id.jsonText)\(key)  \(FieldValue.object(entry.record).jsonText)")
+            var visited = 0
+            try store.read { tx in
+                try tx.forEachEntry(entity: entity, index: index, range: range, reverse: reverse, offset: offset, limit: limit) { entry in
+                    // Pages read stay resident (and counted in RSS) until released.
+                    visited += 1
+                    if visited % Self.recordsPerRelease == 0 { try store.releaseMappedPages() }
+                    let id = try entry.id()
+                    let key: FieldValue? = index == nil ? nil : .array(try entry.key())
+                    guard let printer else {
+                        Output.line("\(id.jsonText)\(key.map { "  " + $0.jsonText } ?? "")  \(try entry.recordJSON())")
+                        return
+                    }
+                    if printer.format == .csv || printer.format == .table {
+                        let record = try entry.fields()
+                        printer.row((key.map { [Cell($0)] } ?? []) + fields.map { Cell(record[$0] ?? .null) })
+                    } else {
+                        printer.row([Cell(id)] + (key.map { [Cell($0)] } ?? []) + [Cell(json: try entry.recordJSON())])
+                    }
                 }
             }
+            printer?.finish()
         }
     }
 }

@@ -8,6 +8,7 @@ struct InspectCommand: ParsableCommand {
         abstract: "Show a store's environment, entities, indexes and journal, without scanning data.",
         discussion: """
         Reads LMDB's statistics and the counted indexes only, so it is fast on any size of store.
+
         Examples:
           storectl inspect ./demo-store
           storectl inspect ./demo-store --json | jq .journal.lastSequence
@@ -19,37 +20,65 @@ struct InspectCommand: ParsableCommand {
 
     @OptionGroup var access: ImmutableOption
 
-    @Flag(help: "Print JSON (stable keys, documented in the README).")
+    @Flag(help: "Print JSON (the schema is in the command-line tool's documentation).")
     var json = false
 
     func run() throws {
         let report = try StoreAccess.withReadOnlyStore(path, immutable: access.immutable) { try $0.inspect() }
         if json {
             let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
-            StoreAccess.write(String(decoding: try encoder.encode(report), as: UTF8.self))
+            encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+            Output.line(String(decoding: try encoder.encode(report), as: UTF8.self))
             return
         }
         let e = report.environment
-        print("Store \(report.path) (format \(report.formatVersion))")
-        print("  map        \(e.mapSize.formatted()) bytes, \(e.pagesUsed.formatted()) of \((e.mapSize / e.pageSize).formatted()) pages of \(e.pageSize) bytes used")
-        print("  last txn   \(e.lastTransactionID.formatted())")
-        print("  readers    \(e.readersUsed) of \(e.maxReaders) slots")
-        for line in e.readers { print("    \(line)") }
+        let page = e.pageSize
+        Output.line("Store \(report.path) (format \(report.formatVersion))")
+        Output.line("  file       \(Self.size(e.fileSize)) (data.mdb)")
+        Output.line("  map        \(Self.size(e.mapSize)), \(String(format: "%.1f", e.mapUsedPercent))% written "
+            + "(\(e.pagesUsed.formatted()) pages of \(Self.size(page))); a writer grows it when 75% is reached")
+        Output.line("  free       \(e.freePages.formatted()) pages (\(Self.size(e.freePages * page))) free for reuse")
+        Output.line("  last txn   \(e.lastTransactionID.formatted())")
+        Output.line("  readers    \(e.readers.count) reading now; \(e.readersUsed) of \(e.maxReaders) slots taken since the store was opened")
+        for r in e.readers { Output.line("    pid \(r.pid), thread \(r.thread), " + (r.transaction.map { "reading snapshot \($0)" } ?? "between reads")) }
         for entity in report.entities {
-            print("\nEntity \(entity.name) (key: \(entity.primaryKeyKind))")
-            print("  records    \(entity.records.formatted())   depth \(entity.depth)   pages \(entity.pages.formatted())")
-            print("  fields     " + entity.fields.map { "\($0[0]): \($0[1])" }.joined(separator: ", "))
-            guard !entity.indexes.isEmpty else { continue }
-            let rows = entity.indexes.map { i in
-                [i.name, i.components.joined(separator: ", "), (i.unique ? "unique " : "") + (i.partial ? "partial" : ""),
-                 i.entries.formatted(), "\(i.depth)", i.pages.formatted(), "\(i.countLevels)"]
+            Output.line("\nEntity \(entity.name) (key: \(entity.primaryKeyKind)): \(entity.records.formatted()) records")
+            Output.line("  fields     " + entity.fields.map { "\($0.name): \($0.kind)" }.joined(separator: ", "))
+            if !entity.indexes.isEmpty {
+                let rows = entity.indexes.map { i in
+                    [i.name, i.components.joined(separator: ", "), [i.unique ? "unique" : "", i.partial ? "partial" : ""].filter { !$0.isEmpty }.joined(separator: " "),
+                     i.entries.formatted(), "\(i.countLevels)"]
+                }
+                printTable(["index", "components", "kind", "entries", "count levels"], rows, rightAligned: [3, 4])
             }
-            printTable(["index", "components", "kind", "entries", "depth", "pages", "count levels"], rows, rightAligned: [3, 4, 5, 6])
+            Output.line("")
+            var trees = [Self.treeRow("records", entity.tree)]
+            for i in entity.indexes {
+                trees.append(Self.treeRow("index \(i.name)", i.tree))
+                trees.append(Self.treeRow("counts \(i.name)", i.counts))
+            }
+            printTable(["tree", "entries", "depth", "pages", "size"], trees, rightAligned: [1, 2, 3, 4])
         }
         let j = report.journal
-        print("\nJournal: commits \(j.firstSequence)…\(j.lastSequence), \(j.commitsRetained.formatted()) commits and \(j.entriesRetained.formatted()) entries retained")
-        for c in j.cursors { print("  cursor \(c.name) at \(c.sequence) (\(c.lag) behind)") }
+        Output.line("\nJournal: commits \(j.firstSequence)…\(j.lastSequence), \(j.commitsRetained.formatted()) commits and "
+            + "\(j.entriesRetained.formatted()) entries retained, \(j.tree.pages.formatted()) pages (\(Self.size(j.tree.bytes)))")
+        for c in j.cursors { Output.line("  cursor \(c.name) at \(c.sequence) (\(c.lag) behind)") }
+    }
+
+    static func treeRow(_ name: String, _ tree: StoreInspection.Tree) -> [String] {
+        [name, tree.entries.formatted(), "\(tree.depth)", tree.pages.formatted(), size(tree.bytes)]
+    }
+
+    /// Bytes in binary units: 512 B, 4.0 KiB, 78.2 MiB.
+    static func size(_ bytes: Int) -> String {
+        let units = ["B", "KiB", "MiB", "GiB", "TiB"]
+        var value = Double(bytes)
+        var unit = 0
+        while value >= 1024, unit < units.count - 1 {
+            value /= 1024
+            unit += 1
+        }
+        return unit == 0 ? "\(bytes) B" : String(format: "%.1f %@", value, units[unit])
     }
 }
 
@@ -62,6 +91,6 @@ func printTable(_ header: [String], _ rows: [[String]], rightAligned: Set<Int> =
             let pad = String(repeating: " ", count: widths[c] - text.count)
             return rightAligned.contains(c) ? pad + text : text + pad
         }
-        print("  " + cells.joined(separator: "  "))
+        Output.line("  " + cells.joined(separator: "  "))
     }
 }

@@ -5,11 +5,17 @@ import Foundation
 struct JournalCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "journal",
-        abstract: "Print journal entries: one line per changed record.",
+        abstract: "Print journal entries: one line per changed record, with its commit's sequence and time.",
         discussion: """
+        Commits are read a few at a time, so memory stays the same however long the journal. \
+        --tail N prints the newest N commits, newest first; with --follow it prints them oldest \
+        first and then the commits that follow, as tail -f does. --keys adds each entry's index \
+        keys before and after the change.
+
         Examples:
           storectl journal ./demo-store --after 100 --limit 20
-          storectl journal ./demo-store --follow --jsonl
+          storectl journal ./demo-store --tail 5 --keys
+          storectl journal ./demo-store --follow --format jsonl
         """
     )
 
@@ -18,8 +24,11 @@ struct JournalCommand: ParsableCommand {
 
     @OptionGroup var access: ImmutableOption
 
-    @Option(help: "Print commits after this sequence.")
-    var after: UInt64 = 0
+    @Option(help: "Print commits after this sequence (default: from the oldest retained).")
+    var after: UInt64?
+
+    @Option(help: "Print the newest N commits, newest first (oldest first with --follow).")
+    var tail: Int?
 
     @Option(help: "Most entries to print (then stop, also with --follow).")
     var limit: Int?
@@ -27,36 +36,99 @@ struct JournalCommand: ParsableCommand {
     @Flag(help: "Keep printing new commits as they come (stop with Ctrl-C).")
     var follow = false
 
-    @Flag(help: "One JSON object per line: {\"sequence\", \"entity\", \"id\", \"kind\", \"changedFields\"}.")
-    var jsonl = false
+    @Flag(help: "Show each entry's index keys before and after the change.")
+    var keys = false
+
+    @OptionGroup var output: FormatOption
+
+    /// Commits read at a time.
+    static let batch = 256
+
+    func validate() throws {
+        if let tail, tail < 0 { throw ValidationError("--tail takes a number of commits, 0 or more") }
+        if let limit, limit < 0 { throw ValidationError("--limit takes a number of entries, 0 or more") }
+        if tail != nil, after != nil { throw ValidationError("--tail and --after both choose where to start; give one") }
+    }
 
     func run() throws {
+        let format = output.chosen
+        let printer = format == .text ? nil : RowPrinter(format: format, columns: Self.columns(keys: keys))
+        defer { printer?.finish() }
+        var printed = 0
+        /// Prints a commit's entries; false once --limit is reached.
+        func emit(_ commit: JournalCommit) -> Bool {
+            for entry in commit.entries {
+                if let limit, printed >= limit { return false }
+                if let printer {
+                    printer.row(Self.cells(entry, time: commit.timestamp, keys: keys))
+                } else {
+                    for line in Self.lines(entry, time: commit.timestamp, keys: keys) { Output.line(line) }
+                }
+                printed += 1
+            }
+            return true
+        }
         try StoreAccess.withReadOnlyStore(path, immutable: access.immutable) { store in
-            var position = after
-            var printed = 0
+            var position = try after ?? store.read { tx in max(try tx.journalBounds().first, 1) - 1 }
+            if let tail {
+                let newest = try store.read { try $0.journal(newest: tail) }
+                for commit in follow ? newest.reversed() : newest {
+                    guard emit(commit) else { return }
+                }
+                guard follow else { return }
+                position = try newest.first?.sequence ?? store.read { try $0.journalBounds().last }
+            }
             while true {
-                let commits = try store.read { try $0.journal(after: position, limit: 256) }
+                let remaining = limit.map { $0 - printed } ?? Self.batch
+                if remaining <= 0 { return }
+                // Each commit holds at least one entry, so --limit 1 reads one commit.
+                let commits = try store.read { try $0.journal(after: position, limit: min(Self.batch, remaining)) }
+                // Pages read stay resident (and counted in RSS) until released.
+                try store.releaseMappedPages()
                 for commit in commits {
-                    for entry in commit.entries {
-                        if let limit, printed >= limit { return }
-                        if jsonl {
-                            StoreAccess.write(FieldValue.object([
-                                "sequence": .uint(entry.sequence), "entity": .string(entry.entity), "id": entry.id,
-                                "kind": .string(entry.kind.rawValue), "changedFields": .array(entry.changedFields.map { .string($0) }),
-                            ]).jsonText)
-                        } else {
-                            let fields = entry.changedFields.isEmpty ? "" : " (\(entry.changedFields.joined(separator: ", ")))"
-                            StoreAccess.write("\(entry.sequence)  \(entry.kind.rawValue.padding(toLength: 6, withPad: " ", startingAt: 0))  \(entry.entity) \(entry.id.jsonText)\(fields)")
-                        }
-                        printed += 1
-                    }
+                    guard emit(commit) else { return }
                     position = commit.sequence
                 }
                 if commits.isEmpty {
                     guard follow else { return }
+                    Output.flush()
                     usleep(20_000)
                 }
             }
         }
+    }
+
+    static func columns(keys: Bool) -> [String] {
+        ["sequence", "time", "entity", "id", "kind", "changedFields"] + (keys ? ["indexes"] : [])
+    }
+
+    static func cells(_ entry: JournalEntry, time: Date, keys: Bool) -> [Cell] {
+        var cells = [Cell(.uint(entry.sequence)), Cell(.date(time)), Cell(.string(entry.entity)), Cell(entry.id),
+                     Cell(.string(entry.kind.rawValue)), Cell(.array(entry.changedFields.map { .string($0) }))]
+        if keys {
+            cells.append(Cell(.array(entry.indexChanges.map { change in
+                .object(["index": .string(change.index), "before": keyValue(change.before), "after": keyValue(change.after)])
+            })))
+        }
+        return cells
+    }
+
+    /// The readable lines of an entry: the change, then with --keys one line per index.
+    static func lines(_ entry: JournalEntry, time: Date, keys: Bool) -> [String] {
+        let fields = entry.changedFields.isEmpty ? "" : " (\(entry.changedFields.joined(separator: ", ")))"
+        let kind = entry.kind.rawValue.padding(toLength: 6, withPad: " ", startingAt: 0)
+        var lines = ["\(entry.sequence)  \(Cell(.date(time)).plain)  \(kind)  \(entry.entity) \(entry.id.jsonText)\(fields)"]
+        if keys {
+            for change in entry.indexChanges {
+                lines.append("    \(change.index): \(keyValue(change.before).jsonText) → \(keyValue(change.after).jsonText)")
+            }
+        }
+        return lines
+    }
+
+    /// An index key as its components (the primary key last), or null for none.
+    static func keyValue(_ key: IndexKey?) -> FieldValue {
+        guard let key else { return .null }
+        return (try? key.components()).map { .array($0) } ?? .null
     }
 }

@@ -14,6 +14,9 @@ struct RangeOptions: ParsableArguments {
     @Option(help: "Last key components (inclusive, after the prefix), as a JSON array.")
     var to: String?
 
+    /// Whether any of the three was given.
+    var isGiven: Bool { prefix != nil || from != nil || to != nil }
+
     /// The range over `index` of `entity` (over its primary key when `index` is nil).
     func range(of entity: CatalogEntity, index: String?) -> IndexRange {
         func coerce(_ values: [FieldValue]?, from offset: Int) -> [FieldValue]? {

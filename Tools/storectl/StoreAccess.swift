@@ -2,9 +2,10 @@ import ArgumentParser
 import Feedstore
 import Foundation
 
-/// Opening stores for commands that only read, and clear failures with a non-zero exit (2;
-/// `verify` uses 1 for findings). Store errors thrown by any command reach `Storectl.main`,
-/// which reports them the same way.
+/// Opening stores for commands that only read, and clear failures with a non-zero exit status.
+/// Statuses: 0 ok, 1 `verify` found problems, 2 an error (bad input, a missing or damaged
+/// store), 3 `get` found no such record. Store errors thrown by any command reach
+/// `Storectl.main`, which reports them the same way.
 enum StoreAccess {
     static func withReadOnlyStore<R>(_ path: String, immutable: Bool = false, verifyPages: Bool = false,
                                      _ body: (Store) throws -> R) throws -> R
@@ -17,9 +18,15 @@ enum StoreAccess {
         return try body(store)
     }
 
-    static func fail(_ message: String) -> Never {
+    /// The status of an error.
+    static let errorStatus: Int32 = 2
+    /// The status of `get` for a record that is not there.
+    static let notFoundStatus: Int32 = 3
+
+    static func fail(_ message: String, status: Int32 = errorStatus) -> Never {
+        Output.flush()
         FileHandle.standardError.write(Data("storectl: \(message)\n".utf8))
-        exit(2)
+        exit(status)
     }
 
     /// The catalog entry of `name`, or a clear failure listing the entities there are.
@@ -48,9 +55,6 @@ enum StoreAccess {
         return items
     }
 
-    static func write(_ line: String) {
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
-    }
 }
 
 /// `--immutable`, for commands that only read.

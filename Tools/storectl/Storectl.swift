@@ -1,5 +1,6 @@
 import ArgumentParser
 import Feedstore
+import Foundation
 
 @main
 struct Storectl: ParsableCommand {
@@ -11,21 +12,29 @@ struct Storectl: ParsableCommand {
         another process is writing.
         """,
         version: "storectl \(feedstoreVersion) (store format \(Catalog.currentFormatVersion))",
-        subcommands: [InspectCommand.self, DumpCommand.self, GetCommand.self, JournalCommand.self, VerifyCommand.self, WatchCommand.self,
-                      CompactCommand.self, UpgradeCommand.self,
+        subcommands: [InspectCommand.self, DumpCommand.self, GetCommand.self, CountCommand.self, JournalCommand.self, VerifyCommand.self, WatchCommand.self,
+                      CompactCommand.self, LoadCommand.self, UpgradeCommand.self,
                       DemoCommand.self]
     )
 
-    /// Runs the command; a store failure (missing, damaged, newer format, full disk…) from any
-    /// command becomes `storectl: <what and where>` and exit status 2.
+    /// Runs the command. Exit statuses: 0 ok, 1 `verify` findings, 2 an error (a usage error,
+    /// or a store failure such as missing, damaged, newer format or full disk, reported as
+    /// `storectl: <what and where>`), 3 `get` found no such record.
     static func main() {
+        Output.ignoreBrokenPipes()
         do {
             var command = try parseAsRoot()
             try command.run()
+            Output.flush()
         } catch let error as FeedstoreError {
             StoreAccess.fail("\(error)")
         } catch {
-            exit(withError: error)
+            Output.flush()
+            let code = exitCode(for: error)
+            // Help, --version and a command's own status (verify's 1) exit as they are.
+            if code.isSuccess || error is ExitCode { exit(withError: error) }
+            FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+            Glibc.exit(StoreAccess.errorStatus)
         }
     }
 }

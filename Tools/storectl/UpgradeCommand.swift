@@ -7,9 +7,10 @@ struct UpgradeCommand: ParsableCommand {
         commandName: "upgrade",
         abstract: "Upgrade a store written in an older format to the current one.",
         discussion: """
-        Opens the store for writing, which upgrades it in one transaction (all or nothing), and
-        closes it. A store already in the current format is left as it is. Read-only commands
+        Opens the store for writing, which upgrades it in one transaction (all or nothing), and \
+        closes it. A store already in the current format is left as it is. Read-only commands \
         refuse an older format until it is upgraded.
+
         Example: storectl upgrade ./demo-store
         """
     )
@@ -24,6 +25,6 @@ struct UpgradeCommand: ParsableCommand {
         let store = try Store(path: path)
         let version = try store.catalog.formatVersion
         store.close()
-        StoreAccess.write("\(path) is in format \(version)")
+        Output.line("\(path) is in format \(version)")
     }
 }

@@ -11,6 +11,7 @@ struct VerifyCommand: ParsableCommand {
         LMDB); every record decodes; every index holds exactly its records' entries, in order, \
         unique where declared; every index's counts agree with its entries at every position; the \
         journal is contiguous and complete.
+
         Example: storectl verify ./demo-store --json
         """
     )
@@ -65,15 +66,15 @@ struct VerifyCommand: ParsableCommand {
 
     private func report(_ issues: [VerificationIssue]) throws {
         if json {
-            StoreAccess.write(FieldValue.object([
+            Output.line(FieldValue.object([
                 "consistent": .bool(issues.isEmpty),
                 "issues": .array(issues.map { .object(["location": .string($0.location), "problem": .string($0.problem)]) }),
             ]).jsonText)
         } else if issues.isEmpty {
-            print("consistent: records, indexes, counts and journal agree")
+            Output.line("consistent: records, indexes, counts and journal agree")
         } else {
-            for issue in issues { print(issue) }
-            print("\(issues.count) finding\(issues.count == 1 ? "" : "s")")
+            for issue in issues { Output.line("\(issue)") }
+            Output.line("\(issues.count) finding\(issues.count == 1 ? "" : "s")")
         }
         if !issues.isEmpty { throw ExitCode(1) }
     }

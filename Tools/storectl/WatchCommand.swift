@@ -8,13 +8,14 @@ struct WatchCommand: ParsableCommand {
         commandName: "watch",
         abstract: "Print live change batches of an index range while other processes write.",
         discussion: """
-        The first batch is the whole snapshot (with --jsonl, every section and row as inserts;
-        in readable form, each section's row count, and the rows themselves for a window of at
-        most \(WatchCommand.printedWindow) rows). Each later batch takes the snapshot to the
-        store's state after one or more commits, with index paths [section, row]: deletes and
-        move sources at old paths, inserts and move destinations at new paths.
-        Stops after --max-batches, once every commit up to --until-sequence is taken in, or on
+        The first batch is the whole snapshot (with --jsonl, every section and row as inserts; \
+        in readable form, each section's row count, and the rows themselves for a window of at \
+        most \(WatchCommand.printedWindow) rows). Each later batch takes the snapshot to the \
+        store's state after one or more commits, with index paths [section, row]: deletes and \
+        move sources at old paths, inserts and move destinations at new paths. \
+        Stops after --max-batches, once every commit up to --until-sequence is taken in, or on \
         Ctrl-C.
+
         Examples:
           storectl watch ./demo-store --entity Message --index byFolderDate --section-by 1
           storectl watch ./demo-store --entity Message --index unreadByDate --limit 20 --jsonl
@@ -126,7 +127,8 @@ struct WatchCommand: ParsableCommand {
         var delivered = 0
         while !watcher.isCancelled {
             if let batch = try watcher.next(timeout: 0.1) {
-                for line in render(batch) { StoreAccess.write(line) }
+                for line in render(batch) { Output.line(line) }
+                Output.flush()
                 delivered += 1
                 if let maxBatches, delivered >= maxBatches { return }
             }

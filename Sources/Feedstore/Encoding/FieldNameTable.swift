@@ -11,6 +11,10 @@ final class FieldNameTable: Sendable {
     private let positionsByName: [String: Int]
     /// The position of each number's name, by number (-1 for none).
     private let positionsByID: [Int]
+    /// Positions in key order (``Swift/String/precedesAsKey(_:)``): the order JSON objects print in.
+    let sortedPositions: [Int]
+    /// Each name as a JSON object key with its colon (`"name":`), by position.
+    let jsonKeys: [String]
 
     /// Tables with at most this many names are scanned.
     static let scannedFields = 16
@@ -24,6 +28,9 @@ final class FieldNameTable: Sendable {
         var byID = [Int](repeating: -1, count: Int((fields.map(\.id).max() ?? 0) + 1))
         for (position, id) in ids.enumerated() where byID[Int(id)] < 0 { byID[Int(id)] = position }
         positionsByID = byID
+        let names = fields.map(\.name)
+        sortedPositions = names.indices.sorted { names[$0].precedesAsKey(names[$1]) }
+        jsonKeys = names.map { FieldValue.string($0).jsonText + ":" }
     }
 
     /// The position of the name `name`, trying `hint` first (readers ask for fields in the order

@@ -113,7 +113,7 @@ enum RecordCodec {
         case let .object(members):
             out.append(Tag.object.rawValue)
             appendVarint(UInt64(members.count), to: &out)
-            for key in members.keys.sorted() {
+            for key in members.keys.sorted(by: { $0.precedesAsKey($1) }) {
                 appendVarint(UInt64(key.utf8.count), to: &out)
                 out.append(contentsOf: key.utf8)
                 appendValue(members[key]!, to: &out)

@@ -25,11 +25,11 @@ extension StoredValue {
                 }
                 out += "]"
             } else if var members = try members() {
-                // Sorted by key as strings sort, as tree objects print.
+                // In key order, as tree objects print.
                 var sorted: [(key: String, value: StoredValue)] = []
                 sorted.reserveCapacity(members.count)
                 while let (key, value) = try members.next() { sorted.append((String(decoding: key, as: UTF8.self), value)) }
-                sorted.sort { $0.key < $1.key }
+                sorted.sort { $0.key.precedesAsKey($1.key) }
                 try Self.appendJSONObject(sorted, to: &out)
             }
         }

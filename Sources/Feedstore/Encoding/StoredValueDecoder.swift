@@ -43,6 +43,9 @@ struct StoredRecord {
         }
     }
 
+    /// The catalog's names (held by the reader that made this record).
+    var nameTable: FieldNameTable? { names?.takeUnretainedValue() }
+
     /// The names of the fields the record has, in catalog order.
     var fieldNames: [String] {
         guard let names else { return [] }

@@ -54,6 +54,30 @@ extension ReadTransaction {
         return commits
     }
 
+    /// The newest `limit` commits, newest first.
+    /// - Complexity: O(log n + e) for e entries returned: the walk back from the journal's end
+    ///   passes the entries of the commits it returns.
+    public func journal(newest limit: Int) throws -> [JournalCommit] {
+        guard limit > 0 else { return [] }
+        var oldest: UInt64?
+        try access { txn in
+            try txn.withCursor(core.system.journal) { cursor in
+                var headers = 0
+                var found = try cursor.last()
+                while found {
+                    if try JournalKeys.isHeader(cursor.key) {
+                        oldest = try JournalKeys.sequence(from: cursor.key)
+                        headers += 1
+                        if headers == limit { return }
+                    }
+                    found = try cursor.previous()
+                }
+            }
+        }
+        guard let oldest else { return [] }
+        return try journal(after: oldest - 1, limit: limit).reversed()
+    }
+
     /// The named durable cursors and the sequence each has acknowledged.
     public func journalCursors() throws -> [(name: String, position: UInt64)] {
         try access { try DurableCursors(core: core).all(in: $0) }

@@ -83,6 +83,26 @@ final class LMDBEnvironment: @unchecked Sendable {
 
     var maxKeySize: Int { Int(mdb_env_get_maxkeysize(handle)) }
 
+    /// Drops the map's pages from this process's resident set (`MADV_DONTNEED`). The map is
+    /// shared and read-only (writes go through `pwrite`), so the pages stay in the system's page
+    /// cache and the next read maps them again; nothing is lost. LMDB does not tell where its
+    /// map lies, so the kernel's list of this process's mappings does (Linux; elsewhere this
+    /// does nothing). The caller keeps the map from moving meanwhile.
+    func releaseResidentPages() {
+        #if os(Linux)
+        let dataFile = URL(fileURLWithPath: path + "/data.mdb").resolvingSymlinksInPath().path
+        guard let maps = try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8) else { return }
+        for line in maps.split(separator: "\n") where line.hasSuffix(" " + dataFile) {
+            // "start-end perms offset device inode path"; the map is the shared one ("r--s").
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard fields.count >= 6, fields[1].hasSuffix("s") else { continue }
+            let bounds = fields[0].split(separator: "-").compactMap { UInt(String($0), radix: 16) }
+            guard bounds.count == 2, bounds[1] > bounds[0], let start = UnsafeMutableRawPointer(bitPattern: bounds[0]) else { continue }
+            madvise(start, Int(bounds[1] - bounds[0]), MADV_DONTNEED)
+        }
+        #endif
+    }
+
     /// Clears reader slots left by dead processes; returns how many were cleared.
     @discardableResult
     func clearStaleReaders() throws(LMDBError) -> Int {
@@ -92,23 +112,37 @@ final class LMDBEnvironment: @unchecked Sendable {
     }
 
     /// The reader table as LMDB prints it, one line per slot in use.
-    func readerTable() throws(LMDBError) -> [String] {
+    func readerTable() throws(LMDBError) -> [ReaderSlot] {
         final class Lines { var lines: [String] = [] }
         let box = Lines()
         let code = mdb_reader_list(handle, { message, context in
             guard let message, let context else { return 0 }
-            // Messages end with a newline; keep the text.
-            let line = String(cString: message).trimmingCharacters(in: .whitespacesAndNewlines)
-            if !line.isEmpty { Unmanaged<Lines>.fromOpaque(context).takeUnretainedValue().lines.append(line) }
+            Unmanaged<Lines>.fromOpaque(context).takeUnretainedValue().lines.append(String(cString: message))
             return 0
         }, Unmanaged.passUnretained(box).toOpaque())
         // mdb_reader_list returns the last callback's result (0) or -1 when it cannot read the table.
         if code < 0 { throw LMDBError(code: EIO, operation: "mdb_reader_list") }
-        return box.lines
+        // Rows are "pid thread txnid" (pid decimal, thread hex, txnid decimal or "-"); the header
+        // and "(no active readers)" are not rows.
+        return box.lines.compactMap { line in
+            let words = line.split(whereSeparator: \.isWhitespace)
+            guard words.count == 3, let pid = Int(words[0]) else { return nil }
+            return ReaderSlot(pid: pid, thread: String(words[1]), transaction: Int(words[2]))
+        }
     }
 
-    /// Copies the environment to an existing empty directory, optionally compacting it.
-    func copy(to directory: String, compact: Bool) throws(LMDBError) {
-        try lmdbCheck(mdb_env_copy2(handle, directory, compact ? UInt32(MDB_CP_COMPACT) : 0), "mdb_env_copy2(\(directory))")
+    /// Writes a consistent copy of the environment's data file to `descriptor`, opened for writing
+    /// by the caller (who so chooses the file's mode).
+    func copy(toFile descriptor: Int32, compact: Bool) throws(LMDBError) {
+        try lmdbCheck(mdb_env_copyfd2(handle, descriptor, compact ? UInt32(MDB_CP_COMPACT) : 0), "mdb_env_copyfd2")
     }
+}
+
+/// One slot of LMDB's reader table in use.
+struct ReaderSlot {
+    let pid: Int
+    /// The thread, as LMDB prints it (hexadecimal).
+    let thread: String
+    /// The snapshot the reader holds, or nil between its transactions.
+    let transaction: Int?
 }

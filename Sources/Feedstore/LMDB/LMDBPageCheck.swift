@@ -57,6 +57,27 @@ struct LMDBPageCheck {
     /// Named databases found in the main database, checked after it.
     private var named: [(name: String, record: TreeRecord)] = []
 
+    /// The map size the newest meta page of `environment`'s file records: the writer's map at
+    /// its last commit. A read-only handle maps only what it reads, so its own map size says
+    /// nothing of the room the writer has. Nil when no meta page can be read.
+    static func committedMapSize(of environment: LMDBEnvironment) -> Int? {
+        let file = open(environment.path + "/data.mdb", O_RDONLY | O_CLOEXEC)
+        guard file >= 0 else { return nil }
+        defer { close(file) }
+        var newest: (txnid: UInt64, mapSize: UInt64)?
+        for page in 0..<2 {
+            var bytes = [UInt8](repeating: 0, count: 256)
+            guard pread(file, &bytes, bytes.count, off_t(page * environment.pageSize)) == bytes.count else { continue }
+            bytes.withUnsafeBytes { bytes in
+                guard UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 16, as: UInt32.self)) == metaMagic else { return }
+                let txnid = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: 144, as: UInt64.self))
+                let mapSize = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: 32, as: UInt64.self))
+                if txnid >= newest?.txnid ?? 0 { newest = (txnid, mapSize) }
+            }
+        }
+        return newest.map { Int($0.mapSize) }
+    }
+
     /// Checks the file of `environment` as `txn` sees it; returns what is wrong (empty when the
     /// structure is sound), or nil when commits since `txn` began overwrote its meta page (try
     /// again with a new transaction). With `only`, just the main database and the named

@@ -60,6 +60,23 @@ struct LMDBTransaction: ~Copyable {
                                   overflowPages: stat.ms_overflow_pages, pageSize: Int(stat.ms_psize))
     }
 
+    /// Pages in LMDB's free list: written once, now free for reuse (what `mdb_stat -f` counts).
+    /// Each value of the free database (number 0) is a list of page numbers led by its length.
+    borrowing func freePages() throws(LMDBError) -> Int {
+        var cursor: OpaquePointer?
+        try lmdbCheck(mdb_cursor_open(handle, 0, &cursor), "mdb_cursor_open(free)")
+        defer { mdb_cursor_close(cursor) }
+        var key = MDB_val(), value = MDB_val()
+        var pages = 0
+        var code = mdb_cursor_get(cursor, &key, &value, MDB_FIRST)
+        while code == 0 {
+            if value.mv_size >= MemoryLayout<Int>.size { pages += value.mv_data!.loadUnaligned(as: Int.self) }
+            code = mdb_cursor_get(cursor, &key, &value, MDB_NEXT)
+        }
+        if code != MDB_NOTFOUND { try lmdbCheck(code, "mdb_cursor_get(free)") }
+        return pages
+    }
+
     // MARK: Reads
 
     /// A copy of the value stored under `key`, or `nil`.

@@ -59,7 +59,13 @@ extension ReadTransaction {
     /// How many entries of `index` lie in `range`.
     /// - Complexity: O(log n), from the index's counts.
     public func count<E: Entity>(_ type: E.Type, index: String, range: IndexRange = .all) throws -> Int {
-        try resolve(entity: E.entityName, index: index, range: range).count
+        try count(entity: E.entityName, index: index, range: range)
+    }
+
+    /// How many entries of `index` of the entity named `name` lie in `range`.
+    /// - Complexity: O(log n), from the index's counts.
+    public func count(entity name: String, index: String, range: IndexRange = .all) throws -> Int {
+        try resolve(entity: name, index: index, range: range).count
     }
 
     /// Records in the order of `index` within `range`, skipping `offset` and taking at most `limit`.
@@ -99,17 +105,26 @@ extension ReadTransaction {
     func rows<Row>(entity name: String, index: String?, range: IndexRange, reverse: Bool, offset: Int, limit: Int?,
                    _ make: (_ entry: ScannedEntry, _ entity: inout EntitySchema) throws -> Row) throws -> [Row]
     {
-        var entity = try entity(name)
         var rows = RowCollector<Row>(capacity: limit.map { Swift.min($0, 1_024) } ?? 16)
+        try walk(entity: name, index: index, range: range, reverse: reverse, offset: offset, limit: limit) { entry, entity in
+            rows.append(try make(entry, &entity))
+        }
+        return rows.array()
+    }
+
+    /// Walks a range as ``entries(entity:index:range:reverse:offset:limit:)`` does, lending each
+    /// entry (its key and its record's stored bytes) to `visit`; nothing is gathered.
+    func walk(entity name: String, index: String?, range: IndexRange, reverse: Bool, offset: Int, limit: Int?,
+              _ visit: (_ entry: ScannedEntry, _ entity: inout EntitySchema) throws -> Void) throws
+    {
+        var entity = try entity(name)
         let componentCount = try index.map { try entity.index(named: $0).definition.components.count }
         try scan(entity: name, index: index, range: range, reverse: reverse, offset: offset, limit: limit) { key, value in
             guard let componentCount else {
-                rows.append(try make(ScannedEntry(key: key, primaryKeyStart: 0, record: value), &entity))
-                return
+                return try visit(ScannedEntry(key: key, primaryKeyStart: 0, record: value), &entity)
             }
-            rows.append(try row(forKey: key, components: componentCount, entity: &entity, index: index!, make))
+            try row(forKey: key, components: componentCount, entity: &entity, index: index!, visit)
         }
-        return rows.array()
     }
 
     /// The row of the record an index entry names, whose key has `components` index components.

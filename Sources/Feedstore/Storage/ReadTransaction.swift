@@ -68,11 +68,11 @@ public class ReadTransaction {
 
     /// Decodes stored record bytes into named fields.
     func decodeFields(_ bytes: UnsafeRawBufferPointer, of entity: inout EntitySchema, id: @autoclosure () -> FieldValue?) throws -> [String: FieldValue] {
-        try withStoredRecord(bytes, of: &entity, id: id) { [entity] record in
+        try withStoredRecord(bytes, of: &entity, id: id) { record in
             var fields: [String: FieldValue] = [:]
             fields.reserveCapacity(record.fieldOffsets.count)
             for (i, offset) in record.fieldOffsets.enumerated() where offset >= 0 {
-                if let name = entity.fieldTable.name(id: UInt32(i)) { fields[name] = try StoredValue(bytes, at: offset).fieldValue() }
+                if let name = record.nameTable?.name(id: UInt32(i)) { fields[name] = try StoredValue(bytes, at: offset).fieldValue() }
             }
             return fields
         }
@@ -81,12 +81,19 @@ public class ReadTransaction {
     /// A record's fields as JSON text, sorted by name, written from its stored bytes.
     func recordJSON(_ bytes: UnsafeRawBufferPointer, of entity: inout EntitySchema, id: @autoclosure () -> FieldValue?) throws -> String {
         try withStoredRecord(bytes, of: &entity, id: id) { record in
-            let names = record.fieldNames.sorted()
-            var members: [(key: String, value: StoredValue)] = []
-            members.reserveCapacity(names.count)
-            for name in names { if let value = record.value(named: name) { members.append((name, value)) } }
-            var out = ""
-            try StoredValue.appendJSONObject(members, to: &out)
+            guard let table = record.nameTable else { return "{}" }
+            var out = "{"
+            out.reserveCapacity(bytes.count * 2 + 16)
+            var first = true
+            for position in table.sortedPositions {
+                let fieldID = Int(table.ids[position])
+                guard fieldID < record.fieldOffsets.count, record.fieldOffsets[fieldID] >= 0 else { continue }
+                if !first { out += "," }
+                first = false
+                out += table.jsonKeys[position]
+                try StoredValue(bytes, at: record.fieldOffsets[fieldID]).appendJSON(to: &out)
+            }
+            out += "}"
             return out
         }
     }

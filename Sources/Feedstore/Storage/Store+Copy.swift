@@ -1,24 +1,73 @@
 import Foundation
 
 extension Store {
-    /// Writes a consistent copy of the store to `destination` (LMDB's `mdb_env_copy2`), compacted
-    /// (free pages left out) when `compact` is true. Safe while other handles and processes write.
-    /// - Throws: ``FeedstoreError/notAStore(path:reason:)`` when `destination` exists and is not
-    ///   an empty directory; LMDB errors otherwise. A failed copy leaves the source untouched.
-    public func copy(to destination: String, compact: Bool) throws {
+    /// Writes a consistent copy of the store to `destination` (LMDB's copy), compacted (free
+    /// pages left out) when `compact` is true. Safe while other handles and processes write.
+    ///
+    /// The copy gets the store's own modes: its directory's and its data file's (0700 and 0600
+    /// unless the store was made with another ``StoreOptions/fileMode``). The data file is
+    /// written under a temporary name and renamed into place once complete, so a failed copy
+    /// leaves no store behind that looks whole.
+    ///
+    /// - Parameters:
+    ///   - destination: a new path or an empty directory; with `replace`, also an existing store.
+    ///   - compact: leaves out free pages, so the copy is as small as its data.
+    ///   - replace: replaces a store already at `destination`, which no process may have open.
+    /// - Throws: ``FeedstoreError/destinationExists(path:reason:)`` when `destination` exists
+    ///   and may not be replaced; LMDB errors otherwise. The source is only read.
+    public func copy(to destination: String, compact: Bool, replace: Bool = false) throws {
         let fm = FileManager.default
+        let dataFile = destination + "/data.mdb"
         var isDirectory: ObjCBool = false
         if fm.fileExists(atPath: destination, isDirectory: &isDirectory) {
-            guard isDirectory.boolValue, (try? fm.contentsOfDirectory(atPath: destination))?.isEmpty == true else {
-                throw FeedstoreError.notAStore(path: destination, reason: "the destination exists and is not an empty directory")
+            guard isDirectory.boolValue else {
+                throw FeedstoreError.destinationExists(path: destination, reason: "it is a file")
+            }
+            let contents = (try? fm.contentsOfDirectory(atPath: destination)) ?? []
+            if !contents.isEmpty {
+                guard replace else {
+                    throw FeedstoreError.destinationExists(path: destination, reason: "it exists and is not empty")
+                }
+                guard Set(contents).isSubset(of: ["data.mdb", "lock.mdb"]), contents.contains("data.mdb") else {
+                    throw FeedstoreError.destinationExists(path: destination, reason: "it holds files other than a store's; only a store is replaced")
+                }
             }
         } else {
-            try fm.createDirectory(atPath: destination, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try fm.createDirectory(atPath: destination, withIntermediateDirectories: true,
+                                   attributes: [.posixPermissions: Int(try Self.mode(of: path))])
+        }
+        let fileMode = try Self.mode(of: path + "/data.mdb")
+        let partial = destination + "/data.mdb.partial"
+        unlink(partial)
+        let descriptor = open(partial, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, fileMode)
+        guard descriptor >= 0 else {
+            throw FeedstoreError.destinationExists(path: destination, reason: "cannot create \(partial): \(String(cString: strerror(errno)))")
         }
         do {
-            try core.environment.copy(to: destination, compact: compact)
+            defer { Glibc.close(descriptor) }
+            // open(2) applies the umask; the copy's mode is the store's, whatever the umask.
+            fchmod(descriptor, fileMode)
+            try core.environment.copy(toFile: descriptor, compact: compact)
+            guard fsync(descriptor) == 0 else { throw FeedstoreError.diskFull(path: destination) }
         } catch {
+            unlink(partial)
             throw core.translate(error)
         }
+        // A replaced store's lock file describes readers of the old data file.
+        unlink(destination + "/lock.mdb")
+        guard rename(partial, dataFile) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(partial)
+            throw FeedstoreError.destinationExists(path: destination, reason: "cannot rename the copy into place: \(reason)")
+        }
+    }
+
+    /// The permission bits of the file or directory at `path`.
+    private static func mode(of path: String) throws -> mode_t {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            throw FeedstoreError.accessDenied(path: path, reason: String(cString: strerror(errno)))
+        }
+        return info.st_mode & 0o7777
     }
 }

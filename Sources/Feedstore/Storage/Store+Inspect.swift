@@ -1,18 +1,66 @@
 import Foundation
 
-/// What `storectl inspect` reports: environment, entities, indexes and journal, gathered without
-/// scanning any data (LMDB's own statistics and the counted indexes).
+/// What `storectl inspect` reports: the environment, every entity and index with the pages of
+/// each tree, and the journal, gathered without scanning any data (LMDB's own statistics, its
+/// free list and the counted indexes). Encoded as JSON by `storectl inspect --json`; the
+/// command-line tool's article documents the schema.
 public struct StoreInspection: Sendable, Codable {
+    /// The pages of one B-tree (one LMDB database).
+    public struct Tree: Sendable, Codable {
+        /// Entries in the tree.
+        public var entries: Int
+        public var depth: Int
+        /// Branch, leaf and overflow pages.
+        public var pages: Int
+        /// `pages` times the page size.
+        public var bytes: Int
+
+        init(_ stats: DatabaseStatistics) {
+            entries = stats.entries
+            depth = stats.depth
+            pages = stats.pages
+            bytes = stats.pages * stats.pageSize
+        }
+    }
+
+    /// One slot of the reader table in use: a process reading the store.
+    public struct Reader: Sendable, Codable {
+        public var pid: Int
+        /// The thread, as LMDB prints it (hexadecimal).
+        public var thread: String
+        /// The snapshot (transaction id) the reader holds; nil between its transactions.
+        public var transaction: Int?
+    }
+
     /// The LMDB environment.
     public struct Environment: Sendable, Codable {
+        /// The map's size in bytes, as the writer last committed it (a read-only handle maps
+        /// only what it reads). A writer grows it when three quarters are in use.
         public var mapSize: Int
         public var pageSize: Int
+        /// Pages written so far (the highest page number plus one), free ones included.
         public var pagesUsed: Int
+        /// `pagesUsed` as a percentage of the map's pages.
+        public var mapUsedPercent: Double
+        /// Pages of `pagesUsed` in LMDB's free list, reused by later writes.
+        public var freePages: Int
+        /// The data file's size in bytes.
+        public var fileSize: Int
         public var lastTransactionID: Int
+        /// Slots in the reader table.
         public var maxReaders: Int
+        /// Slots taken since the environment was opened (LMDB's high-water mark), free ones
+        /// included.
         public var readersUsed: Int
-        /// LMDB's reader table, one line per slot in use (pid, thread, transaction).
-        public var readers: [String]
+        /// The slots in use now.
+        public var readers: [Reader]
+    }
+
+    /// One field of an entity's catalog.
+    public struct Field: Sendable, Codable {
+        public var name: String
+        /// The kind its values are stored as (`int`, `string`, `date`…).
+        public var kind: String
     }
 
     /// One secondary index.
@@ -22,10 +70,13 @@ public struct StoreInspection: Sendable, Codable {
         public var components: [String]
         public var unique: Bool
         public var partial: Bool
+        /// Entries in the index: records it holds.
         public var entries: Int
-        public var depth: Int
-        public var pages: Int
-        /// Levels of the index's counted tree.
+        /// The index's own tree.
+        public var tree: Tree
+        /// The tree of its counts (its order statistics).
+        public var counts: Tree
+        /// Levels of the counted tree.
         public var countLevels: Int
     }
 
@@ -34,10 +85,10 @@ public struct StoreInspection: Sendable, Codable {
         public var name: String
         public var primaryKeyKind: String
         public var records: Int
-        public var depth: Int
-        public var pages: Int
-        /// Field names and kinds, in the order first written.
-        public var fields: [[String]]
+        /// The records' tree.
+        public var tree: Tree
+        /// Fields in the order first written.
+        public var fields: [Field]
         public var indexes: [Index]
     }
 
@@ -58,6 +109,8 @@ public struct StoreInspection: Sendable, Codable {
         /// ``JournalRetention``).
         public var entriesRetained: Int
         public var commitsRetained: Int
+        /// The journal's tree.
+        public var tree: Tree
         public var cursors: [Cursor]
     }
 
@@ -70,25 +123,31 @@ public struct StoreInspection: Sendable, Codable {
 
 extension Store {
     /// Statistics of the environment, every entity and index, and the journal.
-    /// - Complexity: O(entities + indexes); no data is scanned.
+    /// - Complexity: O(entities + indexes + free-list records); no data is scanned.
     public func inspect() throws -> StoreInspection {
-        let info = try core.environment.info()
-        let readers = try core.environment.readerTable()
+        var info = try core.environment.info()
+        info.mapSize = max(info.mapSize, LMDBPageCheck.committedMapSize(of: core.environment) ?? 0)
+        let readers = try core.environment.readerTable().map {
+            StoreInspection.Reader(pid: $0.pid, thread: $0.thread, transaction: $0.transaction)
+        }
+        let fileSize = ((try? FileManager.default.attributesOfItem(atPath: path + "/data.mdb"))?[.size] as? NSNumber)?.intValue ?? 0
         return try read { tx in
             let entities = try tx.schema.catalog.sortedEntities.map { catalogEntity -> StoreInspection.Entity in
                 let entity = try tx.entity(catalogEntity.name)
                 let records = try tx.access { try $0.statistics(entity.records) }
                 let indexes = try entity.indexes.map { index -> StoreInspection.Index in
                     let stats = try tx.access { try $0.statistics(index.database) }
+                    let counts = try tx.access { try $0.statistics(index.counts) }
                     return StoreInspection.Index(
                         name: index.definition.name,
                         components: index.definition.components.map { $0.descending ? "\($0.field) desc" : $0.field },
                         unique: index.definition.unique, partial: index.definition.condition != nil, entries: stats.entries,
-                        depth: stats.depth, pages: stats.pages, countLevels: try tx.accessCounts(of: index) { try index.counted.height(in: $0) })
+                        tree: .init(stats), counts: .init(counts),
+                        countLevels: try tx.accessCounts(of: index) { try index.counted.height(in: $0) })
                 }
                 return StoreInspection.Entity(name: entity.name, primaryKeyKind: entity.catalog.primaryKeyKind, records: records.entries,
-                                              depth: records.depth, pages: records.pages,
-                                              fields: entity.catalog.fields.map { [$0.name, $0.kind] }, indexes: indexes)
+                                              tree: .init(records), fields: entity.catalog.fields.map { .init(name: $0.name, kind: $0.kind) },
+                                              indexes: indexes)
             }
             let bounds = try tx.journalBounds()
             let journalStats = try tx.access { try $0.statistics(tx.core.system.journal) }
@@ -96,14 +155,18 @@ extension Store {
             let cursors = try tx.journalCursors().map {
                 StoreInspection.Cursor(name: $0.name, sequence: $0.position, lag: bounds.last > $0.position ? bounds.last - $0.position : 0)
             }
+            let pageSize = core.environment.pageSize
+            let pagesUsed = info.lastPageNumber + 1
             return StoreInspection(
                 path: path, formatVersion: tx.schema.catalog.formatVersion,
-                environment: .init(mapSize: info.mapSize, pageSize: core.environment.pageSize, pagesUsed: info.lastPageNumber + 1,
+                environment: .init(mapSize: info.mapSize, pageSize: pageSize, pagesUsed: pagesUsed,
+                                   mapUsedPercent: info.mapSize > 0 ? Double(pagesUsed * pageSize) * 100 / Double(info.mapSize) : 0,
+                                   freePages: try tx.access { try $0.freePages() }, fileSize: fileSize,
                                    lastTransactionID: info.lastTransactionID, maxReaders: info.maxReaders, readersUsed: info.readersUsed,
                                    readers: readers),
                 entities: entities,
                 journal: .init(firstSequence: bounds.first, lastSequence: bounds.last, entriesRetained: journalStats.entries - commitsRetained,
-                               commitsRetained: commitsRetained, cursors: cursors))
+                               commitsRetained: commitsRetained, tree: .init(journalStats), cursors: cursors))
         }
     }
 }

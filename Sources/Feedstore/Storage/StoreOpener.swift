@@ -205,7 +205,11 @@ enum StoreOpener {
 
     /// Brings the catalog in line with the declared entities, in one write transaction.
     static func register(_ types: [any Entity.Type], in core: StoreCore, options: StoreOptions) throws {
-        let declared = try types.map { try declaration(of: $0) }
+        try register(types.map { try declaration(of: $0) }, in: core, options: options)
+    }
+
+    /// Brings the catalog in line with `declared`, in one write transaction.
+    static func register(_ declared: [Declaration], in core: StoreCore, options: StoreOptions) throws {
         let schema = core.schema
         let upToDate = declared.allSatisfy { entity in
             guard let existing = schema.catalog.entities[entity.name] else { return false }

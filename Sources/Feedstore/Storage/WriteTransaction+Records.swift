@@ -50,6 +50,30 @@ extension WriteTransaction {
         return matching.count
     }
 
+    /// Inserts the record with primary key `id` and `fields`, or replaces the record with that
+    /// id, without the application's types: what tools and loaders write. Values are converted
+    /// to the kinds the catalog stores for their fields (``CatalogEntity/coerce(_:toField:)``:
+    /// ISO 8601 strings to dates, base64 to bytes…); fields the catalog lacks join it, as with a
+    /// typed write. Nested values are stored as given.
+    /// - Throws: ``FeedstoreError/unknownEntity(_:)``; ``FeedstoreError/invalidRange(entity:index:reason:)``
+    ///   for an id of the wrong kind; the errors of ``put(_:)``. Nothing is written on error.
+    /// - Complexity: O(i log n) for i indexes over n records.
+    public func put(entity name: String, id: FieldValue, fields: [String: FieldValue]) throws {
+        var entity = try entity(name)
+        let id = try entity.catalog.primaryKeyComponent(id)
+        var converted: [String: FieldValue] = [:]
+        for (field, value) in fields { converted[field] = entity.catalog.coerce(value, toField: field) }
+        entity = try learnFields(converted, of: entity)
+        var values = RecordValues(entity: entity)
+        for (field, value) in converted {
+            guard let slot = entity.slot(named: field) else {
+                throw FeedstoreError.encodingFailed(entity: name, reason: "the catalog did not take field \(field)")
+            }
+            values.set(value, at: slot.id)
+        }
+        try writeRecord(values, id: id, mode: .upsert)
+    }
+
     // MARK: The write path
 
     private func write<E: Entity>(_ record: E, mode: WriteMode) throws {

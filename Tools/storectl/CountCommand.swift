@@ -1,0 +1,46 @@
+import ArgumentParser
+import Feedstore
+
+struct CountCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "count",
+        abstract: "Print how many records an entity has, or how many entries of an index lie in a range.",
+        discussion: """
+        Counts come from LMDB's statistics (a whole entity) or from the index's counted tree (a \
+        range), so they take microseconds on any size of store. A range needs --index: the \
+        primary-key order has no counts.
+
+        Examples:
+          storectl count ./demo-store --entity Message
+          storectl count ./demo-store --entity Message --index byFolderDate --prefix '[1]'
+          storectl count ./demo-store --entity Message --index byFolderDate --prefix '[1]' --from '["2026-01-01T00:00:00Z"]'
+        """
+    )
+
+    @Argument(help: "The store directory.")
+    var path: String
+
+    @OptionGroup var access: ImmutableOption
+
+    @Option(help: "The entity to count.")
+    var entity: String
+
+    @Option(help: "The index whose entries to count (required with a range).")
+    var index: String?
+
+    @OptionGroup var keys: RangeOptions
+
+    func run() throws {
+        try StoreAccess.withReadOnlyStore(path, immutable: access.immutable) { store in
+            let entityInfo = try StoreAccess.entity(entity, in: store)
+            guard let index else {
+                if keys.isGiven { StoreAccess.fail("--prefix, --from and --to need --index: the primary-key order has no counts") }
+                Output.line(String(try store.read { try $0.count(entity: entity) }))
+                return
+            }
+            _ = StoreAccess.index(index, of: entityInfo)
+            let range = keys.range(of: entityInfo, index: index)
+            Output.line(String(try store.read { try $0.count(entity: entity, index: index, range: range) }))
+        }
+    }
+}

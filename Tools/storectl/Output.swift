@@ -1,0 +1,53 @@
+import Foundation
+
+/// Standard output through one buffer, written 64 KiB at a time: a dump of a million records
+/// is a few thousand writes, not a million. On a terminal each line is written as it is made.
+/// Commands that wait (`--follow`, `watch`) flush before waiting; `main` flushes at the end.
+///
+/// A reader that goes away (`storectl dump … | head -1`) ends the command at once with status 0:
+/// the output was wanted only up to there.
+enum Output {
+    private static let capacity = 1 << 16
+    nonisolated(unsafe) private static var buffer: [UInt8] = {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(capacity)
+        return bytes
+    }()
+    private static let isTerminal = isatty(STDOUT_FILENO) != 0
+
+    /// Writes `text` and a newline.
+    static func line(_ text: String) {
+        buffer.append(contentsOf: text.utf8)
+        buffer.append(UInt8(ascii: "\n"))
+        if isTerminal || buffer.count >= capacity { flush() }
+    }
+
+    /// Writes `text` as it is.
+    static func text(_ text: String) {
+        buffer.append(contentsOf: text.utf8)
+        if buffer.count >= capacity { flush() }
+    }
+
+    /// Writes what is buffered.
+    static func flush() {
+        var written = 0
+        while written < buffer.count {
+            let n = buffer.withUnsafeBytes { write(STDOUT_FILENO, $0.baseAddress! + written, $0.count - written) }
+            if n >= 0 {
+                written += n
+            } else if errno == EPIPE {
+                exit(0)
+            } else if errno != EINTR {
+                buffer.removeAll()
+                StoreAccess.fail("cannot write the output: \(String(cString: strerror(errno)))")
+            }
+        }
+        buffer.removeAll(keepingCapacity: true)
+    }
+
+    /// Lets a closed pipe show as EPIPE from `write` (handled above) instead of a signal that
+    /// would end the process with a shell status of 141.
+    static func ignoreBrokenPipes() {
+        signal(SIGPIPE, SIG_IGN)
+    }
+}
