@@ -19,9 +19,19 @@ import Testing
             dates.append(Date(timeIntervalSince1970: seconds + Double(Int.random(in: 0..<1000, using: &values.rng)) / 1000))
         }
         for date in dates {
-            let want = "\"" + formatter.string(from: date) + "\""
-            #expect(FieldValue.date(date).jsonText == want, "seed \(seed): \(date.timeIntervalSince1970)")
+            let text = formatter.string(from: date)
+            #expect(FieldValue.date(date).jsonText == "\"" + text + "\"", "seed \(seed): \(date.timeIntervalSince1970)")
+            // Read back directly, the same date the formatter reads (nil outside the years 1583 to 9999).
+            let parsed = FieldValue.parseJSONDate(text)
+            #expect(parsed == nil || parsed == formatter.date(from: text), "seed \(seed): \(text)")
+            let year = Int(text.prefix(4)) ?? 0
+            #expect((parsed != nil) == (text.count == 24 && year >= 1583), "seed \(seed): \(text)")
         }
+        for text in ["2026-02-29T00:00:00.000Z", "2026-13-01T00:00:00.000Z", "2026-01-01T24:00:00.000Z", "2026-01-01T00:00:00.000+01:00",
+                     "2026-01-01 00:00:00.000Z", "１９７０-01-01T00:00:00.000Z"] {
+            #expect(FieldValue.parseJSONDate(text) == nil, "\(text)")
+        }
+        #expect(FieldValue.parseJSONDate("2024-02-29T23:59:59.999Z") == formatter.date(from: "2024-02-29T23:59:59.999Z"))
     }
 
     @Test(arguments: testSeeds(2, base: 41)) func jsonTextReadsBackAsTheSameValue(seed: UInt64) throws {

@@ -39,6 +39,34 @@ import Testing
         }
     }
 
+    @Test func entriesWalkedOneByOneAreTheCommitsEntriesWithTheirTimes() throws {
+        try withTemporaryDirectory { dir in
+            let store = try Store(path: dir + "/s", entities: [Item.self], options: StoreOptions(durability: .none))
+            var next: Int64 = 1
+            for size in [1, 5, 1, 40, 2] {
+                try store.write { tx in
+                    for _ in 0..<size {
+                        try tx.put(Self.item(next))
+                        next += 1
+                    }
+                }
+            }
+            let commits = try store.read { try $0.journal(after: 1) }
+            let want = commits.flatMap { commit in commit.entries.map { ($0, commit.timestamp) } }
+            var walked: [(JournalEntry, Date)] = []
+            let finished = try store.read { tx in try tx.forEachJournalEntry(after: 1) { walked.append(($0, $1)); return true } }
+            #expect(finished == 5)
+            #expect(walked.map(\.0) == want.map(\.0) && walked.map(\.1) == want.map(\.1))
+            // Stopped inside the fourth commit: the last one walked to its end is the third.
+            var seen = 0
+            let stopped = try store.read { tx in try tx.forEachJournalEntry(after: 1) { _, _ in seen += 1; return seen < 10 } }
+            #expect(stopped == 3 && seen == 10)
+            #expect(try store.read { tx in try tx.forEachJournalEntry(after: 5) { _, _ in Issue.record("no entry after the last"); return true } } == 5)
+            #expect(try store.read { try $0.journal(newest: 2) }.map(\.sequence) == [5, 4])
+            #expect(try store.read { try $0.journal(newest: 9) }.map(\.sequence) == [5, 4, 3, 2, 1])
+        }
+    }
+
     @Test func durableCursorsPersistTheirPositionAcrossReopen() throws {
         try withTemporaryDirectory { dir in
             let path = dir + "/s"
@@ -192,15 +220,19 @@ import Testing
                             value: JournalKeys.commitHeader(timestamp: Date(), entries: 3))
             }
             #expect(try store.verify().map(\.problem) == ["commit 4 has 2 entries; its header says 3"])
-            #expect { try store.read { try $0.journal(after: 3) } } throws: { error in
-                if case let FeedstoreError.corruptData(what, reason) = error { return what == "journal" && reason.contains("commit 4") }
-                return false
+            for read in [{ try store.read { try $0.journal(after: 3) } }, { try store.read { tx in try tx.forEachJournalEntry(after: 3) { _, _ in true } } }] as [() throws -> Any] {
+                #expect { try read() } throws: { error in
+                    if case let FeedstoreError.corruptData(what, reason) = error { return what == "journal" && reason.contains("commit 4") }
+                    return false
+                }
             }
             try tamper { txn in _ = try txn.delete(store.core.system.journal, key: JournalKeys.headerKey(2)) }
             #expect(try store.verify().map(\.problem).contains("commit 2 has 1 entries but no header"))
-            #expect { try store.read { try $0.journal(after: 1, limit: 1) } } throws: { error in
-                if case let FeedstoreError.corruptData(_, reason) = error { return reason.contains("commit 2") }
-                return false
+            for read in [{ try store.read { try $0.journal(after: 1, limit: 1) } }, { try store.read { tx in try tx.forEachJournalEntry(after: 1) { _, _ in true } } }] as [() throws -> Any] {
+                #expect { try read() } throws: { error in
+                    if case let FeedstoreError.corruptData(_, reason) = error { return reason.contains("commit 2") }
+                    return false
+                }
             }
         }
     }

@@ -7,7 +7,7 @@ struct JournalCommand: ParsableCommand {
         commandName: "journal",
         abstract: "Print journal entries: one line per changed record, with its commit's sequence and time.",
         discussion: """
-        Commits are read a few at a time, so memory stays the same however long the journal. \
+        Entries are read one at a time, so memory stays the same however long the journal. \
         --tail N prints the newest N commits, newest first; with --follow it prints them oldest \
         first and then the commits that follow, as tail -f does. --keys adds each entry's index \
         keys before and after the change.
@@ -41,8 +41,8 @@ struct JournalCommand: ParsableCommand {
 
     @OptionGroup var output: FormatOption
 
-    /// Commits read at a time.
-    static let batch = 256
+    /// Entries between releases of the pages read.
+    static let entriesPerRelease = 4_096
 
     func validate() throws {
         if let tail, tail < 0 { throw ValidationError("--tail takes a number of commits, 0 or more") }
@@ -55,16 +55,19 @@ struct JournalCommand: ParsableCommand {
         let printer = format == .text ? nil : RowPrinter(format: format, columns: Self.columns(keys: keys))
         defer { printer?.finish() }
         var printed = 0
+        func show(_ entry: JournalEntry, _ time: Date) {
+            if let printer {
+                printer.row(Self.cells(entry, time: time, keys: keys))
+            } else {
+                for line in Self.lines(entry, time: time, keys: keys) { Output.line(line) }
+            }
+            printed += 1
+        }
         /// Prints a commit's entries; false once --limit is reached.
         func emit(_ commit: JournalCommit) -> Bool {
             for entry in commit.entries {
                 if let limit, printed >= limit { return false }
-                if let printer {
-                    printer.row(Self.cells(entry, time: commit.timestamp, keys: keys))
-                } else {
-                    for line in Self.lines(entry, time: commit.timestamp, keys: keys) { Output.line(line) }
-                }
-                printed += 1
+                show(entry, commit.timestamp)
             }
             return true
         }
@@ -79,21 +82,27 @@ struct JournalCommand: ParsableCommand {
                 position = try newest.first?.sequence ?? store.read { try $0.journalBounds().last }
             }
             while true {
-                let remaining = limit.map { $0 - printed } ?? Self.batch
-                if remaining <= 0 { return }
-                // Each commit holds at least one entry, so --limit 1 reads one commit.
-                let commits = try store.read { try $0.journal(after: position, limit: min(Self.batch, remaining)) }
-                // Pages read stay resident (and counted in RSS) until released.
-                try store.releaseMappedPages()
-                for commit in commits {
-                    guard emit(commit) else { return }
-                    position = commit.sequence
+                var stopped = false
+                let finished = try store.read { tx in
+                    try tx.forEachJournalEntry(after: position) { entry, time in
+                        if let limit, printed >= limit {
+                            stopped = true
+                            return false
+                        }
+                        show(entry, time)
+                        // Pages read stay resident (and counted in RSS) until released.
+                        if printed % Self.entriesPerRelease == 0 { try store.releaseMappedPages() }
+                        return true
+                    }
                 }
-                if commits.isEmpty {
-                    guard follow else { return }
-                    Output.flush()
-                    usleep(20_000)
+                if stopped { return }
+                if finished > position {
+                    position = finished
+                    continue
                 }
+                guard follow else { return }
+                Output.flush()
+                usleep(20_000)
             }
         }
     }

@@ -78,6 +78,8 @@ struct LoadCommand: ParsableCommand {
             }
             loaded += pending.count
             pending.removeAll(keepingCapacity: true)
+            // Pages the writes read stay resident (and counted in RSS) until released.
+            try store.releaseMappedPages()
             if !quiet { FileHandle.standardError.write(Data("loaded \(loaded.formatted()) records\n".utf8)) }
         }
         while let line = lines.next() {

@@ -114,6 +114,46 @@ extension FieldValue {
         }
     }
 
+    /// The date of `text` written as ``appendJSONDate(_:to:)`` writes dates of the years 1583
+    /// to 9999 (`2026-07-26T18:05:33.120Z`), read directly; nil for any other text, which the
+    /// formatters read. The same date as ``isoFormatter`` reads: whole milliseconds since 1970.
+    static func parseJSONDate(_ text: String) -> Date? {
+        var text = text
+        return text.withUTF8 { b -> Date? in
+            guard b.count == 24, b[4] == UInt8(ascii: "-"), b[7] == UInt8(ascii: "-"), b[10] == UInt8(ascii: "T"),
+                  b[13] == UInt8(ascii: ":"), b[16] == UInt8(ascii: ":"), b[19] == UInt8(ascii: "."), b[23] == UInt8(ascii: "Z")
+            else { return nil }
+            func number(_ range: Range<Int>) -> Int64? {
+                var value: Int64 = 0
+                for i in range {
+                    let digit = b[i] &- UInt8(ascii: "0")
+                    guard digit < 10 else { return nil }
+                    value = value * 10 + Int64(digit)
+                }
+                return value
+            }
+            guard let year = number(0..<4), let month = number(5..<7), let day = number(8..<10), let hour = number(11..<13),
+                  let minute = number(14..<16), let second = number(17..<19), let millisecond = number(20..<23),
+                  year >= 1583, (1...12).contains(month), hour < 24, minute < 60, second < 60
+            else { return nil }
+            let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+            let days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][Int(month - 1)]
+            guard (1...Int64(days)).contains(day) else { return nil }
+            // A civil date to days since 1970 (proleptic Gregorian), after H. Hinnant's algorithm.
+            let y = month <= 2 ? year - 1 : year
+            let era = y / 400
+            let yearOfEra = y - era * 400
+            let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+            let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+            let daysSince1970 = era * 146_097 + dayOfEra - 719_468
+            let milliseconds = ((daysSince1970 * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + millisecond
+            return Date(timeIntervalSince1970: Double(milliseconds) / 1000)
+        }
+    }
+
+    /// Reads ISO 8601 without fractional seconds (`2026-07-26T18:05:33Z`).
+    nonisolated(unsafe) static let plainISOFormatter = ISO8601DateFormatter()
+
     nonisolated(unsafe) static let isoFormatter: ISO8601DateFormatter = {
         let f = ISO8601DateFormatter()
         f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]

@@ -1,3 +1,5 @@
+import Foundation
+
 extension ReadTransaction {
     /// The retained range of the journal as of this transaction.
     /// - Complexity: O(log n) for n retained entries (two lookups).
@@ -52,6 +54,60 @@ extension ReadTransaction {
             throw FeedstoreError.corruptData(what: "journal", reason: "commit \(orphan.sequence) has entries but no header")
         }
         return commits
+    }
+
+    /// Walks the entries of the commits after `sequence`, oldest first, lending each with its
+    /// commit's time to `body`, which returns false to stop. Unlike
+    /// ``journal(after:limit:)`` it holds one entry at a time, however large the commits.
+    /// - Returns: the sequence of the last commit walked to its end (`sequence` when none was).
+    /// - Throws: ``FeedstoreError/journalBehindRetention(requested:firstRetained:)`` as
+    ///   ``journal(after:limit:)`` does; ``FeedstoreError/corruptData(what:reason:)`` when a
+    ///   commit's entries and header disagree.
+    /// - Complexity: O(log n) per commit and O(1) per entry.
+    @discardableResult
+    public func forEachJournalEntry(after sequence: UInt64, _ body: (_ entry: JournalEntry, _ time: Date) throws -> Bool) throws -> UInt64 {
+        let bounds = try journalBounds()
+        if sequence < bounds.last, sequence + 1 < bounds.first {
+            throw FeedstoreError.journalBehindRetention(requested: sequence, firstRetained: bounds.first)
+        }
+        guard sequence < bounds.last else { return sequence }
+        let catalog = schema.catalog
+        var finished = sequence
+        try access { txn in
+            try txn.withCursor(core.system.journal) { cursor in
+                // The commit being walked: its sequence, time and entries (from its header, which
+                // sorts after them and is read first), and the entries met so far.
+                var open: (sequence: UInt64, time: Date, entries: Int, met: Int)?
+                var found = try cursor.seek(atOrAfter: JournalKeys.sequenceKey(sequence + 1))
+                while found {
+                    let seq = try JournalKeys.sequence(from: cursor.key)
+                    if try JournalKeys.isHeader(cursor.key) {
+                        guard let commit = open, commit.sequence == seq, commit.met == commit.entries else {
+                            let met = open?.sequence == seq ? open!.met : 0
+                            let header = try JournalKeys.decodeCommitHeader(cursor.value)
+                            throw FeedstoreError.corruptData(what: "journal", reason: "commit \(seq) has \(met) entries; its header says \(header.entries)")
+                        }
+                        finished = seq
+                        open = nil
+                    } else {
+                        if open?.sequence != seq {
+                            if let unfinished = open {
+                                throw FeedstoreError.corruptData(what: "journal", reason: "commit \(unfinished.sequence) has entries but no header")
+                            }
+                            guard let header = try txn.withValue(core.system.journal, key: JournalKeys.headerKey(seq), { try JournalKeys.decodeCommitHeader($0) }) else {
+                                throw FeedstoreError.corruptData(what: "journal", reason: "commit \(seq) has entries but no header")
+                            }
+                            open = (seq, header.timestamp, header.entries, 0)
+                        }
+                        open!.met += 1
+                        let entry = try JournalRecord.decode(cursor.value).resolved(sequence: seq, catalog: catalog)
+                        guard try body(entry, open!.time) else { return }
+                    }
+                    found = try cursor.next()
+                }
+            }
+        }
+        return finished
     }
 
     /// The newest `limit` commits, newest first.

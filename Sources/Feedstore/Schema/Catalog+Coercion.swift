@@ -58,7 +58,7 @@ extension FieldValue {
         case let ("int", .uint(u)) where u <= UInt64(Int64.max): return .int(Int64(u))
         case let ("double", .int(i)): return .double(Double(i))
         case let ("date", .string(s)):
-            return (Self.isoFormatter.date(from: s) ?? ISO8601DateFormatter().date(from: s)).map { .date($0) } ?? value
+            return (Self.parseJSONDate(s) ?? Self.isoFormatter.date(from: s) ?? Self.plainISOFormatter.date(from: s)).map { .date($0) } ?? value
         case let ("date", .int(i)): return .date(Date(timeIntervalSince1970: Double(i)))
         case let ("date", .double(d)): return .date(Date(timeIntervalSince1970: d))
         case let ("uuid", .string(s)): return UUID(uuidString: s).map { .uuid($0) } ?? value
