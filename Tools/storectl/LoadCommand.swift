@@ -45,6 +45,9 @@ struct LoadCommand: ParsableCommand {
     @Flag(help: "Print no progress.")
     var quiet = false
 
+    /// Records written between releases of the pages read.
+    static let recordsPerRelease = 1_000
+
     func validate() throws {
         if batch < 1 { throw ValidationError("--batch takes a number of records, 1 or more") }
     }
@@ -72,14 +75,19 @@ struct LoadCommand: ParsableCommand {
             }
             let firstLine = lineNumber - pending.count + 1
             do {
-                try store.write { tx in for record in pending { try tx.put(entity: entity, id: record.id, fields: record.fields) } }
+                try store.write { tx in
+                    for (i, record) in pending.enumerated() {
+                        try tx.put(entity: entity, id: record.id, fields: record.fields)
+                        // Inserts land all over the indexes; the pages they read stay resident
+                        // (and counted in RSS) until released.
+                        if i % Self.recordsPerRelease == Self.recordsPerRelease - 1 { try store.releaseMappedPages() }
+                    }
+                }
             } catch let error as FeedstoreError {
                 StoreAccess.fail("lines \(firstLine)–\(lineNumber) were not loaded (\(loaded.formatted()) records before them were): \(error)")
             }
             loaded += pending.count
             pending.removeAll(keepingCapacity: true)
-            // Pages the writes read stay resident (and counted in RSS) until released.
-            try store.releaseMappedPages()
             if !quiet { FileHandle.standardError.write(Data("loaded \(loaded.formatted()) records\n".utf8)) }
         }
         while let line = lines.next() {
