@@ -61,7 +61,7 @@ def main():
             rows.append((f"`journal --format jsonl --keys`, {entries:,} entries ({label})", seconds, memory))
             if messages < 1_000_000:
                 continue
-            rows.append(("`dump | head -1`", best(5, lambda: first_line(["dump", store, "--entity", "Message"])), None))
+            rows.append(("`dump` piped into `head -1`", best(5, lambda: first_line(["dump", store, "--entity", "Message"])), None))
             for name, args in [
                 ("`journal --limit 1`", ["journal", store, "--limit", "1"]),
                 ("`journal --tail 1`", ["journal", store, "--tail", "1"]),

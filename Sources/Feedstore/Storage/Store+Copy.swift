@@ -23,6 +23,10 @@ extension Store {
             guard isDirectory.boolValue else {
                 throw FeedstoreError.destinationExists(path: destination, reason: "it is a file")
             }
+            func canonical(_ p: String) -> String { URL(fileURLWithPath: p).resolvingSymlinksInPath().standardizedFileURL.path }
+            guard canonical(destination) != canonical(path) else {
+                throw FeedstoreError.destinationExists(path: destination, reason: "it is the store being copied")
+            }
             let contents = (try? fm.contentsOfDirectory(atPath: destination)) ?? []
             if !contents.isEmpty {
                 guard replace else {
