@@ -343,6 +343,15 @@ struct Everything: Entity, Equatable {
             #expect(try fresh.read { try $0.count(entity: "Thing") } == 2)
             #expect(try fresh.catalog.entities["Thing"]?.primaryKeyKind == "int")
             fresh.close()
+            // A record the store refuses (an id of the wrong kind) names its line.
+            let refusedFile = dir + "/refused.jsonl"
+            try ("{\"id\": 4}\n\n{\"id\": \"five\"}\n").write(toFile: refusedFile, atomically: true, encoding: .utf8)
+            let refused = try runTool(storectlURL, ["load", dir + "/fresh", "--entity", "Thing", "--input", refusedFile])
+            #expect(refused.status == 2 && refused.stderr.contains("line 3 was refused") && refused.stderr.contains("lines 1–3 were not"),
+                    "\(refused.stderr)")
+            let after = try Store(path: dir + "/fresh", options: StoreOptions(readOnly: true))
+            #expect(try after.read { try $0.count(entity: "Thing") } == 2)
+            after.close()
         }
     }
 

@@ -56,7 +56,7 @@ struct LoadCommand: ParsableCommand {
         guard let lines = LineReader(path: input) else { StoreAccess.fail("cannot read \(input ?? "standard input")") }
         let store = try Store(path: path)
         defer { store.close() }
-        var pending: [(id: FieldValue, fields: [String: FieldValue])] = []
+        var pending: [(id: FieldValue, fields: [String: FieldValue], line: Int)] = []
         var loaded = 0
         var lineNumber = 0
         var declared = try store.catalog.entities[entity] != nil
@@ -73,18 +73,25 @@ struct LoadCommand: ParsableCommand {
                     for (name, value) in pending[i].fields { pending[i].fields[name] = template.coerce(value, toField: name) }
                 }
             }
-            let firstLine = lineNumber - pending.count + 1
+            var refused: Int?
             do {
                 try store.write { tx in
                     for (i, record) in pending.enumerated() {
-                        try tx.put(entity: entity, id: record.id, fields: record.fields)
+                        do {
+                            try tx.put(entity: entity, id: record.id, fields: record.fields)
+                        } catch {
+                            refused = record.line
+                            throw error
+                        }
                         // Inserts land all over the indexes; the pages they read stay resident
                         // (and counted in RSS) until released.
                         if i % Self.recordsPerRelease == Self.recordsPerRelease - 1 { try store.releaseMappedPages() }
                     }
                 }
             } catch let error as FeedstoreError {
-                StoreAccess.fail("lines \(firstLine)–\(lineNumber) were not loaded (\(loaded.formatted()) records before them were): \(error)")
+                let failure = refused.map { "line \($0) was refused" } ?? "the transaction ending at line \(lineNumber) failed"
+                StoreAccess.fail("\(failure): \(error); \(loaded.formatted()) records were loaded in earlier transactions, "
+                    + "the \(pending.count.formatted()) of lines \(pending[0].line)–\(pending[pending.count - 1].line) were not")
             }
             loaded += pending.count
             pending.removeAll(keepingCapacity: true)
@@ -93,11 +100,11 @@ struct LoadCommand: ParsableCommand {
         while let line = lines.next() {
             lineNumber += 1
             if line.allSatisfy(\.isWhitespace) { continue }
-            guard let record = Self.record(line) else {
+            guard let (id, fields) = Self.record(line) else {
                 StoreAccess.fail("line \(lineNumber) is not a record (a JSON object with an \"id\", or dump's {\"id\", \"record\"}); "
                     + "\(loaded.formatted()) records were loaded in earlier transactions, the \(pending.count.formatted()) read since were not")
             }
-            pending.append(record)
+            pending.append((id, fields, lineNumber))
             if pending.count == batch { try commit() }
         }
         try commit()
