@@ -288,6 +288,8 @@ struct Everything: Entity, Equatable {
             #expect(usage.status == 2 && usage.stderr.contains("--no-such-option"), "\(usage)")
             let badFormat = try runTool(storectlURL, ["dump", path, "--entity", "Item", "--format", "xml"])
             #expect(badFormat.status == 2, "\(badFormat)")
+            let followedArray = try runTool(storectlURL, ["journal", path, "--follow", "--format", "json"])
+            #expect(followedArray.status == 2 && followedArray.stderr.contains("--follow prints commits as they come"), "\(followedArray)")
             #expect(try runTool(storectlURL, ["count", path, "--entity", "Item"]).status == 0)
             #expect(try runTool(storectlURL, ["verify", path]).status == 0)
             #expect(try runTool(storectlURL, ["--help"]).status == 0)

@@ -48,6 +48,10 @@ struct JournalCommand: ParsableCommand {
         if let tail, tail < 0 { throw ValidationError("--tail takes a number of commits, 0 or more") }
         if let limit, limit < 0 { throw ValidationError("--limit takes a number of entries, 0 or more") }
         if tail != nil, after != nil { throw ValidationError("--tail and --after both choose where to start; give one") }
+        // A JSON array ends, and a table sizes its columns, only once the output is complete.
+        if follow, [.json, .table].contains(output.chosen) {
+            throw ValidationError("--follow prints commits as they come; use --format text, csv or jsonl with it")
+        }
     }
 
     func run() throws {

@@ -10,6 +10,9 @@ struct Storectl: ParsableCommand {
         discussion: """
         Every command that only reads opens the store read-only and is safe on a store that \
         another process is writing.
+
+        Exit statuses: 0 done; 1 verify found problems; 2 an error (bad arguments or input, a \
+        missing or damaged store); 3 get found no such record.
         """,
         version: "storectl \(feedstoreVersion) (store format \(Catalog.currentFormatVersion))",
         subcommands: [InspectCommand.self, DumpCommand.self, GetCommand.self, CountCommand.self, JournalCommand.self, VerifyCommand.self, WatchCommand.self,
