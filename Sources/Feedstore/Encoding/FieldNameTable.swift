@@ -11,7 +11,7 @@ final class FieldNameTable: Sendable {
     private let positionsByName: [String: Int]
     /// The position of each number's name, by number (-1 for none).
     private let positionsByID: [Int]
-    /// Positions in key order (``Swift/String/precedesAsKey(_:)``): the order JSON objects print in.
+    /// Positions in key order (by UTF-8 bytes, as `precedesAsKey` orders): the order JSON objects print in.
     let sortedPositions: [Int]
     /// Each name as a JSON object key with its colon (`"name":`), by position.
     let jsonKeys: [String]

@@ -21,6 +21,7 @@ extension Store {
             throw FeedstoreError.invalidIndexDefinition(entity: name, index: "primary key",
                                                         reason: "keys cannot be stored as \(primaryKeyKind); use one of \(Self.primaryKeyKinds.sorted().joined(separator: ", "))")
         }
+        try StoreOpener.checkIndexes(indexes, of: name)
         let existing = try catalog.entities[name]
         if let existing, existing.primaryKeyKind != primaryKeyKind {
             throw FeedstoreError.invalidIndexDefinition(entity: name, index: "primary key",

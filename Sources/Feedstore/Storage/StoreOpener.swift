@@ -251,10 +251,10 @@ enum StoreOpener {
 
     private static func primaryKeyKind<E: Entity>(of type: E.Type) -> String { E.ID.fieldKind }
 
-    static func declaration(of type: any Entity.Type) throws -> Declaration {
-        let name = type.entityName
+    /// Refuses indexes without a name, with a name declared twice, or without components.
+    static func checkIndexes(_ indexes: [IndexDefinition], of name: String) throws {
         var seen = Set<String>()
-        for index in type.indexes {
+        for index in indexes {
             func invalid(_ reason: String) -> FeedstoreError {
                 .invalidIndexDefinition(entity: name, index: index.name, reason: reason)
             }
@@ -263,6 +263,11 @@ enum StoreOpener {
             guard !index.components.isEmpty else { throw invalid("it has no components") }
             if let field = index.components.first(where: { $0.field.isEmpty }) { throw invalid("component \(field) has no field name") }
         }
+    }
+
+    static func declaration(of type: any Entity.Type) throws -> Declaration {
+        let name = type.entityName
+        try checkIndexes(type.indexes, of: name)
         let fields = declaredFields(of: type)
         if fields.isComplete {
             for index in type.indexes {
