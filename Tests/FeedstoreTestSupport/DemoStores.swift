@@ -11,6 +11,21 @@ public func populatedDemoStore(at path: String, feed: inout DemoFeed, messages: 
     return store
 }
 
+/// Runs `body` on a demo store in a temporary directory: `messages` messages and `contacts`
+/// contacts from a feed of `seed`, then `commits` commits of `perCommit` changes each, synced.
+public func withChangedDemoStore(seed: UInt64, messages: Int, contacts: Int, commits: Int, perCommit: Int,
+                                 _ body: (_ path: String, _ store: Store) throws -> Void) throws
+{
+    try withTemporaryDirectory { dir in
+        let path = dir + "/s"
+        var feed = DemoFeed(seed: seed)
+        let store = try populatedDemoStore(at: path, feed: &feed, messages: messages, contacts: contacts)
+        for _ in 0..<commits { _ = try store.write { tx in try feed.mutate(tx, count: perCommit, contacts: UInt64(contacts)) } }
+        try store.sync()
+        try body(path, store)
+    }
+}
+
 /// The same, populated by a feed of `seed`.
 public func populatedDemoStore(at path: String, seed: UInt64, messages: Int, contacts: Int,
                                options: StoreOptions = StoreOptions(durability: .none)) throws -> Store

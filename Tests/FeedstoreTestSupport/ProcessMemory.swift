@@ -3,9 +3,14 @@ import Foundation
 /// This process's anonymous memory (heap and stacks, not mapped files such as a store), in
 /// bytes, from the kernel's accounting: how tests bound what watchers and loads keep.
 public func anonymousMemory() -> Int {
-    let text = (try? String(contentsOfFile: "/proc/self/smaps_rollup", encoding: .utf8)) ?? ""
-    let line = text.split(separator: "\n").first { $0.hasPrefix("Anonymous:") } ?? ""
-    return (Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0) * 1024
+    (kilobytes("Anonymous:", in: "/proc/self/smaps_rollup") ?? 0) * 1024
+}
+
+/// The number of kilobytes on the line of a /proc file that starts with `label`, or nil.
+func kilobytes(_ label: String, in file: String) -> Int? {
+    let text = (try? String(contentsOfFile: file, encoding: .utf8)) ?? ""
+    guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix(label) }) else { return nil }
+    return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
 }
 
 /// Runs a tool to completion with its standard output sent to `output` (a file path) and returns
@@ -23,10 +28,8 @@ public func runMeasuringPeakMemory(_ url: URL, _ arguments: [String], output: St
     try process.run()
     var peak = 0
     while process.isRunning {
-        let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
-        if let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-           let kilobytes = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") {
-            peak = max(peak, kilobytes * 1024)
+        if let highWater = kilobytes("VmHWM:", in: "/proc/\(process.processIdentifier)/status") {
+            peak = max(peak, highWater * 1024)
         }
         usleep(2_000)
     }

@@ -50,14 +50,7 @@ struct Everything: Entity, Equatable {
 /// load as dump's inverse. Each output is checked against the library.
 @Suite struct DailyUseTests {
     func withDemoStore(_ body: (String, Store) throws -> Void) throws {
-        try withTemporaryDirectory { dir in
-            let path = dir + "/s"
-            var feed = DemoFeed(seed: 11)
-            let store = try populatedDemoStore(at: path, feed: &feed, messages: 600, contacts: 20)
-            for _ in 0..<12 { _ = try store.write { tx in try feed.mutate(tx, count: 4, contacts: 20) } }
-            try store.sync()
-            try body(path, store)
-        }
+        try withChangedDemoStore(seed: 11, messages: 600, contacts: 20, commits: 12, perCommit: 4, body)
     }
 
     func json(_ text: some StringProtocol) throws -> Any { try JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed]) }

@@ -7,14 +7,7 @@ import Testing
 /// End-to-end runs of storectl's read-only commands on a populated store.
 @Suite struct ReadCommandTests {
     func withDemoStore(_ body: (String, Store) throws -> Void) throws {
-        try withTemporaryDirectory { dir in
-            let path = dir + "/s"
-            var feed = DemoFeed(seed: 3)
-            let store = try populatedDemoStore(at: path, feed: &feed, messages: 500, contacts: 20)
-            for _ in 0..<10 { _ = try store.write { tx in try feed.mutate(tx, count: 3, contacts: 20) } }
-            try store.sync()
-            try body(path, store)
-        }
+        try withChangedDemoStore(seed: 3, messages: 500, contacts: 20, commits: 10, perCommit: 3, body)
     }
 
     func json(_ text: String) throws -> Any { try JSONSerialization.jsonObject(with: Data(text.utf8)) }

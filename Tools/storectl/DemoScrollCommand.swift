@@ -157,6 +157,6 @@ enum ProcessHeap {
 
     static func describe(_ bytes: Int?) -> String {
         guard let bytes else { return "unknown" }
-        return bytes < 1_048_576 ? "+\(max(0, bytes) / 1_024) KB" : String(format: "+%.1f MB", Double(bytes) / 1_048_576)
+        return "+" + readableSize(max(0, bytes))
     }
 }

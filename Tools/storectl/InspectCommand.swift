@@ -34,10 +34,10 @@ struct InspectCommand: ParsableCommand {
         let e = report.environment
         let page = e.pageSize
         Output.line("Store \(report.path) (format \(report.formatVersion))")
-        Output.line("  file       \(Self.size(e.fileSize)) (data.mdb)")
-        Output.line("  map        \(Self.size(e.mapSize)), \(String(format: "%.1f", e.mapUsedPercent))% written "
-            + "(\(e.pagesUsed.formatted()) pages of \(Self.size(page))); a writer grows it when 75% is reached")
-        Output.line("  free       \(e.freePages.formatted()) pages (\(Self.size(e.freePages * page))) free for reuse")
+        Output.line("  file       \(readableSize(e.fileSize)) (data.mdb)")
+        Output.line("  map        \(readableSize(e.mapSize)), \(String(format: "%.1f", e.mapUsedPercent))% written "
+            + "(\(e.pagesUsed.formatted()) pages of \(readableSize(page))); a writer grows it when 75% is reached")
+        Output.line("  free       \(e.freePages.formatted()) pages (\(readableSize(e.freePages * page))) free for reuse")
         Output.line("  last txn   \(e.lastTransactionID.formatted())")
         Output.line("  readers    \(e.readers.count) reading now; \(e.readersUsed) of \(e.maxReaders) slots taken since the store was opened")
         for r in e.readers { Output.line("    pid \(r.pid), thread \(r.thread), " + (r.transaction.map { "reading snapshot \($0)" } ?? "between reads")) }
@@ -61,24 +61,12 @@ struct InspectCommand: ParsableCommand {
         }
         let j = report.journal
         Output.line("\nJournal: commits \(j.firstSequence)…\(j.lastSequence), \(j.commitsRetained.formatted()) commits and "
-            + "\(j.entriesRetained.formatted()) entries retained, \(j.tree.pages.formatted()) pages (\(Self.size(j.tree.bytes)))")
+            + "\(j.entriesRetained.formatted()) entries retained, \(j.tree.pages.formatted()) pages (\(readableSize(j.tree.bytes)))")
         for c in j.cursors { Output.line("  cursor \(c.name) at \(c.sequence) (\(c.lag) behind)") }
     }
 
     static func treeRow(_ name: String, _ tree: StoreInspection.Tree) -> [String] {
-        [name, tree.entries.formatted(), "\(tree.depth)", tree.pages.formatted(), size(tree.bytes)]
-    }
-
-    /// Bytes in binary units: 512 B, 4.0 KiB, 78.2 MiB.
-    static func size(_ bytes: Int) -> String {
-        let units = ["B", "KiB", "MiB", "GiB", "TiB"]
-        var value = Double(bytes)
-        var unit = 0
-        while value >= 1024, unit < units.count - 1 {
-            value /= 1024
-            unit += 1
-        }
-        return unit == 0 ? "\(bytes) B" : String(format: "%.1f %@", value, units[unit])
+        [name, tree.entries.formatted(), "\(tree.depth)", tree.pages.formatted(), readableSize(tree.bytes)]
     }
 }
 

@@ -13,15 +13,22 @@ extension ReadTransaction {
         try access { try core.system.newestSequence(in: $0) }
     }
 
+    /// The journal's bounds, when the commits after `sequence` are all retained.
+    /// - Throws: ``FeedstoreError/journalBehindRetention(requested:firstRetained:)`` otherwise.
+    private func retainedBounds(after sequence: UInt64) throws -> JournalBounds {
+        let bounds = try journalBounds()
+        if sequence < bounds.last, sequence + 1 < bounds.first {
+            throw FeedstoreError.journalBehindRetention(requested: sequence, firstRetained: bounds.first)
+        }
+        return bounds
+    }
+
     /// The commits after `sequence`, oldest first, at most `limit` of them (commits are never split).
     /// - Throws: ``FeedstoreError/journalBehindRetention(requested:firstRetained:)`` when commits
     ///   after `sequence` were already trimmed: the reader must start again from current state.
     /// - Complexity: O(log n + e) for e entries returned.
     public func journal(after sequence: UInt64, limit: Int = 100) throws -> [JournalCommit] {
-        let bounds = try journalBounds()
-        if sequence < bounds.last, sequence + 1 < bounds.first {
-            throw FeedstoreError.journalBehindRetention(requested: sequence, firstRetained: bounds.first)
-        }
+        let bounds = try retainedBounds(after: sequence)
         guard limit > 0, sequence < bounds.last else { return [] }
         let catalog = schema.catalog
         var commits: [JournalCommit] = []
@@ -66,11 +73,7 @@ extension ReadTransaction {
     /// - Complexity: O(log n) per commit and O(1) per entry.
     @discardableResult
     public func forEachJournalEntry(after sequence: UInt64, _ body: (_ entry: JournalEntry, _ time: Date) throws -> Bool) throws -> UInt64 {
-        let bounds = try journalBounds()
-        if sequence < bounds.last, sequence + 1 < bounds.first {
-            throw FeedstoreError.journalBehindRetention(requested: sequence, firstRetained: bounds.first)
-        }
-        guard sequence < bounds.last else { return sequence }
+        guard sequence < (try retainedBounds(after: sequence)).last else { return sequence }
         let catalog = schema.catalog
         var finished = sequence
         try access { txn in

@@ -59,25 +59,17 @@ extension WriteTransaction {
     ///   for an id of the wrong kind; the errors of ``put(_:)``. Nothing is written on error.
     /// - Complexity: O(i log n) for i indexes over n records.
     public func put(entity name: String, id: FieldValue, fields: [String: FieldValue]) throws {
-        var entity = try entity(name)
+        let entity = try entity(name)
         let id = try entity.catalog.primaryKeyComponent(id)
         var converted: [String: FieldValue] = [:]
         for (field, value) in fields { converted[field] = entity.catalog.coerce(value, toField: field) }
-        entity = try learnFields(converted, of: entity)
-        var values = RecordValues(entity: entity)
-        for (field, value) in converted {
-            guard let slot = entity.slot(named: field) else {
-                throw FeedstoreError.encodingFailed(entity: name, reason: "the catalog did not take field \(field)")
-            }
-            values.set(value, at: slot.id)
-        }
-        try writeRecord(values, id: id, mode: .upsert)
+        try writeRecord(try placing(converted, in: RecordValues(entity: entity)), id: id, mode: .upsert)
     }
 
     // MARK: The write path
 
     private func write<E: Entity>(_ record: E, mode: WriteMode) throws {
-        var entity = try entity(E.entityName)
+        let entity = try entity(E.entityName)
         let encoded: (record: RecordValues, unplaced: [String: FieldValue])?
         do {
             encoded = try FieldValueEncoder.encodeRecord(record, of: entity)
@@ -88,18 +80,22 @@ extension WriteTransaction {
             throw FeedstoreError.encodingFailed(entity: E.entityName, reason: "an entity must encode as a keyed container")
         }
         var values = encoded.record
-        let unplaced = encoded.unplaced
-        if !unplaced.isEmpty {
-            entity = try learnFields(unplaced, of: entity)
-            values = RecordValues(entity: entity, values: values.values)
-            for (name, value) in unplaced {
-                guard let field = entity.slot(named: name) else {
-                    throw FeedstoreError.encodingFailed(entity: E.entityName, reason: "the catalog did not take field \(name)")
-                }
-                values.set(value, at: field.id)
-            }
-        }
+        if !encoded.unplaced.isEmpty { values = try placing(encoded.unplaced, in: values) }
         try writeRecord(values, id: record.id.fieldValue, mode: mode)
+    }
+
+    /// `values` with `fields` set by name; fields the catalog lacks join it first (see
+    /// ``learnFields(_:of:)``), and the values are then held against the catalog that has them.
+    private func placing(_ fields: [String: FieldValue], in values: RecordValues) throws -> RecordValues {
+        let entity = try learnFields(fields, of: values.entity)
+        var placed = RecordValues(entity: entity, values: values.values)
+        for (name, value) in fields {
+            guard let field = entity.slot(named: name) else {
+                throw FeedstoreError.encodingFailed(entity: entity.name, reason: "the catalog did not take field \(name)")
+            }
+            placed.set(value, at: field.id)
+        }
+        return placed
     }
 
     /// Writes one record held by catalog field number: the path every typed write takes.
