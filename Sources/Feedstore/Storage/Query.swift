@@ -78,13 +78,16 @@ extension ReadTransaction {
     public func object<E: Entity>(at position: Int, in query: Query<E>) throws -> E? {
         let resolved = try resolve(entity: query.entityName, index: query.index, range: query.range)
         var entity = resolved.entity
-        var object: E?
-        try withEntryKey(of: resolved, reverse: query.reverse, at: position) { key in
-            object = try row(forKey: key, components: resolved.index.definition.components.count, entity: &entity, index: query.index) {
-                try decodeEntity(E.self, $0, of: &$1)
-            }
+        // The object is decoded into a slot of its own type: an optional captured by the closure
+        // would be boxed, which looks up `Optional<E>`'s generic type on every call.
+        let slot = UnsafeMutablePointer<E>.allocate(capacity: 1)
+        defer { slot.deallocate() }
+        let found = try withEntryKey(of: resolved, reverse: query.reverse, at: position) { key in
+            slot.initialize(to: try row(forKey: key, components: resolved.index.definition.components.count,
+                                        entity: &entity, index: query.index) { try decodeEntity(E.self, $0, of: &$1) })
         }
-        return object
+        guard found else { return nil }
+        return slot.move()
     }
 
     /// The record an index entry key names, as `E`.
