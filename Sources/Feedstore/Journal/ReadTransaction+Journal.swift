@@ -51,7 +51,7 @@ extension ReadTransaction {
                         entries = []
                         if commits.count == limit { return }
                     } else {
-                        entries.append(try JournalRecord.decode(cursor.value).resolved(sequence: seq, catalog: catalog))
+                        entries.append(try journalEntry(cursor.value, sequence: seq, catalog: catalog))
                     }
                     found = try cursor.next()
                 }
@@ -103,7 +103,7 @@ extension ReadTransaction {
                             open = (seq, header.timestamp, header.entries, 0)
                         }
                         open!.met += 1
-                        let entry = try JournalRecord.decode(cursor.value).resolved(sequence: seq, catalog: catalog)
+                        let entry = try journalEntry(cursor.value, sequence: seq, catalog: catalog)
                         guard try body(entry, open!.time) else { return }
                     }
                     found = try cursor.next()
@@ -135,6 +135,33 @@ extension ReadTransaction {
         }
         guard let oldest else { return [] }
         return try journal(after: oldest - 1, limit: limit).reversed()
+    }
+
+    /// A stored journal entry named through the catalog, with the record after the change when
+    /// the entry carries it.
+    private func journalEntry(_ bytes: UnsafeRawBufferPointer, sequence: UInt64, catalog: Catalog) throws -> JournalEntry {
+        let stored = try JournalRecord.decode(bytes)
+        var entry = try stored.resolved(sequence: sequence, catalog: catalog)
+        if let image = stored.record, catalog.entities[entry.entity] != nil {
+            var entity = try entity(entry.entity)
+            entry.record = try image.withUnsafeBytes { try decodeFields($0, of: &entity, id: entry.id) }
+        }
+        return entry
+    }
+
+    /// The store's identifier, made with the store (nil for a store of format 2 opened read-only,
+    /// which gets one when first opened for writing).
+    public func storeIdentifier() throws -> UUID? {
+        guard let bytes = try access({ try $0.get(core.system.meta, key: MetaKey.storeIdentifier) }) else { return nil }
+        guard bytes.count == 16 else { throw FeedstoreError.corruptData(what: "meta store.id", reason: "\(bytes.count) bytes, expected 16") }
+        return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                           bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+    }
+
+    /// The first sequence whose journal entries carry the record after the change, or nil when
+    /// the store does not keep record images (``WriteTransaction/keepRecordImagesInJournal()``).
+    public func recordImagesStart() throws -> UInt64? {
+        try MetaKey.decodeUInt64(try access { try $0.get(core.system.meta, key: MetaKey.recordImagesFrom) }, what: "journal images")
     }
 
     /// The named durable cursors and the sequence each has acknowledged.

@@ -4,8 +4,9 @@ import Foundation
 /// kinds, learned as records are written) and indexes. Tools read records through it without the
 /// application's Swift types. Stored as JSON in the store's meta database.
 public struct Catalog: Sendable, Codable, Equatable {
-    /// The newest format this library reads and writes.
-    public static let currentFormatVersion: UInt32 = 2
+    /// The newest format this library reads and writes. Format 3 gives every store an identifier
+    /// and lets journal entries carry the record after the change; it reads format 2 as it is.
+    public static let currentFormatVersion: UInt32 = 3
 
     /// The format the store was written in.
     public var formatVersion: UInt32

@@ -35,6 +35,10 @@ public struct JournalEntry: Sendable, Hashable {
     public var changedFields: [String]
     /// Every index the record is in before or after the change.
     public var indexChanges: [IndexChange]
+    /// The record's fields after an insert or update, when the store keeps record images in its
+    /// journal (``WriteTransaction/keepRecordImagesInJournal()``); nil for deletes, for commits
+    /// made before, and for entities no longer in the catalog.
+    public var record: [String: FieldValue]? = nil
 }
 
 /// All entries of one commit, in the order they were written.

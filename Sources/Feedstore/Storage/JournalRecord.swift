@@ -13,6 +13,9 @@ struct JournalRecord: Equatable {
     var kind: JournalEntry.Kind
     var changedFieldIDs: [UInt32]
     var indexChanges: [IndexChange]
+    /// The record's stored bytes after an insert or update, kept when the store keeps record
+    /// images (format 3, ``Store/keepRecordImagesInJournal()``); nil otherwise and for deletes.
+    var record: [UInt8]? = nil
 
     /// Appends the stored form to `out`.
     func encode(into out: inout [UInt8]) {
@@ -28,6 +31,7 @@ struct JournalRecord: Equatable {
             if let before = change.before { appendBytes(before, to: &out) }
             if let after = change.after { appendBytes(after, to: &out) }
         }
+        if let record { appendBytes(record, to: &out) }
     }
 
     private func appendBytes(_ bytes: [UInt8], to out: inout [UInt8]) {
@@ -65,9 +69,12 @@ struct JournalRecord: Equatable {
             let after = flags & 2 != 0 ? Array(try r.bytes(try r.count())) : nil
             changes.append(IndexChange(indexID: UInt32(id), before: before, after: after))
         }
+        // Format 3: the record after the change may follow.
+        let record = r.isAtEnd ? nil : Array(try r.bytes(try r.count()))
         guard r.isAtEnd else { throw r.failure("trailing bytes") }
+        guard record == nil || kind != .delete else { throw r.failure("a delete carries a record") }
         return JournalRecord(entityID: UInt32(entityID), primaryKey: primaryKey, kind: kind,
-                             changedFieldIDs: fields, indexChanges: changes)
+                             changedFieldIDs: fields, indexChanges: changes, record: record)
     }
 
     /// Names the numbers through the catalog; numbers the catalog no longer has print as `#n`.

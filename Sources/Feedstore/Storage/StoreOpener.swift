@@ -142,6 +142,7 @@ enum StoreOpener {
             try txn.put(created, key: MetaKey.catalogVersion, value: MetaKey.encode(0))
             // The journal starts at sequence 1; trimming moves this forward.
             try txn.put(created, key: MetaKey.firstRetained, value: MetaKey.encode(1))
+            try txn.put(created, key: MetaKey.storeIdentifier, value: newStoreIdentifier())
             meta = created
         }
         guard let format = try txn.get(meta!, key: MetaKey.format), format.count == 4 else {
@@ -159,14 +160,37 @@ enum StoreOpener {
             opened.append(db)
         }
         let system = SystemDatabases(meta: meta!, journal: opened[0], cursors: opened[1])
-        if version < Catalog.currentFormatVersion {
+        if version < 2 {
             guard !readOnly else {
                 throw FeedstoreError.formatUpgradeNeeded(path: path, found: version, current: Catalog.currentFormatVersion)
             }
             try upgradeFromFormatOne(system, in: txn, path: path)
         }
+        // Format 3 reads format 2 as it is; a handle that can write adds what format 3 has.
+        if version < Catalog.currentFormatVersion && !readOnly { try upgradeToFormatThree(system, in: txn) }
         try txn.commit()
         return system
+    }
+
+    static func newStoreIdentifier() -> [UInt8] { withUnsafeBytes(of: UUID().uuid) { Array($0) } }
+
+    /// Format 2 → 3: the store gets its identifier. (Journal entries of format 3 may end with the
+    /// record after the change, once a caller asks for it; format 2's entries read the same.)
+    private static func upgradeToFormatThree(_ system: SystemDatabases, in txn: borrowing LMDBTransaction) throws {
+        if try txn.get(system.meta, key: MetaKey.storeIdentifier) == nil {
+            try txn.put(system.meta, key: MetaKey.storeIdentifier, value: newStoreIdentifier())
+        }
+        try writeCurrentFormat(system, in: txn)
+    }
+
+    /// Stamps the current format version in the meta database and the catalog.
+    private static func writeCurrentFormat(_ system: SystemDatabases, in txn: borrowing LMDBTransaction) throws {
+        try txn.put(system.meta, key: MetaKey.format, value: withUnsafeBytes(of: Catalog.currentFormatVersion.bigEndian) { Array($0) })
+        if let stored = try txn.get(system.meta, key: MetaKey.catalog) {
+            var catalog = try Catalog.decode(stored)
+            catalog.formatVersion = Catalog.currentFormatVersion
+            try txn.put(system.meta, key: MetaKey.catalog, value: catalog.encoded())
+        }
     }
 
     /// Format 1 → 2, in the transaction that opens the store (all or nothing): commit headers move
@@ -193,12 +217,7 @@ enum StoreOpener {
         }
         try txn.drop(commits, delete: true)
         _ = try txn.delete(system.meta, key: MetaKey.formatOneLastSequence)
-        try txn.put(system.meta, key: MetaKey.format, value: withUnsafeBytes(of: Catalog.currentFormatVersion.bigEndian) { Array($0) })
-        if let stored = try txn.get(system.meta, key: MetaKey.catalog) {
-            var catalog = try Catalog.decode(stored)
-            catalog.formatVersion = Catalog.currentFormatVersion
-            try txn.put(system.meta, key: MetaKey.catalog, value: catalog.encoded())
-        }
+        try txn.put(system.meta, key: MetaKey.format, value: [0, 0, 0, 2])
     }
 
     // MARK: Registration

@@ -23,6 +23,10 @@ enum MetaKey {
     /// Format 1 wrote the newest sequence here on every commit; format 2 reads it from the journal.
     static let formatOneLastSequence: [UInt8] = Array("journal.last".utf8)
     static let firstRetained: [UInt8] = Array("journal.first".utf8)
+    /// The store's identifier: 16 bytes of a random UUID, made with the store (format 3).
+    static let storeIdentifier: [UInt8] = Array("store.id".utf8)
+    /// The first sequence whose journal entries carry the record after the change (format 3).
+    static let recordImagesFrom: [UInt8] = Array("journal.images".utf8)
 
     static func encode(_ value: UInt64) -> [UInt8] { withUnsafeBytes(of: value.bigEndian) { Array($0) } }
 

@@ -131,7 +131,8 @@ extension WriteTransaction {
             if old != nil { _ = try access { try $0.put(entity.records, key: primaryKey, value: bytes) } }
             try applyIndexChanges(buffers.indexChanges, of: entity)
             try appendJournal(JournalRecord(entityID: entity.catalog.id, primaryKey: primaryKey, kind: oldValues == nil ? .insert : .update,
-                                            changedFieldIDs: changed, indexChanges: buffers.indexChanges), using: &buffers)
+                                            changedFieldIDs: changed, indexChanges: buffers.indexChanges,
+                                            record: try keepsRecordImages() ? bytes : nil), using: &buffers)
         }
     }
 

@@ -32,6 +32,10 @@ public final class WriteTransaction: ReadTransaction {
     /// Changes of one index held at most before they are applied (bounds the memory they take).
     static let deferredCountLimit = 4_096
 
+    /// Whether journal entries carry the record after the change: read from the meta database
+    /// for the first record written.
+    private var recordImages: Bool?
+
     /// The journal entries kept for the commit observer (nil when it follows no entity): the
     /// group's entries so far, which this transaction appends to.
     var kept: CommittedEntries?
@@ -58,6 +62,28 @@ public final class WriteTransaction: ReadTransaction {
             swap(&buffers, &recordBuffers)
         }
         return try body(&buffers)
+    }
+
+    /// Whether this transaction's journal entries carry the record after the change.
+    func keepsRecordImages() throws -> Bool {
+        if let recordImages { return recordImages }
+        let kept = try access { try $0.get(core.system.meta, key: MetaKey.recordImagesFrom) } != nil
+        recordImages = kept
+        return kept
+    }
+
+    /// Makes the journal entries of this commit's later writes and of every later commit carry the
+    /// record after the change (its stored bytes), as shippers of the journal need. Persisted: it
+    /// holds for every handle on the store from then on.
+    /// - Returns: the first sequence whose entries carry the record.
+    @discardableResult
+    public func keepRecordImagesInJournal() throws -> UInt64 {
+        if let start = try MetaKey.decodeUInt64(try access { try $0.get(core.system.meta, key: MetaKey.recordImagesFrom) }, what: "journal images") {
+            return start
+        }
+        try access { try $0.put(core.system.meta, key: MetaKey.recordImagesFrom, value: MetaKey.encode(assignedSequence)) }
+        recordImages = true
+        return assignedSequence
     }
 
     /// Writes the journal entry of one changed record, encoding it into `buffers`. Entries are
