@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .library(name: "Feedstore", targets: ["Feedstore"]),
+        .library(name: "FeedstoreJetStream", targets: ["FeedstoreJetStream"]),
         .executable(name: "storectl", targets: ["storectl"]),
     ],
     dependencies: [
@@ -22,6 +23,20 @@ let package = Package(
         .target(
             name: "Feedstore",
             dependencies: ["CFeedstoreLMDB"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        // The NATS C client (Debian's libnats-dev, Homebrew's cnats), for the JetStream module
+        // only: users of the core library need neither it nor a server. Only
+        // Sources/FeedstoreJetStream/NATS/ imports it.
+        .systemLibrary(
+            name: "CFeedstoreNATS",
+            pkgConfig: "libnats",
+            providers: [.apt(["libnats-dev"]), .brew(["cnats"])]
+        ),
+        // Ships a store's journal to a NATS JetStream stream and follows it into replicas.
+        .target(
+            name: "FeedstoreJetStream",
+            dependencies: ["Feedstore", "CFeedstoreNATS"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // The demo feed (contacts and messages) of storectl demo and the tests; not a product.
@@ -58,6 +73,11 @@ let package = Package(
         .testTarget(
             name: "FeedstoreTests",
             dependencies: ["Feedstore", "FeedstoreDemo", "FeedstoreTestSupport"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .testTarget(
+            name: "JetStreamTests",
+            dependencies: ["Feedstore", "FeedstoreJetStream", "FeedstoreDemo", "FeedstoreTestSupport"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .testTarget(

@@ -1,0 +1,233 @@
+internal import CFeedstoreNATS
+import Foundation
+
+/// One connection to a NATS server with its JetStream context: the only place that calls the C
+/// client. Used from one thread at a time; acknowledgments of asynchronous publishes arrive on the
+/// client's own thread and are gathered by a ``PublishAcknowledgments``.
+final class NATSConnection {
+    private var connection: OpaquePointer?
+    private var jetStream: OpaquePointer?
+    let acknowledgments = PublishAcknowledgments()
+    /// How long a request to the server (stream info, a message, a publish's acknowledgment)
+    /// may take.
+    let timeout: Duration
+
+    init(_ options: JetStreamConnection) throws {
+        timeout = options.timeout
+        var natsOptions: OpaquePointer?
+        try check(natsOptions_Create(&natsOptions), "creating connection options")
+        defer { natsOptions_Destroy(natsOptions) }
+        try check(natsOptions_SetURL(natsOptions, options.url), "setting the server URL")
+        try check(natsOptions_SetTimeout(natsOptions, options.timeout.milliseconds), "setting the timeout")
+        // A shipper or follower that loses its server reconnects for as long as it runs.
+        try check(natsOptions_SetMaxReconnect(natsOptions, -1), "setting reconnection")
+        try check(natsOptions_SetReconnectWait(natsOptions, 100), "setting reconnection")
+        if let user = options.user {
+            try check(natsOptions_SetUserInfo(natsOptions, user, options.password ?? ""), "setting the user")
+        }
+        if let token = options.token { try check(natsOptions_SetToken(natsOptions, token), "setting the token") }
+        if let file = options.credentialsFile {
+            try check(natsOptions_SetUserCredentialsFromFiles(natsOptions, file, nil), "reading the credentials file")
+        }
+        if let file = options.trustedCertificates {
+            try check(natsOptions_SetSecure(natsOptions, true), "enabling TLS")
+            try check(natsOptions_LoadCATrustedCertificates(natsOptions, file), "reading the CA certificates")
+        }
+        if let certificate = options.clientCertificate, let key = options.clientKey {
+            try check(natsOptions_LoadCertificatesChain(natsOptions, certificate, key), "reading the client certificate")
+        }
+        let status = natsConnection_Connect(&connection, natsOptions)
+        guard status == NATS_OK else {
+            throw JetStreamError.connectionFailed(url: options.redactedURL, reason: Self.describe(status))
+        }
+        var jsOptions = jsOptions()
+        jsOptions_Init(&jsOptions)
+        jsOptions.Wait = options.timeout.milliseconds
+        jsOptions.PublishAsync.MaxPending = 4_096
+        jsOptions.PublishAsync.AckHandler = acknowledgmentHandler
+        jsOptions.PublishAsync.AckHandlerClosure = Unmanaged.passUnretained(acknowledgments).toOpaque()
+        try check(natsConnection_JetStream(&jetStream, connection, &jsOptions), "opening JetStream")
+    }
+
+    deinit {
+        jsCtx_Destroy(jetStream)
+        natsConnection_Destroy(connection)
+    }
+
+    // MARK: Streams
+
+    /// The stream's subjects and last sequence, or nil when there is no such stream.
+    func streamInfo(_ name: String) throws -> (subjects: [String], lastSequence: UInt64, firstSequence: UInt64)? {
+        var info: UnsafeMutablePointer<jsStreamInfo>?
+        var code = jsErrCode(0)
+        let status = js_GetStreamInfo(&info, jetStream, name, nil, &code)
+        if status == NATS_NOT_FOUND || code == JSStreamNotFoundErr { return nil }
+        try check(status, "reading stream \(name)", code: code)
+        defer { jsStreamInfo_Destroy(info) }
+        let config = info!.pointee.Config!.pointee
+        let subjects = (0..<Int(config.SubjectsLen)).map { String(cString: config.Subjects[$0]!) }
+        return (subjects, info!.pointee.State.LastSeq, info!.pointee.State.FirstSeq)
+    }
+
+    /// Creates a stream on disk holding `subject`, deduplicating published ids over `window`.
+    func addStream(_ name: String, subject: String, duplicateWindow window: Duration) throws {
+        var config = jsStreamConfig()
+        jsStreamConfig_Init(&config)
+        var info: UnsafeMutablePointer<jsStreamInfo>?
+        var code = jsErrCode(0)
+        let status = name.withCString { cName in
+            subject.withCString { cSubject in
+                var subjects: [UnsafePointer<CChar>?] = [cSubject]
+                return subjects.withUnsafeMutableBufferPointer { list in
+                    config.Name = cName
+                    config.Subjects = list.baseAddress
+                    config.SubjectsLen = 1
+                    config.Storage = js_FileStorage
+                    config.Duplicates = window.nanoseconds
+                    return js_AddStream(&info, jetStream, &config, nil, &code)
+                }
+            }
+        }
+        try check(status, "creating stream \(name)", code: code)
+        jsStreamInfo_Destroy(info)
+    }
+
+    /// The message at `sequence` of a stream: its data and `Nats-Msg-Id`; nil when the stream
+    /// holds none there (never written, or dropped by its retention).
+    func message(_ stream: String, at sequence: UInt64) throws -> StreamMessage? {
+        var message: OpaquePointer?
+        var code = jsErrCode(0)
+        let status = js_GetMsg(&message, jetStream, stream, sequence, nil, &code)
+        if status == NATS_NOT_FOUND || code == JSNoMessageFoundErr { return nil }
+        try check(status, "reading message \(sequence) of stream \(stream)", code: code)
+        defer { natsMsg_Destroy(message) }
+        return StreamMessage(streamSequence: sequence, id: Self.header(message, "Nats-Msg-Id"), data: Self.data(message))
+    }
+
+    // MARK: Publishing
+
+    /// Publishes without waiting for the acknowledgment, which ``acknowledgments`` collects:
+    /// `id` becomes the message's `Nats-Msg-Id` and the server stores the message only if the
+    /// stream's last sequence is `expectedLastSequence` (0 for an empty stream).
+    func publishAsync(subject: String, data: [UInt8], id: String, expectedLastSequence: UInt64) throws {
+        var message: OpaquePointer?
+        try check(data.withUnsafeBufferPointer { bytes in
+            bytes.withMemoryRebound(to: CChar.self) { natsMsg_Create(&message, subject, nil, $0.baseAddress, Int32(bytes.count)) }
+        }, "making a message")
+        // The expected sequence goes in as a header: the client's option takes 0 to mean none.
+        try check(natsMsgHeader_Set(message, "Nats-Msg-Id", id), "setting the message id")
+        try check(natsMsgHeader_Set(message, "Nats-Expected-Last-Sequence", String(expectedLastSequence)), "setting the expected sequence")
+        acknowledgments.sent()
+        let status = js_PublishMsgAsync(jetStream, &message, nil)
+        if status != NATS_OK {
+            natsMsg_Destroy(message)
+            acknowledgments.failedToSend()
+            try check(status, "publishing")
+        }
+    }
+
+    /// Waits until every asynchronous publish is acknowledged (or refused); false on timeout.
+    func waitForAcknowledgments(timeout: Duration) -> Bool {
+        var options = jsPubOptions()
+        jsPubOptions_Init(&options)
+        options.MaxWait = timeout.milliseconds
+        return js_PublishAsyncComplete(jetStream, &options) == NATS_OK
+    }
+
+    // MARK: Reading in order
+
+    /// A subscription that delivers a stream's messages in order from `start`.
+    func subscribe(stream: String, subject: String, from start: UInt64) throws -> OrderedSubscription {
+        var options = jsSubOptions()
+        jsSubOptions_Init(&options)
+        options.Ordered = true
+        options.Config.DeliverPolicy = js_DeliverByStartSequence
+        options.Config.OptStartSeq = start
+        var subscription: OpaquePointer?
+        var code = jsErrCode(0)
+        let status = stream.withCString { cStream in
+            options.Stream = cStream
+            return js_SubscribeSync(&subscription, jetStream, subject, nil, &options, &code)
+        }
+        try check(status, "subscribing to stream \(stream)", code: code)
+        return OrderedSubscription(subscription: subscription)
+    }
+
+    // MARK: Helpers
+
+    static func header(_ message: OpaquePointer?, _ name: String) -> String? {
+        var value: UnsafePointer<CChar>?
+        guard natsMsgHeader_Get(message, name, &value) == NATS_OK, let value else { return nil }
+        return String(cString: value)
+    }
+
+    static func data(_ message: OpaquePointer?) -> [UInt8] {
+        let count = Int(natsMsg_GetDataLength(message))
+        guard count > 0, let data = natsMsg_GetData(message) else { return [] }
+        return data.withMemoryRebound(to: UInt8.self, capacity: count) { Array(UnsafeBufferPointer(start: $0, count: count)) }
+    }
+
+    static func describe(_ status: natsStatus) -> String { String(cString: natsStatus_GetText(status)) }
+
+    private func check(_ status: natsStatus, _ what: String, code: jsErrCode = jsErrCode(0)) throws {
+        guard status != NATS_OK else { return }
+        if status == NATS_TIMEOUT { throw JetStreamError.timedOut(what) }
+        throw JetStreamError.serverRefused(what, reason: Self.describe(status) + (code.rawValue != 0 ? " (JetStream error \(code.rawValue))" : ""))
+    }
+}
+
+/// A message read back from a stream.
+struct StreamMessage {
+    var streamSequence: UInt64
+    var id: String?
+    var data: [UInt8]
+}
+
+/// An ordered consumer of a stream (the client recreates it past gaps and restarts).
+final class OrderedSubscription {
+    private let subscription: OpaquePointer?
+
+    init(subscription: OpaquePointer?) { self.subscription = subscription }
+
+    deinit {
+        natsSubscription_Unsubscribe(subscription)
+        natsSubscription_Destroy(subscription)
+    }
+
+    /// The next message, or nil when none came within `timeout`.
+    func next(timeout: Duration) throws -> StreamMessage? {
+        var message: OpaquePointer?
+        let status = natsSubscription_NextMsg(&message, subscription, timeout.milliseconds)
+        if status == NATS_TIMEOUT { return nil }
+        guard status == NATS_OK else { throw JetStreamError.serverRefused("reading the stream", reason: NATSConnection.describe(status)) }
+        defer { natsMsg_Destroy(message) }
+        var metadata: UnsafeMutablePointer<jsMsgMetaData>?
+        guard natsMsg_GetMetaData(&metadata, message) == NATS_OK, let metadata else {
+            throw JetStreamError.serverRefused("reading the stream", reason: "a message without JetStream metadata")
+        }
+        defer { jsMsgMetaData_Destroy(metadata) }
+        return StreamMessage(streamSequence: metadata.pointee.Sequence.Stream, id: NATSConnection.header(message, "Nats-Msg-Id"),
+                             data: NATSConnection.data(message))
+    }
+}
+
+/// Called by the C client, on its thread, for each acknowledged or refused asynchronous publish.
+private let acknowledgmentHandler: jsPubAckHandler = { _, message, acknowledgment, failure, closure in
+    let acknowledgments = Unmanaged<PublishAcknowledgments>.fromOpaque(closure!).takeUnretainedValue()
+    if let acknowledgment {
+        acknowledgments.acknowledged(streamSequence: acknowledgment.pointee.Sequence, duplicate: acknowledgment.pointee.Duplicate)
+    } else if let failure {
+        let text = failure.pointee.ErrText.map { String(cString: $0) } ?? NATSConnection.describe(failure.pointee.Err)
+        acknowledgments.refused(code: Int(failure.pointee.ErrCode.rawValue), reason: text)
+    }
+    natsMsg_Destroy(message)
+}
+
+extension Duration {
+    var milliseconds: Int64 { components.seconds * 1_000 + components.attoseconds / 1_000_000_000_000_000 }
+    var nanoseconds: Int64 { components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000 }
+}
+
+extension Duration {
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}

@@ -1,0 +1,153 @@
+import Feedstore
+import Foundation
+
+/// Publishes a store's journal to a JetStream stream, one message per commit, in sequence order,
+/// exactly once.
+///
+/// - The subject names the store alone (`feedstore.<store id>` unless given): a commit is one
+///   message however many entities it changes, and one subject keeps every commit in one order
+///   that the expected-last-sequence fence can check.
+/// - Each message's `Nats-Msg-Id` is `<store id>:<sequence>`, and it carries
+///   `Nats-Expected-Last-Sequence`: the server stores it only right after the message before it,
+///   so a second shipper, or an old one that wakes up, is refused instead of interleaved.
+/// - Publishes are pipelined (a batch in flight, then the acknowledgments). The shipper's durable
+///   journal cursor (`jetstream:<stream>`) moves only after the server acknowledged; retention
+///   keeps every commit the cursor has not passed.
+/// - On start it reads the stream's last message and continues right after the commit it holds,
+///   so a shipper killed between the acknowledgment and its cursor's update ships no commit
+///   twice and skips none.
+///
+/// One shipper per store: a lock file in the store's directory refuses a second one on the same
+/// machine, and the fence refuses one elsewhere.
+public final class JournalShipper {
+    /// The stream the journal goes to.
+    public let stream: String
+    /// The subject every message is published on.
+    public let subject: String
+    /// The store's identifier.
+    public let storeIdentifier: UUID
+    /// The newest commit the stream holds.
+    public private(set) var shippedSequence: UInt64
+
+    private let store: Store
+    private let connection: NATSConnection
+    private let cursor: JournalCursor
+    private let lock: ShipperLock
+    /// The stream's last sequence, as this shipper last saw or made it.
+    private var streamLast: UInt64 = 0
+
+    /// Connects, creates the stream when it does not exist, and finds where shipping resumes.
+    ///
+    /// The first shipper of a store makes its journal keep records
+    /// (``WriteTransaction/keepRecordImagesInJournal()``) and starts with the next commit; earlier
+    /// commits reach replicas through a copy of the store.
+    /// - Parameters:
+    ///   - store: the primary store, opened for writing.
+    ///   - connection: the NATS server and its credentials.
+    ///   - stream: the stream's name; it is created holding only ``subject``.
+    ///   - subject: the subject to publish on; `feedstore.<store id>` by default.
+    /// - Throws: ``JetStreamError`` when the server cannot be reached, the stream holds another
+    ///   store's commits or commits this store lacks, or another shipper runs.
+    public init(store: Store, connection: JetStreamConnection, stream: String, subject: String? = nil) throws {
+        guard let identifier = try store.read({ try $0.storeIdentifier() }) else {
+            throw FeedstoreError.readOnly(path: store.path, reason: "a store without an identifier (format 2, opened read-only) cannot be shipped")
+        }
+        self.store = store
+        self.stream = stream
+        self.storeIdentifier = identifier
+        self.subject = subject ?? "feedstore.\(identifier.uuidString.lowercased())"
+        lock = try ShipperLock(store: store, stream: stream)
+        let imagesStart = try store.write { try $0.keepRecordImagesInJournal() }
+        cursor = try store.journalCursor(named: "jetstream:\(stream)", start: .latest)
+        if try cursor.position() + 1 < imagesStart { try cursor.acknowledge(through: imagesStart - 1) }
+        self.connection = try NATSConnection(connection)
+        shippedSequence = 0
+        try resume()
+    }
+
+    /// Reads the stream's state and sets where shipping continues.
+    private func resume() throws {
+        guard let info = try connection.streamInfo(stream) else {
+            try connection.addStream(stream, subject: subject, duplicateWindow: .seconds(120))
+            streamLast = 0
+            shippedSequence = try cursor.position()
+            return
+        }
+        guard info.subjects.contains(subject) else {
+            throw JetStreamError.streamHoldsAnotherStore(stream: stream, found: "subjects \(info.subjects.joined(separator: ", "))",
+                                                         expected: storeIdentifier)
+        }
+        streamLast = info.lastSequence
+        guard streamLast > 0 else {
+            shippedSequence = try cursor.position()
+            return
+        }
+        guard let last = try connection.message(stream, at: streamLast), let id = last.id,
+              let named = ChangeEnvelope.parseMessageID(id)
+        else {
+            throw JetStreamError.streamHoldsAnotherStore(stream: stream, found: "a message without a Feedstore id", expected: storeIdentifier)
+        }
+        guard named.store == storeIdentifier.uuidString.lowercased() else {
+            throw JetStreamError.streamHoldsAnotherStore(stream: stream, found: named.store, expected: storeIdentifier)
+        }
+        let newest = try store.read { try $0.journalBounds().last }
+        guard named.sequence <= newest else {
+            throw JetStreamError.streamAheadOfStore(stream: stream, streamSequence: named.sequence, storeSequence: newest)
+        }
+        // A copy of the store has the same identifier: the commit must be this store's own.
+        if let commit = try? store.read({ try $0.journal(after: named.sequence - 1, limit: 1) }).first, commit.sequence == named.sequence,
+           try ChangeEnvelope.encode(commit, store: storeIdentifier) != last.data
+        {
+            throw JetStreamError.historyDiverged(stream: stream, sequence: named.sequence)
+        }
+        // The stream is the truth: commits it holds were acknowledged, even when the cursor did
+        // not move before a crash.
+        try cursor.acknowledge(through: named.sequence)
+        shippedSequence = named.sequence
+    }
+
+    /// Publishes the commits after ``shippedSequence``, at most `limit` of them, and waits for
+    /// the server's acknowledgments; then moves the cursor.
+    /// - Returns: how many commits were shipped (0 when the stream is up to date).
+    @discardableResult
+    public func shipAvailable(limit: Int = 512) throws -> Int {
+        let commits: [JournalCommit]
+        do {
+            commits = try store.read { try $0.journal(after: shippedSequence, limit: limit) }
+        } catch FeedstoreError.journalBehindRetention(_, let first) {
+            throw JetStreamError.storeBehindStream(stream: stream, streamLast: shippedSequence, firstRetained: first)
+        }
+        guard let newest = commits.last else { return 0 }
+        _ = connection.acknowledgments.take()
+        for (offset, commit) in commits.enumerated() {
+            try connection.publishAsync(subject: subject, data: try ChangeEnvelope.encode(commit, store: storeIdentifier),
+                                        id: ChangeEnvelope.messageID(store: storeIdentifier, sequence: commit.sequence),
+                                        expectedLastSequence: streamLast + UInt64(offset))
+        }
+        let finished = connection.waitForAcknowledgments(timeout: connection.timeout)
+        let answers = connection.acknowledgments.take()
+        if let refusal = answers.refusal {
+            // 10071: the stream's last sequence was not the expected one.
+            if refusal.code == 10071 { throw JetStreamError.anotherShipper(stream: stream, reason: refusal.reason) }
+            throw JetStreamError.serverRefused("a commit", reason: refusal.reason)
+        }
+        guard finished else { throw JetStreamError.timedOut("acknowledgments of \(commits.count) commits") }
+        let expected = (1...UInt64(commits.count)).map { streamLast + $0 }
+        guard answers.streamSequences.sorted() == expected, answers.duplicates == 0 else {
+            throw JetStreamError.anotherShipper(stream: stream, reason: "the stream stored the commits at other sequences")
+        }
+        try cursor.acknowledge(through: newest.sequence)
+        streamLast += UInt64(commits.count)
+        shippedSequence = newest.sequence
+        return commits.count
+    }
+
+    /// Ships commits as they are made until every commit through `sequence` is in the stream
+    /// (or forever when nil), checking for new commits every `interval` when idle.
+    public func run(until sequence: UInt64? = nil, interval: Duration = .milliseconds(5)) throws {
+        while true {
+            if let sequence, shippedSequence >= sequence { return }
+            if try shipAvailable() == 0 { Thread.sleep(forTimeInterval: interval.seconds) }
+        }
+    }
+}

@@ -1,0 +1,159 @@
+import Feedstore
+import FeedstoreDemo
+@testable import FeedstoreJetStream
+import FeedstoreTestSupport
+import Foundation
+import Testing
+
+/// The shipper against a real `nats-server -js` on loopback: every commit reaches the stream
+/// once, in order, as the envelope of the journal's commit; restarts of either side leave no gap
+/// and no duplicate; a second shipper is refused.
+@Suite(.serialized) struct ShipperTests {
+    static let stream = "ITEMS"
+
+    /// Seeded mixed commits: inserts, updates and deletes of `Item`s and `Note`s, one to five
+    /// changes each.
+    static func commit(_ store: Store, _ count: Int, rng: inout SeededGenerator) throws {
+        for _ in 0..<count {
+            try store.write { tx in
+                for _ in 0..<Int.random(in: 1...5, using: &rng) {
+                    let id = Int64.random(in: 1...200, using: &rng)
+                    switch Int.random(in: 0..<6, using: &rng) {
+                    case 0: try tx.delete(Item.self, id: id)
+                    case 1: try tx.put(Note(id: "n\(id % 20)", body: String(repeating: "b", count: Int(id % 7)), priority: Int8(id % 5),
+                                            when: Date(timeIntervalSince1970: Double(id) * 1_000), labels: ["x\(id % 3)"]))
+                    default:
+                        try tx.put(Item(id: id, group: id % 4 == 0 ? nil : id % 3, score: Double.random(in: 0..<100, using: &rng),
+                                        name: "item \(id)", flag: Bool.random(using: &rng), tag: id % 9 == 0 ? UUID() : nil))
+                    }
+                }
+            }
+        }
+    }
+
+    /// The stream's messages, in order: their ids and data.
+    static func streamMessages(_ server: NATSServer) throws -> [StreamMessage] {
+        let connection = try NATSConnection(JetStreamConnection(url: server.url))
+        guard let info = try connection.streamInfo(stream) else { return [] }
+        return try (max(info.firstSequence, 1)...max(info.lastSequence, 1)).compactMap { try connection.message(stream, at: $0) }
+    }
+
+    /// The stream holds exactly the store's commits from `start` on, each once, in order, each
+    /// the envelope of that commit.
+    static func expectStreamHoldsJournal(_ server: NATSServer, store: Store, from start: UInt64, seed: UInt64) throws {
+        let identifier = try #require(try store.read { try $0.storeIdentifier() })
+        let bounds = try store.read { try $0.journalBounds() }
+        let commits = try store.read { try $0.journal(after: start - 1, limit: Int(bounds.last - start) + 1) }
+        let messages = try streamMessages(server)
+        #expect(!commits.isEmpty)
+        #expect(messages.count == commits.count, "seed \(seed)")
+        #expect(messages.map(\.streamSequence) == Array(1...UInt64(max(messages.count, 1))).prefix(messages.count).map { $0 })
+        for (message, commit) in zip(messages, commits) {
+            #expect(message.id == ChangeEnvelope.messageID(store: identifier, sequence: commit.sequence), "seed \(seed)")
+            #expect(message.data == (try ChangeEnvelope.encode(commit, store: identifier)), "commit \(commit.sequence), seed \(seed)")
+        }
+    }
+
+    @Test(arguments: testSeeds(1))
+    func everyCommitReachesTheStreamOnceInOrder(seed: UInt64) throws {
+        var rng = SeededGenerator(seed: seed)
+        try withTemporaryDirectory { dir in
+            let server = try NATSServer(directory: dir)
+            let store = try Store(path: dir + "/primary", entities: [Item.self, Note.self], options: StoreOptions(durability: .none))
+            try Self.commit(store, 20, rng: &rng)  // before the shipper: not shipped
+            let shipper = try JournalShipper(store: store, connection: JetStreamConnection(url: server.url), stream: Self.stream)
+            let start = try #require(try store.read { try $0.recordImagesStart() })
+            try Self.commit(store, 600, rng: &rng)
+            let last = try store.read { try $0.journalBounds().last }
+            try shipper.run(until: last)
+            #expect(shipper.shippedSequence == last)
+            try Self.expectStreamHoldsJournal(server, store: store, from: start, seed: seed)
+            // The cursor is where the stream ends.
+            #expect(try store.journalCursor(named: "jetstream:\(Self.stream)").position() == last)
+        }
+    }
+
+    /// A shipper that stopped after the server stored commits but before its cursor moved (the
+    /// cursor is put back here) continues after the stream's last commit; a server restart in
+    /// between changes nothing.
+    @Test(arguments: testSeeds(1, base: 7))
+    func aShipperResumesAfterTheStreamsLastCommit(seed: UInt64) throws {
+        var rng = SeededGenerator(seed: seed)
+        try withTemporaryDirectory { dir in
+            let server = try NATSServer(directory: dir)
+            let store = try Store(path: dir + "/primary", entities: [Item.self, Note.self], options: StoreOptions(durability: .none))
+            var shipper: JournalShipper? = try JournalShipper(store: store, connection: JetStreamConnection(url: server.url), stream: Self.stream)
+            let start = try #require(try store.read { try $0.recordImagesStart() })
+            try Self.commit(store, 100, rng: &rng)
+            try shipper!.run(until: try store.read { try $0.journalBounds().last })
+            shipper = nil
+            let cursor = try store.journalCursor(named: "jetstream:\(Self.stream)")
+            try cursor.remove()
+            #expect(try store.journalCursor(named: "jetstream:\(Self.stream)", start: .oldest).position() < start)
+            server.stop()
+            try Self.commit(store, 50, rng: &rng)
+            try server.start()
+            shipper = try JournalShipper(store: store, connection: JetStreamConnection(url: server.url), stream: Self.stream)
+            try Self.commit(store, 50, rng: &rng)
+            try shipper!.run(until: try store.read { try $0.journalBounds().last })
+            try Self.expectStreamHoldsJournal(server, store: store, from: start, seed: seed)
+        }
+    }
+
+    @Test func aSecondShipperIsRefused() throws {
+        var rng = SeededGenerator(seed: 3)
+        try withTemporaryDirectory { dir in
+            let server = try NATSServer(directory: dir)
+            let connection = JetStreamConnection(url: server.url)
+            let primary = try Store(path: dir + "/primary", entities: [Item.self, Note.self], options: StoreOptions(durability: .none))
+            var shipper: JournalShipper? = try JournalShipper(store: primary, connection: connection, stream: Self.stream)
+            try Self.commit(primary, 10, rng: &rng)
+            try shipper!.run(until: try primary.read { try $0.journalBounds().last })
+
+            // The same store, a second time: the lock refuses it.
+            #expect {
+                try JournalShipper(store: primary, connection: connection, stream: Self.stream)
+            } throws: { error in
+                guard case JetStreamError.anotherShipper = error else { return false }
+                return "\(error)".contains("already runs")
+            }
+
+            // Another store, the same stream: refused by the stream's last message.
+            let other = try Store(path: dir + "/other", entities: [Item.self], options: StoreOptions(durability: .none))
+            #expect { try JournalShipper(store: other, connection: connection, stream: Self.stream) } throws: { error in
+                guard case JetStreamError.streamHoldsAnotherStore = error else { return false }
+                return true
+            }
+
+            // Copies of the primary (the same identifier): one whose history forks from the
+            // primary's, and one that stays behind.
+            try primary.copy(to: dir + "/copy", compact: true)
+            try primary.copy(to: dir + "/behind", compact: true)
+            let copy = try Store(path: dir + "/copy", entities: [Item.self, Note.self], options: StoreOptions(durability: .none))
+            try Self.commit(copy, 3, rng: &rng)
+            var copyShipper: JournalShipper? = try JournalShipper(store: copy, connection: connection, stream: Self.stream)
+            // Both resumed at the same stream sequence; the copy ships first, and the primary's
+            // next publish finds the stream moved.
+            try copyShipper!.run(until: try copy.read { try $0.journalBounds().last })
+            copyShipper = nil
+            try Self.commit(primary, 2, rng: &rng)
+            #expect { try shipper!.shipAvailable() } throws: { error in
+                guard case JetStreamError.anotherShipper = error else { return false }
+                return true
+            }
+            shipper = nil
+            // Restarted, the primary finds a commit of the same sequence but another content.
+            try Self.commit(primary, 5, rng: &rng)
+            #expect { try JournalShipper(store: primary, connection: connection, stream: Self.stream) } throws: { error in
+                guard case JetStreamError.historyDiverged = error else { return false }
+                return true
+            }
+            // The copy left behind finds commits in the stream that it lacks.
+            let behind = try Store(path: dir + "/behind", entities: [Item.self, Note.self], options: StoreOptions(durability: .none))
+            #expect { try JournalShipper(store: behind, connection: connection, stream: Self.stream) } throws: { error in
+                guard case JetStreamError.streamAheadOfStore = error else { return false }
+                return true
+            }
+        }
+    }
+}
