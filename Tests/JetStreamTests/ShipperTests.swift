@@ -48,9 +48,19 @@ import Testing
         #expect(!commits.isEmpty)
         #expect(messages.count == commits.count, "seed \(seed)")
         #expect(messages.map(\.streamSequence) == Array(1...UInt64(max(messages.count, 1))).prefix(messages.count).map { $0 })
+        var described: Set<String> = []
         for (message, commit) in zip(messages, commits) {
             #expect(message.id == ChangeEnvelope.messageID(store: identifier, sequence: commit.sequence), "seed \(seed)")
-            #expect(message.data == (try ChangeEnvelope.encode(commit, store: identifier)), "commit \(commit.sequence), seed \(seed)")
+            let received = try ChangeEnvelope.decode(message.data, streamSequence: message.streamSequence)
+            let expected = try ChangeEnvelope.decode(try ChangeEnvelope.encode(commit, store: identifier), streamSequence: 0)
+            #expect(received.commit == expected.commit, "commit \(commit.sequence), seed \(seed)")
+            // Each entity's catalog entry comes with its first commit in the stream.
+            for entity in Set(commit.entries.map(\.entity)) where !described.contains(entity) {
+                let current = try store.catalog.entities[entity]
+                #expect(received.schemas[entity]?.indexes == current?.indexes && received.schemas[entity]?.primaryKeyKind == current?.primaryKeyKind,
+                        "commit \(commit.sequence)")
+            }
+            described.formUnion(received.schemas.keys)
         }
     }
 

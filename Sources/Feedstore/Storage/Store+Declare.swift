@@ -29,6 +29,6 @@ extension Store {
         }
         let declaration = StoreOpener.Declaration(name: name, primaryKeyKind: primaryKeyKind, indexes: indexes,
                                                      fields: existing?.declaredFields)
-        try StoreOpener.register([declaration], in: core, options: StoreOptions(readOnly: readOnlyReason != nil))
+        try StoreOpener.register([declaration], in: core, options: StoreOptions(), readOnlyReason: readOnlyReason)
     }
 }

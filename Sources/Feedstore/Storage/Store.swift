@@ -44,9 +44,9 @@ public final class Store: Sendable {
             try StoreOpener.openCore(path: canonical, options: options)
         }
         self.core = core
-        self.readOnlyReason = options.readOnlyReason ?? core.readOnlyReason
         do {
-            try StoreOpener.register(entities, in: core, options: options)
+            self.readOnlyReason = try options.readOnlyReason ?? core.readOnlyReason ?? Self.replicaRefusal(core, options: options)
+            try StoreOpener.register(entities, in: core, options: options, readOnlyReason: readOnlyReason)
         } catch {
             StoreRegistry.release(core)
             throw error
@@ -54,6 +54,15 @@ public final class Store: Sendable {
     }
 
     deinit { close() }
+
+    /// Why this handle may not write a replica: only the replica's follower writes it.
+    private static func replicaRefusal(_ core: StoreCore, options: StoreOptions) throws -> String? {
+        if options.writesReplica { return nil }
+        let txn = try LMDBTransaction(environment: core.environment, readOnly: true)
+        guard let bytes = try txn.get(core.system.meta, key: MetaKey.replica) else { return nil }
+        let state = try ReplicaState(decoding: bytes)
+        return "it is a replica of store \(state.origin.uuidString.lowercased()), written only by its follower"
+    }
 
     /// Drops the store's pages that this process has read from its resident memory. They stay
     /// in the system's page cache, so reading them again costs a page fault, not a disk read.

@@ -223,19 +223,19 @@ enum StoreOpener {
     // MARK: Registration
 
     /// Brings the catalog in line with the declared entities, in one write transaction.
-    static func register(_ types: [any Entity.Type], in core: StoreCore, options: StoreOptions) throws {
-        try register(types.map { try declaration(of: $0) }, in: core, options: options)
+    static func register(_ types: [any Entity.Type], in core: StoreCore, options: StoreOptions, readOnlyReason: String? = nil) throws {
+        try register(types.map { try declaration(of: $0) }, in: core, options: options, readOnlyReason: readOnlyReason)
     }
 
     /// Brings the catalog in line with `declared`, in one write transaction.
-    static func register(_ declared: [Declaration], in core: StoreCore, options: StoreOptions) throws {
+    static func register(_ declared: [Declaration], in core: StoreCore, options: StoreOptions, readOnlyReason handleReason: String? = nil) throws {
         let schema = core.schema
         let upToDate = declared.allSatisfy { entity in
             guard let existing = schema.catalog.entities[entity.name] else { return false }
             return existing.indexes.map(\.definition) == entity.indexes
         }
         let fieldsUpToDate = declared.allSatisfy { schema.catalog.entities[$0.name]?.declaredFields == $0.fields }
-        let readOnlyReason = options.readOnlyReason ?? core.readOnlyReason
+        let readOnlyReason = handleReason ?? options.readOnlyReason ?? core.readOnlyReason
         // A read-only handle keeps the fields last stored: they only serve to check names.
         if upToDate && (fieldsUpToDate || readOnlyReason != nil) { return }
         if let reason = readOnlyReason {

@@ -51,6 +51,8 @@ public struct StoreOptions: Sendable {
     /// Benchmarks only: skips maintaining index counts, to measure what counting costs. A store
     /// written this way has wrong counts (`verify` reports them); never use it otherwise.
     @_spi(Benchmarking) public var maintainsCounts: Bool = true
+    /// Replication only: this handle is a replica's follower, the one writer of a replica.
+    @_spi(Replication) public var writesReplica: Bool = false
     /// Called while an index is built on open, with (records done, records in all).
     public var indexBuildProgress: (@Sendable (_ index: String, _ done: Int, _ total: Int) -> Void)? = nil
 

@@ -27,6 +27,8 @@ enum MetaKey {
     static let storeIdentifier: [UInt8] = Array("store.id".utf8)
     /// The first sequence whose journal entries carry the record after the change (format 3).
     static let recordImagesFrom: [UInt8] = Array("journal.images".utf8)
+    /// A replica's state (``ReplicaState``); absent in stores that are no replica.
+    static let replica: [UInt8] = Array("replica".utf8)
 
     static func encode(_ value: UInt64) -> [UInt8] { withUnsafeBytes(of: value.bigEndian) { Array($0) } }
 

@@ -66,6 +66,15 @@ extension WriteTransaction {
         try writeRecord(try placing(converted, in: RecordValues(entity: entity)), id: id, mode: .upsert)
     }
 
+    /// Deletes the record with primary key `id` without the application's types; returns
+    /// whether it existed.
+    /// - Throws: ``FeedstoreError/unknownEntity(_:)``; ``FeedstoreError/invalidRange(entity:index:reason:)``
+    ///   for an id of the wrong kind.
+    @discardableResult
+    public func delete(entity name: String, id: FieldValue) throws -> Bool {
+        try deleteRecord(entity: name, id: try entity(name).catalog.primaryKeyComponent(id))
+    }
+
     // MARK: The write path
 
     private func write<E: Entity>(_ record: E, mode: WriteMode) throws {

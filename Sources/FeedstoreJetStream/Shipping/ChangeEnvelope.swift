@@ -15,15 +15,19 @@ import Foundation
 ///
 /// Object keys are in UTF-8 order; values print as ``FieldValue/jsonText`` prints them (dates as
 /// ISO 8601 strings, UUIDs as strings, bytes as base64). `after` is null for deletes. There is no
-/// `before` record: the journal keeps index keys before a change, not records.
+/// `before` record: the journal keeps index keys before a change, not records. An envelope may
+/// also carry `"schema"`: the store's catalog entries (key kind, fields and their kinds, index
+/// definitions) of entities it changes, the first time a shipper sends them and whenever they
+/// change; a replica declares its entities from them.
 public enum ChangeEnvelope {
     /// The envelope version this library writes and reads.
     public static let version = 1
 
-    /// The envelope of `commit`, shipped from the store `store`.
+    /// The envelope of `commit`, shipped from the store `store`, with the catalog entries of
+    /// `schemas` (what a replica needs to store the records with their kinds and indexes).
     /// - Throws: ``JetStreamError/commitWithoutRecord(sequence:)`` when an insert or update lacks
     ///   its record (a commit made before the store kept record images).
-    public static func encode(_ commit: JournalCommit, store: UUID) throws -> [UInt8] {
+    public static func encode(_ commit: JournalCommit, store: UUID, schemas: [CatalogEntity] = []) throws -> [UInt8] {
         let entries = try commit.entries.map { entry -> FieldValue in
             if entry.kind != .delete && entry.record == nil { throw JetStreamError.commitWithoutRecord(sequence: commit.sequence) }
             var keys: [String: FieldValue] = [:]
@@ -40,13 +44,78 @@ public enum ChangeEnvelope {
                 "indexKeys": .object(keys),
             ])
         }
-        let envelope = FieldValue.object([
-            "v": .int(Int64(version)),
-            "source": .object(["store": .string(store.uuidString.lowercased()), "sequence": .uint(commit.sequence),
-                               "time": .date(commit.timestamp)]),
-            "entries": .array(entries),
-        ])
-        return Array(envelope.jsonText.utf8)
+        let source = FieldValue.object(["store": .string(store.uuidString.lowercased()), "sequence": .uint(commit.sequence),
+                                        "time": .date(commit.timestamp)])
+        // Members in UTF-8 order, as every object here: entries, schema, source, v.
+        var text = "{\"entries\":" + FieldValue.array(entries).jsonText
+        if !schemas.isEmpty {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            text += ",\"schema\":{" + (try schemas.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }.map { entity in
+                FieldValue.string(entity.name).jsonText + ":" + String(decoding: try encoder.encode(entity), as: UTF8.self)
+            }.joined(separator: ",")) + "}"
+        }
+        text += ",\"source\":" + source.jsonText + ",\"v\":\(version)}"
+        return Array(text.utf8)
+    }
+
+    /// One entry of a received envelope.
+    struct Entry {
+        var entity: String
+        var id: FieldValue
+        var op: String
+        var after: [String: FieldValue]?
+    }
+
+    /// A received envelope: its commit and the catalog entries it carries.
+    struct Received {
+        var store: String
+        var sequence: UInt64
+        var entries: [Entry]
+        var schemas: [String: CatalogEntity]
+        /// The envelope's `source` and `entries` members, to compare commits.
+        var commit: FieldValue
+    }
+
+    /// Reads an envelope of this library's version.
+    static func decode(_ data: [UInt8], streamSequence: UInt64) throws -> Received {
+        func bad(_ reason: String) -> JetStreamError { .badEnvelope(streamSequence: streamSequence, reason: reason) }
+        let parsed: FieldValue
+        do { parsed = try FieldValue(jsonText: String(decoding: data, as: UTF8.self)) } catch { throw bad("\(error)") }
+        guard case let .object(members) = parsed else { throw bad("not a JSON object") }
+        guard let v = members["v"], v == .int(Int64(version)) else { throw bad("version \(members["v"]?.jsonText ?? "missing"), expected \(version)") }
+        guard case let .object(source)? = members["source"], case let .string(store)? = source["store"],
+              let sequence = source["sequence"].flatMap(Self.unsigned)
+        else { throw bad("no source store and sequence") }
+        guard case let .array(items)? = members["entries"] else { throw bad("no entries") }
+        let entries = try items.map { item -> Entry in
+            guard case let .object(entry) = item, case let .string(entity)? = entry["entity"], let id = entry["id"],
+                  case let .string(op)? = entry["op"], ["c", "u", "d"].contains(op)
+            else { throw bad("an entry without entity, id or op") }
+            var after: [String: FieldValue]?
+            switch entry["after"] {
+            case let .object(fields)?: after = fields
+            case .null?, nil: after = nil
+            default: throw bad("an entry whose after is not an object")
+            }
+            if op != "d" && after == nil { throw bad("an insert or update without its record") }
+            return Entry(entity: entity, id: id, op: op, after: after)
+        }
+        var schemas: [String: CatalogEntity] = [:]
+        if members["schema"] != nil {
+            struct Schemas: Decodable { var schema: [String: CatalogEntity] }
+            do { schemas = try JSONDecoder().decode(Schemas.self, from: Data(data)).schema } catch { throw bad("schema: \(error)") }
+        }
+        return Received(store: store, sequence: sequence, entries: entries, schemas: schemas,
+                        commit: .object(["source": .object(source), "entries": .array(items)]))
+    }
+
+    static func unsigned(_ value: FieldValue) -> UInt64? {
+        switch value {
+        case let .int(v) where v >= 0: UInt64(v)
+        case let .uint(v): v
+        default: nil
+        }
     }
 
     /// The `Nats-Msg-Id` of a commit: the store and the sequence, so that JetStream drops a

@@ -35,6 +35,9 @@ public final class JournalShipper {
     private let lock: ShipperLock
     /// The stream's last sequence, as this shipper last saw or made it.
     private var streamLast: UInt64 = 0
+    /// The catalog entry of each entity as this shipper last sent it: an envelope carries an
+    /// entity's entry the first time and whenever it changed.
+    private var sentSchemas: [String: CatalogEntity] = [:]
 
     /// Connects, creates the stream when it does not exist, and finds where shipping resumes.
     ///
@@ -95,10 +98,11 @@ public final class JournalShipper {
             throw JetStreamError.streamAheadOfStore(stream: stream, streamSequence: named.sequence, storeSequence: newest)
         }
         // A copy of the store has the same identifier: the commit must be this store's own.
-        if let commit = try? store.read({ try $0.journal(after: named.sequence - 1, limit: 1) }).first, commit.sequence == named.sequence,
-           try ChangeEnvelope.encode(commit, store: storeIdentifier) != last.data
-        {
-            throw JetStreamError.historyDiverged(stream: stream, sequence: named.sequence)
+        if let commit = try? store.read({ try $0.journal(after: named.sequence - 1, limit: 1) }).first, commit.sequence == named.sequence {
+            let ours = try ChangeEnvelope.decode(try ChangeEnvelope.encode(commit, store: storeIdentifier), streamSequence: streamLast)
+            guard try ChangeEnvelope.decode(last.data, streamSequence: streamLast).commit == ours.commit else {
+                throw JetStreamError.historyDiverged(stream: stream, sequence: named.sequence)
+            }
         }
         // The stream is the truth: commits it holds were acknowledged, even when the cursor did
         // not move before a crash.
@@ -119,8 +123,16 @@ public final class JournalShipper {
         }
         guard let newest = commits.last else { return 0 }
         _ = connection.acknowledgments.take()
+        let catalog = try store.catalog
+        var sending = sentSchemas
         for (offset, commit) in commits.enumerated() {
-            try connection.publishAsync(subject: subject, data: try ChangeEnvelope.encode(commit, store: storeIdentifier),
+            var schemas: [CatalogEntity] = []
+            for name in Set(commit.entries.map(\.entity)) {
+                guard let entity = catalog.entities[name], sending[name] != entity else { continue }
+                schemas.append(entity)
+                sending[name] = entity
+            }
+            try connection.publishAsync(subject: subject, data: try ChangeEnvelope.encode(commit, store: storeIdentifier, schemas: schemas),
                                         id: ChangeEnvelope.messageID(store: storeIdentifier, sequence: commit.sequence),
                                         expectedLastSequence: streamLast + UInt64(offset))
         }
@@ -137,6 +149,7 @@ public final class JournalShipper {
             throw JetStreamError.anotherShipper(stream: stream, reason: "the stream stored the commits at other sequences")
         }
         try cursor.acknowledge(through: newest.sequence)
+        sentSchemas = sending
         streamLast += UInt64(commits.count)
         shippedSequence = newest.sequence
         return commits.count

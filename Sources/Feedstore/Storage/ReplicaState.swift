@@ -1,0 +1,53 @@
+import Foundation
+
+/// What a replica store follows: the store it copies and how far it has applied that store's
+/// commits. A follower writes it in the transaction that applies each commit, so it always
+/// matches the replica's records. Applications open a replica read-only: only its follower
+/// writes it.
+public struct ReplicaState: Sendable, Hashable {
+    /// The identifier of the store this one replicates.
+    public var origin: UUID
+    /// The sequence, in the stream the follower reads, of the last commit applied (0 before any).
+    public var streamSequence: UInt64
+    /// The origin's sequence of the last commit applied (the replica's journal has the same
+    /// sequences).
+    public var originSequence: UInt64
+
+    /// A replica state.
+    public init(origin: UUID, streamSequence: UInt64, originSequence: UInt64) {
+        self.origin = origin
+        self.streamSequence = streamSequence
+        self.originSequence = originSequence
+    }
+
+    /// The stored form: the origin's 16 bytes, then both sequences (8 bytes big-endian each).
+    var encoded: [UInt8] {
+        var out = withUnsafeBytes(of: origin.uuid) { Array($0) }
+        out.appendBigEndian(streamSequence)
+        out.appendBigEndian(originSequence)
+        return out
+    }
+
+    init(decoding bytes: [UInt8]) throws {
+        guard bytes.count == 32 else { throw FeedstoreError.corruptData(what: "meta replica", reason: "\(bytes.count) bytes, expected 32") }
+        let b = bytes
+        origin = UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
+        streamSequence = b[16..<24].reduce(0) { $0 << 8 | UInt64($1) }
+        originSequence = b[24..<32].reduce(0) { $0 << 8 | UInt64($1) }
+    }
+}
+
+extension ReadTransaction {
+    /// The store's replica state, or nil when it is no replica.
+    public func replicaState() throws -> ReplicaState? {
+        try access { try $0.get(core.system.meta, key: MetaKey.replica) }.map(ReplicaState.init(decoding:))
+    }
+}
+
+extension WriteTransaction {
+    /// Makes the store a replica (refused to writers other than its follower from then on) and
+    /// records how far it has applied its origin's commits, in this transaction.
+    @_spi(Replication) public func setReplicaState(_ state: ReplicaState) throws {
+        try access { try $0.put(core.system.meta, key: MetaKey.replica, value: state.encoded) }
+    }
+}
