@@ -22,6 +22,12 @@ public enum JetStreamError: Error, Sendable, Equatable, CustomStringConvertible 
     case historyDiverged(stream: String, sequence: UInt64)
     /// The store no longer keeps commits the stream lacks (a hard retention bound trimmed them).
     case storeBehindStream(stream: String, streamLast: UInt64, firstRetained: UInt64)
+    /// Another follower applies the stream to this replica.
+    case anotherFollower(replica: String, reason: String)
+    /// The replica cannot continue from the stream: the commits it needs next are not there
+    /// (never shipped, or dropped by the stream's retention). Seed it again from a copy of the
+    /// origin (`storectl compact`) and follow from there.
+    case replicaNeedsSeed(stream: String, reason: String)
     /// A message of the stream is not a Feedstore change envelope this library reads.
     case badEnvelope(streamSequence: UInt64, reason: String)
     /// A commit to ship lacks the record after a change: it was made before the store kept
@@ -42,6 +48,9 @@ public enum JetStreamError: Error, Sendable, Equatable, CustomStringConvertible 
             "stream \(stream) holds another commit \(sequence) than this store's: a copy of the store shipped its own history"
         case let .storeBehindStream(stream, streamLast, firstRetained):
             "stream \(stream) ends at commit \(streamLast), but the store's journal now starts at \(firstRetained): the commits between were trimmed"
+        case let .anotherFollower(replica, reason): "another follower writes replica \(replica): \(reason)"
+        case let .replicaNeedsSeed(stream, reason):
+            "the replica cannot continue from stream \(stream): \(reason); seed it again from a copy of the origin (storectl compact)"
         case let .badEnvelope(sequence, reason): "message \(sequence) of the stream is not a change envelope: \(reason)"
         case let .commitWithoutRecord(sequence):
             "commit \(sequence) was made before the store kept records in its journal; seed replicas from a copy taken after it"

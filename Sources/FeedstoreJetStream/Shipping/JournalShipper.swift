@@ -32,7 +32,7 @@ public final class JournalShipper {
     private let store: Store
     private let connection: NATSConnection
     private let cursor: JournalCursor
-    private let lock: ShipperLock
+    private let lock: ExclusiveFileLock
     /// The stream's last sequence, as this shipper last saw or made it.
     private var streamLast: UInt64 = 0
     /// The catalog entry of each entity as this shipper last sent it: an envelope carries an
@@ -59,7 +59,8 @@ public final class JournalShipper {
         self.stream = stream
         self.storeIdentifier = identifier
         self.subject = subject ?? "feedstore.\(identifier.uuidString.lowercased())"
-        lock = try ShipperLock(store: store, stream: stream)
+        lock = try ExclusiveFileLock(path: store.path + "/jetstream-\(stream).lock",
+                                     refusal: { .anotherShipper(stream: stream, reason: "a shipper of this store already runs: \($0)") })
         let imagesStart = try store.write { try $0.keepRecordImagesInJournal() }
         cursor = try store.journalCursor(named: "jetstream:\(stream)", start: .latest)
         if try cursor.position() + 1 < imagesStart { try cursor.acknowledge(through: imagesStart - 1) }

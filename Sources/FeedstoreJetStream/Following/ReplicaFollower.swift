@@ -1,0 +1,176 @@
+@_spi(Replication) import Feedstore
+import Foundation
+
+/// Applies a shipped stream, in order, to a replica store: each commit in one transaction with
+/// the replica's state (origin, stream and origin sequences), so that the replica's records,
+/// indexes, counts and journal match the origin's as of that commit, and a follower killed at
+/// any point resumes with no commit applied twice or skipped.
+///
+/// The replica's journal gets one commit per origin commit, with the same entries: its watchers
+/// deliver the batches the origin's deliver. Applications open a replica like any store, and
+/// every write of theirs is refused: only the follower writes it.
+///
+/// A replica starts from an empty store (the stream must then begin with the origin's first
+/// commit) or from a copy of the origin (`storectl compact`), which holds the origin's commits
+/// up to some sequence; the follower continues with the next one.
+public final class ReplicaFollower {
+    /// The stream followed.
+    public let stream: String
+    /// The replica, open for its follower.
+    public let replica: Store
+    /// How far the replica has applied its origin's commits (nil before the first one, for a
+    /// replica started from an empty store).
+    public private(set) var state: ReplicaState?
+
+    private let connection: NATSConnection
+    private let lock: ExclusiveFileLock
+    private var subscription: OrderedSubscription?
+    private var subject = ">"
+    /// The catalog entries of the origin's entities, from the envelopes that carried them.
+    private var schemas: [String: CatalogEntity] = [:]
+
+    /// Opens the replica at `path` (creating an empty one when there is none) and finds where in
+    /// the stream it continues.
+    /// - Parameters:
+    ///   - path: the replica's directory.
+    ///   - connection: the NATS server and its credentials.
+    ///   - stream: the stream a shipper fills.
+    ///   - durability: the replica's durability. The stream holds every commit, so a replica
+    ///     that loses its newest commits in a power loss applies them again: `.relaxed` by default.
+    /// - Throws: ``JetStreamError`` when the stream does not exist, holds another store's
+    ///   commits, or no longer holds the commits the replica needs next (re-seed it from a
+    ///   copy of the origin).
+    public init(path: String, connection: JetStreamConnection, stream: String, durability: Durability = .relaxed) throws {
+        self.stream = stream
+        var options = StoreOptions(durability: durability)
+        options.writesReplica = true
+        replica = try Store(path: path, options: options)
+        lock = try ExclusiveFileLock(path: replica.path + "/follower.lock", refusal: { .anotherFollower(replica: path, reason: $0) })
+        self.connection = try NATSConnection(connection)
+        state = try replica.read { try $0.replicaState() }
+        try start()
+    }
+
+    /// Sets the state of a replica seeded from a copy, and subscribes where the replica continues.
+    private func start() throws {
+        guard let info = try connection.streamInfo(stream) else {
+            throw JetStreamError.serverRefused("following stream \(stream)", reason: "there is no such stream")
+        }
+        subject = info.subjects.first ?? ">"
+        if state == nil, try replica.read({ try $0.journalBounds().last }) > 0 {
+            // A copy of the origin: it holds the origin's commits through its journal's end.
+            guard let origin = try replica.read({ try $0.storeIdentifier() }) else {
+                throw JetStreamError.replicaNeedsSeed(stream: stream, reason: "the store has commits but no identifier")
+            }
+            let through = try replica.read { try $0.journalBounds().last }
+            let streamSequence = try streamSequence(holdingAtMost: through, of: origin, info: info)
+            let seeded = ReplicaState(origin: origin, streamSequence: streamSequence, originSequence: through)
+            try replica.write { try $0.setReplicaState(seeded) }
+            state = seeded
+        }
+        if let state, state.streamSequence > 0, info.firstSequence > state.streamSequence + 1 {
+            throw JetStreamError.replicaNeedsSeed(stream: stream, reason: "the stream starts at message \(info.firstSequence); the replica needs message \(state.streamSequence + 1)")
+        }
+        subscription = try connection.subscribe(stream: stream, subject: subject, from: (state?.streamSequence ?? 0) + 1)
+    }
+
+    /// The stream sequence of the last message holding an origin commit at or before `through`
+    /// (0 when the stream's first message comes after it), found by bisecting the stream.
+    private func streamSequence(holdingAtMost through: UInt64, of origin: UUID,
+                                info: (subjects: [String], lastSequence: UInt64, firstSequence: UInt64)) throws -> UInt64
+    {
+        func originSequence(at sequence: UInt64) throws -> UInt64 {
+            guard let message = try connection.message(stream, at: sequence), let id = message.id,
+                  let named = ChangeEnvelope.parseMessageID(id)
+            else { throw JetStreamError.badEnvelope(streamSequence: sequence, reason: "no Feedstore message id") }
+            guard named.store == origin.uuidString.lowercased() else {
+                throw JetStreamError.streamHoldsAnotherStore(stream: stream, found: named.store, expected: origin)
+            }
+            return named.sequence
+        }
+        guard info.lastSequence >= max(info.firstSequence, 1) else { return info.lastSequence }
+        let first = max(info.firstSequence, 1)
+        let firstOrigin = try originSequence(at: first)
+        guard firstOrigin <= through + 1 else {
+            throw JetStreamError.replicaNeedsSeed(stream: stream, reason: "the stream starts with commit \(firstOrigin); the copy ends at \(through)")
+        }
+        if firstOrigin > through { return first - 1 }
+        // The last stream sequence whose origin commit is at most `through`: in [first, last].
+        var low = first, high = info.lastSequence
+        while low < high {
+            let middle = low + (high - low + 1) / 2
+            if try originSequence(at: middle) <= through { low = middle } else { high = middle - 1 }
+        }
+        return low
+    }
+
+    /// Applies the messages that arrive within `wait`, at most `limit` of them.
+    /// - Returns: how many commits were applied.
+    @discardableResult
+    public func applyAvailable(limit: Int = 1_000, wait: Duration = .milliseconds(100)) throws -> Int {
+        var applied = 0
+        while applied < limit, let message = try subscription!.next(timeout: applied == 0 ? wait : .zero) {
+            if try apply(message) { applied += 1 }
+        }
+        return applied
+    }
+
+    /// Applies commits until the one with origin sequence `sequence` is applied (or forever).
+    public func run(untilOriginSequence sequence: UInt64? = nil) throws {
+        while true {
+            if let sequence, let state, state.originSequence >= sequence { return }
+            try applyAvailable()
+        }
+    }
+
+    /// Applies one message; false when the replica already has its commit.
+    private func apply(_ message: StreamMessage) throws -> Bool {
+        if let state, message.streamSequence <= state.streamSequence { return false }
+        let envelope = try ChangeEnvelope.decode(message.data, streamSequence: message.streamSequence)
+        guard let origin = UUID(uuidString: envelope.store) else {
+            throw JetStreamError.badEnvelope(streamSequence: message.streamSequence, reason: "store \(envelope.store) is not a UUID")
+        }
+        let expected = (state?.originSequence ?? 0) + 1
+        if let state {
+            guard origin == state.origin else {
+                throw JetStreamError.streamHoldsAnotherStore(stream: stream, found: envelope.store, expected: state.origin)
+            }
+            if envelope.sequence < expected { return false }
+        }
+        guard envelope.sequence == expected else {
+            throw JetStreamError.replicaNeedsSeed(stream: stream, reason: state == nil
+                ? "the stream begins with commit \(envelope.sequence), not the origin's first; seed the replica from a copy of the origin"
+                : "the replica has applied commit \(expected - 1) and the stream's next is \(envelope.sequence)")
+        }
+        try declare(envelope.schemas)
+        let next = ReplicaState(origin: origin, streamSequence: message.streamSequence, originSequence: envelope.sequence)
+        try replica.write { tx in
+            for entry in envelope.entries {
+                if entry.op == "d" {
+                    _ = try tx.delete(entity: entry.entity, id: entry.id)
+                } else if let after = entry.after {
+                    var fields = after
+                    if let schema = schemas[entry.entity] {
+                        for (name, value) in fields { fields[name] = schema.coerce(value, toField: name) }
+                    }
+                    try tx.put(entity: entry.entity, id: entry.id, fields: fields)
+                }
+            }
+            try tx.setReplicaState(next)
+        }
+        state = next
+        return true
+    }
+
+    /// Declares entities whose catalog entries the replica lacks or has otherwise.
+    private func declare(_ received: [String: CatalogEntity]) throws {
+        guard !received.isEmpty else { return }
+        let catalog = try replica.catalog
+        for (name, entity) in received {
+            schemas[name] = entity
+            let current = catalog.entities[name]
+            if current?.primaryKeyKind == entity.primaryKeyKind, current?.indexes.map(\.definition) == entity.indexes.map(\.definition) { continue }
+            try replica.declare(entity: name, primaryKeyKind: entity.primaryKeyKind, indexes: entity.indexes.map(\.definition))
+        }
+    }
+}

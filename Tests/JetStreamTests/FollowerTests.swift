@@ -1,0 +1,126 @@
+import Feedstore
+import FeedstoreDemo
+@testable import FeedstoreJetStream
+import FeedstoreTestSupport
+import Foundation
+import Testing
+
+/// The follower against a real `nats-server -js`: a replica, from an empty store or from a copy
+/// of the primary, ends equal to the primary (records, every index, the journal), verifies clean,
+/// refuses other writers, and its watchers end equal to a fresh query.
+@Suite(.serialized) struct FollowerTests {
+    static let stream = ShipperTests.stream
+
+    /// The replica holds the primary's entities, records, index entries and journal from
+    /// `from` on (the same commits, sequences and entries).
+    static func expectReplicaEqualsPrimary(_ primary: Store, _ replica: Store, journalFrom from: UInt64 = 1, _ context: String) throws {
+        let primaryCatalog = try primary.catalog, replicaCatalog = try replica.catalog
+        #expect(Set(replicaCatalog.entities.keys) == Set(primaryCatalog.entities.keys), "\(context)")
+        for (name, entity) in primaryCatalog.entities {
+            #expect(replicaCatalog.entities[name]?.primaryKeyKind == entity.primaryKeyKind, "\(name), \(context)")
+            #expect(replicaCatalog.entities[name]?.indexes.map(\.definition) == entity.indexes.map(\.definition), "\(name), \(context)")
+            for index in [nil] + entity.indexes.map({ Optional($0.definition.name) }) {
+                let expected = try primary.read { try $0.entries(entity: name, index: index) }
+                let found = try replica.read { try $0.entries(entity: name, index: index) }
+                let firstDifference = zip(found, expected).enumerated().first { $0.element.0 != $0.element.1 }?.offset
+                #expect(found.count == expected.count && firstDifference == nil,
+                        "\(name) by \(index ?? "primary key"): \(found.count) entries, expected \(expected.count), first difference at \(firstDifference ?? -1), \(context)")
+            }
+        }
+        let last = try primary.read { try $0.journalBounds().last }
+        let primaryJournal = try primary.read { try $0.journal(after: from - 1, limit: Int(last)) }
+        let replicaJournal = try replica.read { try $0.journal(after: from - 1, limit: Int(last)) }
+        #expect(replicaJournal.count == primaryJournal.count, "\(context)")
+        // The replica's journal keeps no records of its own (it ships nothing).
+        func withoutRecords(_ commit: JournalCommit) -> [JournalEntry] { commit.entries.map { var e = $0; e.record = nil; return e } }
+        let firstDifference = zip(replicaJournal, primaryJournal).enumerated().first { $0.element.0.sequence != $0.element.1.sequence || withoutRecords($0.element.0) != withoutRecords($0.element.1) }?.offset
+        #expect(firstDifference == nil, "the journals differ at commit \(firstDifference.map { primaryJournal[$0].sequence } ?? 0), \(context)")
+        #expect(try replica.verify().isEmpty, "\(context)")
+    }
+
+    @Test(arguments: testSeeds(1, base: 11))
+    func aReplicaFromAnEmptyStoreEndsEqualToThePrimary(seed: UInt64) throws {
+        var rng = SeededGenerator(seed: seed)
+        try withTemporaryDirectory { dir in
+            let server = try NATSServer(directory: dir)
+            let connection = JetStreamConnection(url: server.url)
+            let primary = try Store(path: dir + "/primary", entities: [Item.self, Note.self], options: StoreOptions(durability: .none))
+            let shipper = try JournalShipper(store: primary, connection: connection, stream: Self.stream)
+            try ShipperTests.commit(primary, 300, rng: &rng)
+            try shipper.run(until: try primary.read { try $0.journalBounds().last })
+
+            let follower = try ReplicaFollower(path: dir + "/replica", connection: connection, stream: Self.stream, durability: .none)
+            // A watcher on the replica, opened by an application once the replica has `Item`.
+            try follower.run(untilOriginSequence: 20)
+            let reader = try Store(path: dir + "/replica", options: StoreOptions(durability: .none, readOnly: true))
+            let query = Query(Item.self, index: "byGroupScore")
+            let watcher = reader.watch(query)
+            var mirror = SectionedMirror<Item>()
+            try mirror.apply(try #require(try watcher.next(timeout: 5)))
+
+            let last = try primary.read { try $0.journalBounds().last }
+            try follower.run(untilOriginSequence: last)
+            #expect(follower.state?.originSequence == last)
+            #expect(follower.state?.origin == (try primary.read { try $0.storeIdentifier() }))
+            try Self.expectReplicaEqualsPrimary(primary, follower.replica, "seed \(seed)")
+
+            // More commits, followed as they are shipped.
+            try ShipperTests.commit(primary, 100, rng: &rng)
+            let newest = try primary.read { try $0.journalBounds().last }
+            try shipper.run(until: newest)
+            try follower.run(untilOriginSequence: newest)
+            try Self.expectReplicaEqualsPrimary(primary, follower.replica, "seed \(seed), after more commits")
+
+            // The watcher ends equal to a fresh query.
+            while watcher.sequence < newest, let batch = try watcher.next(timeout: 5) { try mirror.apply(batch) }
+            let fresh = try reader.read { try $0.objects(in: query) }
+            #expect(mirror.rows.count == fresh.count && mirror.rows.map(\.id) == fresh.map(\.id), "seed \(seed)")
+            let onPrimary = try primary.read { try $0.objects(in: query) }
+            #expect(mirror.rows.count == onPrimary.count && mirror.rows.map(\.fields) == onPrimary.map(\.fields), "seed \(seed)")
+            watcher.cancel()
+
+            // Applications cannot write the replica.
+            let application = try Store(path: dir + "/replica", entities: [Item.self, Note.self], options: StoreOptions(durability: .none))
+            #expect(application.isReadOnly)
+            #expect { try application.write { try $0.put(Item(id: 1, group: 1, score: 1, name: "x", flag: false, tag: nil)) } } throws: { error in
+                guard case let FeedstoreError.readOnly(_, reason) = error else { return false }
+                return reason.contains("replica")
+            }
+            #expect(try application.read { try $0.replicaState() } == follower.state)
+        }
+    }
+
+    /// A replica seeded from a copy of the primary continues after the copy's last commit; an
+    /// empty store cannot follow a stream that does not begin with the primary's first commit.
+    @Test func aReplicaSeededFromACopyContinuesAfterIt() throws {
+        var rng = SeededGenerator(seed: 5)
+        try withTemporaryDirectory { dir in
+            let server = try NATSServer(directory: dir)
+            let connection = JetStreamConnection(url: server.url)
+            let primary = try Store(path: dir + "/primary", entities: [Item.self, Note.self], options: StoreOptions(durability: .none))
+            try ShipperTests.commit(primary, 30, rng: &rng)  // never shipped: the copy holds them
+            let shipper = try JournalShipper(store: primary, connection: connection, stream: Self.stream)
+            try ShipperTests.commit(primary, 40, rng: &rng)
+            try primary.copy(to: dir + "/replica", compact: true)
+            let copied = try primary.read { try $0.journalBounds().last }
+            try ShipperTests.commit(primary, 40, rng: &rng)
+            let last = try primary.read { try $0.journalBounds().last }
+            try shipper.run(until: last)
+
+            let follower = try ReplicaFollower(path: dir + "/replica", connection: connection, stream: Self.stream, durability: .none)
+            #expect(follower.state?.originSequence == copied)
+            try follower.run(untilOriginSequence: last)
+            try Self.expectReplicaEqualsPrimary(primary, follower.replica, "seeded from a copy")
+
+            #expect { try ReplicaFollower(path: dir + "/empty", connection: connection, stream: Self.stream, durability: .none).run(untilOriginSequence: last) } throws: { error in
+                guard case JetStreamError.replicaNeedsSeed = error else { return false }
+                return true
+            }
+            // One follower per replica.
+            #expect { try ReplicaFollower(path: dir + "/replica", connection: connection, stream: Self.stream) } throws: { error in
+                guard case JetStreamError.anotherFollower = error else { return false }
+                return true
+            }
+        }
+    }
+}
