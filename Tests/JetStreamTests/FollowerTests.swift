@@ -44,7 +44,7 @@ import Testing
         try withTemporaryDirectory { dir in
             let server = try NATSServer(directory: dir)
             let connection = JetStreamConnection(url: server.url)
-            let primary = try Store(path: dir + "/primary", entities: [Item.self, Note.self], options: StoreOptions(durability: .none))
+            let primary = try Store(path: dir + "/primary", entities: [Item.self, Note.self, Event.self], options: StoreOptions(durability: .none))
             let shipper = try JournalShipper(store: primary, connection: connection, stream: Self.stream)
             try ShipperTests.commit(primary, 300, rng: &rng)
             try shipper.run(until: try primary.read { try $0.journalBounds().last })
@@ -75,12 +75,17 @@ import Testing
             while watcher.sequence < newest, let batch = try watcher.next(timeout: 5) { try mirror.apply(batch) }
             let fresh = try reader.read { try $0.objects(in: query) }
             #expect(mirror.rows.count == fresh.count && mirror.rows.map(\.id) == fresh.map(\.id), "seed \(seed)")
+            // Typed values read back equal: dates to the last bit, nested values with their kinds.
+            let events = Query(Event.self, index: "byAt")
+            let replicaEvents = try reader.read { try $0.objects(in: events) }
+            let primaryEvents = try primary.read { try $0.objects(in: events) }
+            #expect(!replicaEvents.isEmpty && replicaEvents == primaryEvents, "seed \(seed)")
             let onPrimary = try primary.read { try $0.objects(in: query) }
             #expect(mirror.rows.count == onPrimary.count && mirror.rows.map(\.fields) == onPrimary.map(\.fields), "seed \(seed)")
             watcher.cancel()
 
             // Applications cannot write the replica.
-            let application = try Store(path: dir + "/replica", entities: [Item.self, Note.self], options: StoreOptions(durability: .none))
+            let application = try Store(path: dir + "/replica", entities: [Item.self, Note.self, Event.self], options: StoreOptions(durability: .none))
             #expect(application.isReadOnly)
             #expect { try application.write { try $0.put(Item(id: 1, group: 1, score: 1, name: "x", flag: false, tag: nil)) } } throws: { error in
                 guard case let FeedstoreError.readOnly(_, reason) = error else { return false }
@@ -97,7 +102,7 @@ import Testing
         try withTemporaryDirectory { dir in
             let server = try NATSServer(directory: dir)
             let connection = JetStreamConnection(url: server.url)
-            let primary = try Store(path: dir + "/primary", entities: [Item.self, Note.self], options: StoreOptions(durability: .none))
+            let primary = try Store(path: dir + "/primary", entities: [Item.self, Note.self, Event.self], options: StoreOptions(durability: .none))
             try ShipperTests.commit(primary, 30, rng: &rng)  // never shipped: the copy holds them
             let shipper = try JournalShipper(store: primary, connection: connection, stream: Self.stream)
             try ShipperTests.commit(primary, 40, rng: &rng)

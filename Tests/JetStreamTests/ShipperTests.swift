@@ -5,6 +5,23 @@ import FeedstoreTestSupport
 import Foundation
 import Testing
 
+/// An entity whose values JSON cannot carry exactly: dates with sub-millisecond parts, bytes,
+/// UUID keys, and a nested value holding dates and UUIDs (which no catalog describes).
+struct Event: Entity, Equatable {
+    struct Detail: Codable, Equatable {
+        var seen: Date
+        var tags: [UUID]
+        var count: UInt64
+    }
+
+    var id: UUID
+    var at: Date
+    var payload: Data
+    var detail: Detail?
+
+    static let indexes: [IndexDefinition] = [IndexDefinition("byAt", [.descending("at")])]
+}
+
 /// The shipper against a real `nats-server -js` on loopback: every commit reaches the stream
 /// once, in order, as the envelope of the journal's commit; restarts of either side leave no gap
 /// and no duplicate; a second shipper is refused.
@@ -18,8 +35,15 @@ import Testing
             try store.write { tx in
                 for _ in 0..<Int.random(in: 1...5, using: &rng) {
                     let id = Int64.random(in: 1...200, using: &rng)
-                    switch Int.random(in: 0..<6, using: &rng) {
+                    switch Int.random(in: 0..<8, using: &rng) {
                     case 0: try tx.delete(Item.self, id: id)
+                    case 6:
+                        let at = Date(timeIntervalSinceReferenceDate: Double.random(in: 0..<1e9, using: &rng))
+                        let detail = Event.Detail(seen: at.addingTimeInterval(Double.random(in: 0..<1, using: &rng)),
+                                                  tags: [UUID(), UUID()], count: UInt64.random(in: 0...UInt64.max, using: &rng))
+                        try tx.put(Event(id: UUID(uuidString: String(format: "00000000-0000-0000-0000-%012d", id % 30))!, at: at,
+                                         payload: Data((0..<Int(id % 9)).map { UInt8($0) }), detail: id % 2 == 0 ? detail : nil))
+                    case 7: try tx.delete(Event.self, id: UUID(uuidString: String(format: "00000000-0000-0000-0000-%012d", id % 30))!)
                     case 1: try tx.put(Note(id: "n\(id % 20)", body: String(repeating: "b", count: Int(id % 7)), priority: Int8(id % 5),
                                             when: Date(timeIntervalSince1970: Double(id) * 1_000), labels: ["x\(id % 3)"]))
                     default:
@@ -69,7 +93,7 @@ import Testing
         var rng = SeededGenerator(seed: seed)
         try withTemporaryDirectory { dir in
             let server = try NATSServer(directory: dir)
-            let store = try Store(path: dir + "/primary", entities: [Item.self, Note.self], options: StoreOptions(durability: .none))
+            let store = try Store(path: dir + "/primary", entities: [Item.self, Note.self, Event.self], options: StoreOptions(durability: .none))
             try Self.commit(store, 20, rng: &rng)  // before the shipper: not shipped
             let shipper = try JournalShipper(store: store, connection: JetStreamConnection(url: server.url), stream: Self.stream)
             let start = try #require(try store.read { try $0.recordImagesStart() })
@@ -91,7 +115,7 @@ import Testing
         var rng = SeededGenerator(seed: seed)
         try withTemporaryDirectory { dir in
             let server = try NATSServer(directory: dir)
-            let store = try Store(path: dir + "/primary", entities: [Item.self, Note.self], options: StoreOptions(durability: .none))
+            let store = try Store(path: dir + "/primary", entities: [Item.self, Note.self, Event.self], options: StoreOptions(durability: .none))
             var shipper: JournalShipper? = try JournalShipper(store: store, connection: JetStreamConnection(url: server.url), stream: Self.stream)
             let start = try #require(try store.read { try $0.recordImagesStart() })
             try Self.commit(store, 100, rng: &rng)
@@ -115,7 +139,7 @@ import Testing
         try withTemporaryDirectory { dir in
             let server = try NATSServer(directory: dir)
             let connection = JetStreamConnection(url: server.url)
-            let primary = try Store(path: dir + "/primary", entities: [Item.self, Note.self], options: StoreOptions(durability: .none))
+            let primary = try Store(path: dir + "/primary", entities: [Item.self, Note.self, Event.self], options: StoreOptions(durability: .none))
             var shipper: JournalShipper? = try JournalShipper(store: primary, connection: connection, stream: Self.stream)
             try Self.commit(primary, 10, rng: &rng)
             try shipper!.run(until: try primary.read { try $0.journalBounds().last })
@@ -139,7 +163,7 @@ import Testing
             // primary's, and one that stays behind.
             try primary.copy(to: dir + "/copy", compact: true)
             try primary.copy(to: dir + "/behind", compact: true)
-            let copy = try Store(path: dir + "/copy", entities: [Item.self, Note.self], options: StoreOptions(durability: .none))
+            let copy = try Store(path: dir + "/copy", entities: [Item.self, Note.self, Event.self], options: StoreOptions(durability: .none))
             try Self.commit(copy, 3, rng: &rng)
             var copyShipper: JournalShipper? = try JournalShipper(store: copy, connection: connection, stream: Self.stream)
             // Both resumed at the same stream sequence; the copy ships first, and the primary's
@@ -159,7 +183,7 @@ import Testing
                 return true
             }
             // The copy left behind finds commits in the stream that it lacks.
-            let behind = try Store(path: dir + "/behind", entities: [Item.self, Note.self], options: StoreOptions(durability: .none))
+            let behind = try Store(path: dir + "/behind", entities: [Item.self, Note.self, Event.self], options: StoreOptions(durability: .none))
             #expect { try JournalShipper(store: behind, connection: connection, stream: Self.stream) } throws: { error in
                 guard case JetStreamError.streamAheadOfStore = error else { return false }
                 return true

@@ -121,7 +121,13 @@ enum RecordCodec {
         }
     }
 
-    /// Checks one value and moves past it.
+    /// Checks that `bytes` hold exactly one value, as ``appendValue(_:to:)`` writes it.
+    static func validateValue(_ bytes: UnsafeRawBufferPointer) throws {
+        var reader = ByteReader(bytes, what: "value")
+        try checkValue(&reader, depth: 0)
+        guard reader.isAtEnd else { throw reader.failure("trailing bytes") }
+    }
+
     /// Checks one value and moves past it. Inlined: most values are scalars, checked in place;
     /// arrays and objects go through ``checkContainer(_:_:depth:)``.
     @inline(__always)

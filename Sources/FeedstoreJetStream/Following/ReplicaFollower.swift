@@ -150,7 +150,7 @@ public final class ReplicaFollower {
                     _ = try tx.delete(entity: entry.entity, id: entry.id)
                 } else if let after = entry.after {
                     var fields = after
-                    if let schema = schemas[entry.entity] {
+                    if !entry.exact, let schema = schemas[entry.entity] {
                         for (name, value) in fields { fields[name] = schema.coerce(value, toField: name) }
                     }
                     try tx.put(entity: entry.entity, id: entry.id, fields: fields)

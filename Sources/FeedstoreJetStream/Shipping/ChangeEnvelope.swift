@@ -1,4 +1,4 @@
-import Feedstore
+@_spi(Replication) import Feedstore
 import Foundation
 
 /// The message of one shipped commit: versioned JSON that consumers in any language read, in the
@@ -10,12 +10,16 @@ import Foundation
 ///  "entries": [{"entity": "Message", "id": 7, "op": "c" | "u" | "d",
 ///               "changedFields": ["isRead"],
 ///               "after": {…the record's fields…} | null,
+///               "stored": "<base64>" | null,
 ///               "indexKeys": {"byFolderDate": {"before": [1, "2026-…"] | null, "after": […] | null}}}]}
 /// ```
 ///
 /// Object keys are in UTF-8 order; values print as ``FieldValue/jsonText`` prints them (dates as
 /// ISO 8601 strings, UUIDs as strings, bytes as base64). `after` is null for deletes. There is no
-/// `before` record: the journal keeps index keys before a change, not records. An envelope may
+/// `before` record: the journal keeps index keys before a change, not records. `stored` is the
+/// same record in Feedstore's binary value encoding, base64: exact where JSON is not (dates to
+/// the nanosecond, UUIDs, bytes and nested values keep their kinds); Feedstore replicas read it,
+/// other consumers read `after`. An envelope may
 /// also carry `"schema"`: the store's catalog entries (key kind, fields and their kinds, index
 /// definitions) of entities it changes, the first time a shipper sends them and whenever they
 /// change; a replica declares its entities from them.
@@ -41,6 +45,7 @@ public enum ChangeEnvelope {
                 "op": .string(entry.kind == .insert ? "c" : entry.kind == .update ? "u" : "d"),
                 "changedFields": .array(entry.changedFields.map(FieldValue.string)),
                 "after": entry.record.map(FieldValue.object) ?? .null,
+                "stored": entry.record.map { .string(Data(FieldValue.object($0).storedEncoding).base64EncodedString()) } ?? .null,
                 "indexKeys": .object(keys),
             ])
         }
@@ -65,6 +70,8 @@ public enum ChangeEnvelope {
         var id: FieldValue
         var op: String
         var after: [String: FieldValue]?
+        /// Whether `after` came from the exact stored record rather than from JSON.
+        var exact: Bool
     }
 
     /// A received envelope: its commit and the catalog entries it carries.
@@ -99,7 +106,14 @@ public enum ChangeEnvelope {
             default: throw bad("an entry whose after is not an object")
             }
             if op != "d" && after == nil { throw bad("an insert or update without its record") }
-            return Entry(entity: entity, id: id, op: op, after: after)
+            // The exact record, when the envelope has it, stands for `after`.
+            if case let .string(stored)? = entry["stored"] {
+                guard let bytes = Data(base64Encoded: stored), case let .object(fields) = try? FieldValue(storedEncoding: Array(bytes)) else {
+                    throw bad("a stored record that is not one")
+                }
+                after = fields
+            }
+            return Entry(entity: entity, id: id, op: op, after: after, exact: entry["stored"] != nil && entry["stored"] != .null)
         }
         var schemas: [String: CatalogEntity] = [:]
         if members["schema"] != nil {
