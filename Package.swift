@@ -50,6 +50,7 @@ let package = Package(
             dependencies: [
                 "Feedstore",
                 "FeedstoreDemo",
+                "FeedstoreJetStream",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Tools/storectl",

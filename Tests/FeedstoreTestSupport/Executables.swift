@@ -84,6 +84,9 @@ public final class RunningTool: @unchecked Sendable {
         return (process.terminationStatus, String(decoding: output, as: UTF8.self), String(decoding: errors, as: UTF8.self))
     }
 
+    /// Whether the tool is still running.
+    public var isRunning: Bool { process.isRunning }
+
     /// Sends SIGINT, as Ctrl-C does.
     public func interrupt() { process.interrupt() }
 

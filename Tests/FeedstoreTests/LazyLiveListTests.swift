@@ -146,21 +146,21 @@ import Testing
                     try tx.put(m)
                 }
             }
-            func observing(_ read: () -> Void) -> Flag {
-                let flag = Flag()
-                withObservationTracking(read) { flag.set() }
+            func observing(_ read: () -> Void) -> Locked<Bool> {
+                let flag = Locked(false)
+                withObservationTracking(read) { flag.withLock { $0 = true } }
                 return flag
             }
 
             let far = observing { _ = list[12] }
             try toggleRead(at: 450)
             #expect(try list.update())
-            #expect(!far.isSet, "a change to a row not read, shifting nothing, fired")
+            #expect(!far.current, "a change to a row not read, shifting nothing, fired")
 
             let same = observing { _ = list[12] }
             try toggleRead(at: 12)
             #expect(try list.update())
-            #expect(same.isSet, "a change to the row read did not fire")
+            #expect(same.current, "a change to the row read did not fire")
             #expect(list[12].isRead == (try store.read { try $0.object(at: 12, in: query) })?.isRead)
 
             // A row inserted before the one read shifts it: a different record is now at 12.
@@ -173,7 +173,7 @@ import Testing
                                    isRead: false, contactId: 1))
             }
             #expect(try list.update())
-            #expect(shifted.isSet && counted.isSet)
+            #expect(shifted.current && counted.current)
             #expect(list[13] == before)
         }
     }
@@ -202,12 +202,4 @@ import Testing
             #expect(list.checkInvariants() == [])
         }
     }
-}
-
-/// Set once from any thread.
-final class Flag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = false
-    func set() { lock.withLock { value = true } }
-    var isSet: Bool { lock.withLock { value } }
 }

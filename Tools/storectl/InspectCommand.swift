@@ -34,6 +34,10 @@ struct InspectCommand: ParsableCommand {
         let e = report.environment
         let page = e.pageSize
         Output.line("Store \(report.path) (format \(report.formatVersion))")
+        if let identifier = report.identifier { Output.line("  id         \(identifier)") }
+        if let replica = report.replica {
+            Output.line("  replica of \(replica.origin): applied its commit \(replica.originSequence) (stream message \(replica.streamSequence))")
+        }
         Output.line("  file       \(readableSize(e.fileSize)) (data.mdb)")
         Output.line("  map        \(readableSize(e.mapSize)), \(String(format: "%.1f", e.mapUsedPercent))% written "
             + "(\(e.pagesUsed.formatted()) pages of \(readableSize(page))); a writer grows it when 75% is reached")
@@ -62,6 +66,7 @@ struct InspectCommand: ParsableCommand {
         let j = report.journal
         Output.line("\nJournal: commits \(j.firstSequence)…\(j.lastSequence), \(j.commitsRetained.formatted()) commits and "
             + "\(j.entriesRetained.formatted()) entries retained, \(j.tree.pages.formatted()) pages (\(readableSize(j.tree.bytes)))")
+        if let start = report.recordImagesStart { Output.line("  entries carry records from commit \(start) on") }
         for c in j.cursors { Output.line("  cursor \(c.name) at \(c.sequence) (\(c.lag) behind)") }
     }
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Feedstore
+import FeedstoreJetStream
 import Foundation
 
 @main
@@ -16,7 +17,7 @@ struct Storectl: ParsableCommand {
         """,
         version: "storectl \(feedstoreVersion) (store format \(Catalog.currentFormatVersion))",
         subcommands: [InspectCommand.self, DumpCommand.self, GetCommand.self, CountCommand.self, JournalCommand.self, VerifyCommand.self, WatchCommand.self,
-                      CompactCommand.self, LoadCommand.self, UpgradeCommand.self,
+                      CompactCommand.self, LoadCommand.self, UpgradeCommand.self, ShipCommand.self, FollowCommand.self,
                       DemoCommand.self]
     )
 
@@ -30,6 +31,8 @@ struct Storectl: ParsableCommand {
             try command.run()
             Output.flush()
         } catch let error as FeedstoreError {
+            StoreAccess.fail("\(error)")
+        } catch let error as JetStreamError {
             StoreAccess.fail("\(error)")
         } catch {
             Output.flush()

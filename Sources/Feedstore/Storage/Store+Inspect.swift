@@ -114,8 +114,24 @@ public struct StoreInspection: Sendable, Codable {
         public var cursors: [Cursor]
     }
 
+    /// A replica's origin and how far it has applied the origin's commits.
+    public struct Replica: Sendable, Codable {
+        /// The identifier of the store replicated.
+        public var origin: String
+        /// The stream sequence of the last commit applied.
+        public var streamSequence: UInt64
+        /// The origin's sequence of the last commit applied.
+        public var originSequence: UInt64
+    }
+
     public var path: String
     public var formatVersion: UInt32
+    /// The store's identifier (nil for a format 2 store opened read-only).
+    public var identifier: String?
+    /// The first commit whose journal entries carry records (nil when none do).
+    public var recordImagesStart: UInt64?
+    /// Set when the store is a replica.
+    public var replica: Replica?
     public var environment: Environment
     public var entities: [Entity]
     public var journal: Journal
@@ -159,6 +175,10 @@ extension Store {
             let pagesUsed = info.lastPageNumber + 1
             return StoreInspection(
                 path: path, formatVersion: tx.schema.catalog.formatVersion,
+                identifier: try tx.storeIdentifier()?.uuidString.lowercased(), recordImagesStart: try tx.recordImagesStart(),
+                replica: try tx.replicaState().map {
+                    .init(origin: $0.origin.uuidString.lowercased(), streamSequence: $0.streamSequence, originSequence: $0.originSequence)
+                },
                 environment: .init(mapSize: info.mapSize, pageSize: pageSize, pagesUsed: pagesUsed,
                                    mapUsedPercent: info.mapSize > 0 ? Double(pagesUsed * pageSize) * 100 / Double(info.mapSize) : 0,
                                    freePages: try tx.access { try $0.freePages() }, fileSize: fileSize,

@@ -1,0 +1,51 @@
+import ArgumentParser
+import Feedstore
+import FeedstoreJetStream
+import Foundation
+
+struct ShipCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ship",
+        abstract: "Publish a store's journal to a NATS JetStream stream, one message per commit, exactly once.",
+        discussion: """
+        The stream is created when it does not exist. Each commit becomes one JSON envelope on \
+        the subject feedstore.<store id>, with Nats-Msg-Id <store id>:<sequence>; the shipper's \
+        durable journal cursor (jetstream:<stream>) moves once the server has acknowledged. \
+        Killed at any moment, the next run continues after the stream's last commit. The first \
+        shipper of a store makes its journal keep records and ships the commits after it: seed \
+        replicas from a copy (storectl compact) for what came before. Progress goes to stderr.
+
+        Example:
+          storectl ship ./demo-store --nats nats://127.0.0.1:4222 --stream FEED
+        """
+    )
+
+    @Argument(help: "The store directory (opened for writing).")
+    var path: String
+
+    @OptionGroup var nats: NATSOptions
+
+    @Option(help: "The subject to publish on (default feedstore.<store id>).")
+    var subject: String?
+
+    @Flag(help: "Print no progress.")
+    var quiet = false
+
+    func run() throws {
+        let store = try Store(path: path)
+        defer { store.close() }
+        let shipper = try JournalShipper(store: store, connection: nats.connection, stream: nats.stream, subject: subject)
+        if !quiet { FileHandle.standardError.write(Data("shipping \(path) to stream \(nats.stream) on \(shipper.subject), after commit \(shipper.shippedSequence)\n".utf8)) }
+        var reported = shipper.shippedSequence
+        var lastReport = Date()
+        while true {
+            if let until = nats.untilSequence, shipper.shippedSequence >= until { break }
+            if try shipper.shipAvailable() == 0 { Thread.sleep(forTimeInterval: 0.005) }
+            if !quiet, shipper.shippedSequence != reported, Date().timeIntervalSince(lastReport) >= 1 {
+                FileHandle.standardError.write(Data("shipped through commit \(shipper.shippedSequence)\n".utf8))
+                (reported, lastReport) = (shipper.shippedSequence, Date())
+            }
+        }
+        Output.line("shipped through commit \(shipper.shippedSequence)")
+    }
+}
