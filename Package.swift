@@ -76,9 +76,15 @@ let package = Package(
             dependencies: ["Feedstore", "FeedstoreDemo", "FeedstoreTestSupport"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        // A real nats-server on loopback, started by the JetStream tests and benchmarks.
+        .target(
+            name: "NATSTestServer",
+            path: "Tests/NATSTestServer",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         .testTarget(
             name: "JetStreamTests",
-            dependencies: ["Feedstore", "FeedstoreJetStream", "FeedstoreDemo", "FeedstoreTestSupport"],
+            dependencies: ["Feedstore", "FeedstoreJetStream", "FeedstoreDemo", "FeedstoreTestSupport", "NATSTestServer"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .testTarget(

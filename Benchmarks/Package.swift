@@ -26,14 +26,18 @@ let package = Package(
             dependencies: [.product(name: "Feedstore", package: root)],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        // A real nats-server on loopback for the JetStream benchmark (a link to the tests' own).
+        .target(name: "NATSTestServer", swiftSettings: [.swiftLanguageMode(.v6)]),
         // The release-built driver for scaling runs and peers:
         // `swift run -c release --package-path Benchmarks feedstore-bench …`
         .executableTarget(
             name: "feedstore-bench",
             dependencies: [
                 .product(name: "Feedstore", package: root),
+                .product(name: "FeedstoreJetStream", package: root),
                 "CLMDBPeer",
                 "DemoFeed",
+                "NATSTestServer",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Sources/FeedstoreBench",

@@ -16,8 +16,10 @@ public var storectlURL: URL { buildProductsDirectory.appendingPathComponent("sto
 
 /// Runs a built tool to completion (at most `timeout` seconds) and returns its exit status,
 /// standard output and standard error.
-public func runTool(_ url: URL, _ arguments: [String], timeout: TimeInterval = 600) throws -> (status: Int32, stdout: String, stderr: String) {
-    try RunningTool(url, arguments).finish(timeout: timeout)
+/// `environment` is added to this process's environment.
+public func runTool(_ url: URL, _ arguments: [String], environment: [String: String] = [:],
+                    timeout: TimeInterval = 600) throws -> (status: Int32, stdout: String, stderr: String) {
+    try RunningTool(url, arguments, environment: environment).finish(timeout: timeout)
 }
 
 /// A tool started in the background whose standard output is collected line by line as it runs.
@@ -28,9 +30,13 @@ public final class RunningTool: @unchecked Sendable {
     private var errors = Data()
     private var finishedReading = 0
 
-    public init(_ url: URL, _ arguments: [String]) throws {
+    /// Starts `url` with `arguments`, and `environment` added to this process's environment.
+    public init(_ url: URL, _ arguments: [String], environment: [String: String] = [:]) throws {
         process.executableURL = url
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err

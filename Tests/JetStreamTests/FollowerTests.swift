@@ -2,6 +2,7 @@ import Feedstore
 import FeedstoreDemo
 @testable import FeedstoreJetStream
 import FeedstoreTestSupport
+import NATSTestServer
 import Foundation
 import Testing
 
@@ -128,6 +129,40 @@ import Testing
                 guard case JetStreamError.anotherFollower = error else { return false }
                 return true
             }
+        }
+    }
+
+    /// While the server is down, the replica serves its last applied state and the follower waits;
+    /// once the server is back, shipper and follower continue on their own connections.
+    @Test func aReplicaServesItsLastStateDuringAPartitionAndCatchesUpAfter() throws {
+        var rng = SeededGenerator(seed: 9)
+        try withTemporaryDirectory { dir in
+            let server = try NATSServer(directory: dir)
+            let connection = JetStreamConnection(url: server.url)
+            let primary = try Store(path: dir + "/primary", entities: [Item.self, Note.self, Event.self], options: StoreOptions(durability: .none))
+            let shipper = try JournalShipper(store: primary, connection: connection, stream: Self.stream)
+            try ShipperTests.commit(primary, 60, rng: &rng)
+            let before = try primary.read { try $0.journalBounds().last }
+            try shipper.run(until: before)
+            let follower = try ReplicaFollower(path: dir + "/replica", connection: connection, stream: Self.stream, durability: .none)
+            try follower.run(untilOriginSequence: before)
+            let query = Query(Item.self, index: "byGroupScore")
+            let applied = try follower.replica.read { try $0.objects(in: query) }.map(\.fields)
+
+            server.stop()
+            try ShipperTests.commit(primary, 40, rng: &rng)  // the primary keeps taking writes
+            #expect(try follower.applyAvailable(wait: .milliseconds(300)) == 0)
+            #expect(try follower.replica.read { try $0.objects(in: query) }.map(\.fields) == applied)
+            #expect(follower.state?.originSequence == before)
+
+            try server.start()
+            let after = try primary.read { try $0.journalBounds().last }
+            let deadline = Date().addingTimeInterval(30)
+            while shipper.shippedSequence < after, Date() < deadline {
+                do { try shipper.shipAvailable() } catch JetStreamError.timedOut { continue }
+            }
+            try follower.run(untilOriginSequence: after)
+            try Self.expectReplicaEqualsPrimary(primary, follower.replica, "after the partition")
         }
     }
 }

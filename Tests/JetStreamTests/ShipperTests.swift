@@ -2,6 +2,7 @@ import Feedstore
 import FeedstoreDemo
 @testable import FeedstoreJetStream
 import FeedstoreTestSupport
+import NATSTestServer
 import Foundation
 import Testing
 

@@ -39,18 +39,16 @@ struct FollowCommand: ParsableCommand {
         }
         let follower = try ReplicaFollower(path: replica, connection: nats.connection, stream: nats.stream, durability: level)
         defer { follower.replica.close() }
-        var applied = follower.state?.originSequence ?? 0
-        if !quiet { FileHandle.standardError.write(Data("following stream \(nats.stream) into \(replica), after commit \(applied)\n".utf8)) }
+        let applied = { follower.state?.originSequence ?? 0 }
+        if !quiet { FileHandle.standardError.write(Data("following stream \(nats.stream) into \(replica), after commit \(applied())\n".utf8)) }
         var lastReport = Date()
-        while true {
-            if let until = nats.untilSequence, applied >= until { break }
-            try follower.applyAvailable()
-            applied = follower.state?.originSequence ?? 0
+        try follower.run(untilOriginSequence: nats.untilSequence) {
             if !quiet, Date().timeIntervalSince(lastReport) >= 1 {
-                FileHandle.standardError.write(Data("applied through commit \(applied)\n".utf8))
+                FileHandle.standardError.write(Data("applied through commit \(applied())\n".utf8))
                 lastReport = Date()
             }
+            return true
         }
-        Output.line("applied through commit \(applied)")
+        Output.line("applied through commit \(applied())")
     }
 }

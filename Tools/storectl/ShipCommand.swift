@@ -38,13 +38,12 @@ struct ShipCommand: ParsableCommand {
         if !quiet { FileHandle.standardError.write(Data("shipping \(path) to stream \(nats.stream) on \(shipper.subject), after commit \(shipper.shippedSequence)\n".utf8)) }
         var reported = shipper.shippedSequence
         var lastReport = Date()
-        while true {
-            if let until = nats.untilSequence, shipper.shippedSequence >= until { break }
-            if try shipper.shipAvailable() == 0 { Thread.sleep(forTimeInterval: 0.005) }
+        try shipper.run(until: nats.untilSequence) {
             if !quiet, shipper.shippedSequence != reported, Date().timeIntervalSince(lastReport) >= 1 {
                 FileHandle.standardError.write(Data("shipped through commit \(shipper.shippedSequence)\n".utf8))
                 (reported, lastReport) = (shipper.shippedSequence, Date())
             }
+            return true
         }
         Output.line("shipped through commit \(shipper.shippedSequence)")
     }

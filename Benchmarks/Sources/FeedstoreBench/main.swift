@@ -211,6 +211,14 @@ case "scroll":
     report.append(LazyListScroll.header)
     report.append(contentsOf: rows.map(LazyListScroll.format))
     try save(quick ? "scroll-quick.md" : "scroll.md")
+case "jetstream":
+    // Shipping to a JetStream stream on loopback and following it into a replica; saves Benchmarks/results/jetstream.md.
+    let bench = JetStreamShipping(directory: scratch, oneRowCommits: option("--commits", default: quick ? 2_000 : 50_000),
+                                  bulkCommits: option("--bulk-commits", default: quick ? 5 : 50), latencySamples: option("--samples", default: quick ? 200 : 2_000))
+    emit("\(runTitle("JetStream shipping and replicas")): a nats-server -js on loopback (file storage) started by the run; the demo feed; primary durability none, replica relaxed\n")
+    let (rates, latency) = try bench.run()
+    for line in JetStreamShipping.format(rates: rates, latency: latency) { emit(line) }
+    try save(quick ? "jetstream-quick.md" : "jetstream.md")
 case "watch":
     let bench = WatcherBench(sizes: sizes(default: [10_000, 100_000, 1_000_000, 10_000_000]),
                              directory: NSTemporaryDirectory() + "feedstore-watch-\(getpid())")
@@ -240,6 +248,9 @@ default:
           scroll [--quick] [--sizes …] [--grdb-up-to N]
                                           a lazy list scrolled (flings and jumps) while a writer commits, against
                                           GRDB's LIMIT/OFFSET; saves Benchmarks/results/scroll.md
+          jetstream [--quick] [--commits N] [--bulk-commits N] [--samples N]
+                                          a journal shipped to JetStream on loopback and followed into a replica:
+                                          commits/s, rows/s, commit → replica batch latency; saves …/jetstream.md
           decode [--build --size N | --rounds R --mode scan|at|window] PATH
                                           typed reads of every message, for callgrind
           lookup-instructions (--build | entry | rank | count) --size N [--operations K] PATH

@@ -116,8 +116,10 @@ public final class ReplicaFollower {
     }
 
     /// Applies commits until the one with origin sequence `sequence` is applied (or forever).
-    public func run(untilOriginSequence sequence: UInt64? = nil) throws {
-        while true {
+    /// - Parameter keepGoing: called before each round (a round applies what arrives within
+    ///   100 ms); following stops when it returns false. It can read ``state``.
+    public func run(untilOriginSequence sequence: UInt64? = nil, while keepGoing: () -> Bool = { true }) throws {
+        while keepGoing() {
             if let sequence, let state, state.originSequence >= sequence { return }
             try applyAvailable()
         }

@@ -156,10 +156,16 @@ public final class JournalShipper {
         return commits.count
     }
 
+    /// How often an idle shipper looks for new commits: one read of the journal's head, so that
+    /// a commit made by any process waits at most this long to be published.
+    public static let idleInterval: Duration = .milliseconds(1)
+
     /// Ships commits as they are made until every commit through `sequence` is in the stream
     /// (or forever when nil), checking for new commits every `interval` when idle.
-    public func run(until sequence: UInt64? = nil, interval: Duration = .milliseconds(5)) throws {
-        while true {
+    /// - Parameter keepGoing: called before each round (a round ships what is there or waits
+    ///   `interval`); shipping stops when it returns false. It can read ``shippedSequence``.
+    public func run(until sequence: UInt64? = nil, interval: Duration = idleInterval, while keepGoing: () -> Bool = { true }) throws {
+        while keepGoing() {
             if let sequence, shippedSequence >= sequence { return }
             if try shipAvailable() == 0 { Thread.sleep(forTimeInterval: interval.seconds) }
         }

@@ -53,7 +53,7 @@ public final class NATSServer: @unchecked Sendable {
         where FileManager.default.isExecutableFile(atPath: path) {
             return path
         }
-        throw NSError(domain: "NATSServer", code: 2, userInfo: [NSLocalizedDescriptionKey: "nats-server is not installed (Tools/test installs it)"])
+        throw NSError(domain: "NATSServer", code: 2, userInfo: [NSLocalizedDescriptionKey: "nats-server is not installed (Tools/test installs it with Debian's nats-server package)"])
     }
 
     /// A port nothing listens on now (the kernel's choice for a socket bound to port 0).
