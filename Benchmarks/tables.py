@@ -108,6 +108,18 @@ def headline():
             notes.append(f"Every watcher shape costs about the same ({shapes_date}): a window of 100 rows at most "
                          f"{window.group(1)}× the unwindowed list, and with 10,000 watchers attached the changed list's "
                          f"latency is {many.group(1)}× that of a lone watcher.")
+    jetstream_file = results / "jetstream.md"
+    if jetstream_file.exists():
+        jetstream_text = jetstream_file.read_text()
+        jetstream_date = re.search(r"\d{4}-\d{2}-\d{2}", jetstream_text.splitlines()[0]).group(0)
+        found = tables(jetstream_text)
+        rates = {r["job"]: r for r in found[0]["rows"]}
+        shipped = rates["one-row commits"]["commits/s"]
+        applied = rates["one-row commits applied to a replica"]["commits/s"]
+        delivered = table(found, "Latency of a one-row commit")["rows"][-1]
+        notes.append(f"Replicas over NATS JetStream on loopback ({jetstream_date}): {shipped} one-row commits shipped per second, "
+                     f"{applied} applied per second by a follower, and a commit on the primary reaches a watcher of a replica "
+                     f"in {delivered['p50 ms']} ms at p50, {delivered['p99 ms']} ms at p99.")
     notes.append("Method, peers and every table: [Benchmarks/README.md](Benchmarks/README.md).")
     return "\n".join(lines + [""] + [" ".join(notes)])
 
@@ -118,4 +130,4 @@ for name in names:
     replace_block(readme, name, (results / f"{name}.md").read_text())
     print(f"Benchmarks/README.md: {name} from Benchmarks/results/{name}.md")
 replace_block(root / "README.md", "headline", headline())
-print("README.md: headline table from Benchmarks/results/peers.md, watch-shapes.md and scroll.md")
+print("README.md: headline table from Benchmarks/results/peers.md, watch-shapes.md, scroll.md and jetstream.md")

@@ -46,6 +46,49 @@ import Testing
         }
     }
 
+    /// `writeEach` runs its bodies in order, each a journal commit of its own, in far fewer LMDB
+    /// commits; a body that throws loses its own writes alone, and a body can see what the ones
+    /// before it wrote.
+    @Test func writeEachGivesEveryBodyItsOwnCommitInOrder() throws {
+        try withTemporaryDirectory { dir in
+            let store = try Store(path: dir + "/s", entities: [Item.self], options: StoreOptions(durability: .full))
+            struct Planned: Error {}
+            let bodies = 600, thrower = 77
+            let txnBefore = try store.core.environment.info().lastTransactionID
+            let outcomes = try store.writeEach((0..<bodies).map { b in
+                { tx in
+                    // Each body renames the item of the body before it: order is visible.
+                    if b > 0, var previous = try tx.get(Item.self, id: Int64(b - 1)) {
+                        previous.name = "seen by \(b)"
+                        try tx.put(previous)
+                    }
+                    try tx.insert(Self.item(Int64(b)))
+                    if b == thrower { throw Planned() }
+                }
+            })
+            #expect(outcomes.count == bodies)
+            for (b, outcome) in outcomes.enumerated() {
+                #expect((try? outcome.get()) != nil || b == thrower, "body \(b)")
+            }
+            #expect(throws: Planned.self) { try outcomes[thrower].get() }
+            let lmdbCommits = try store.core.environment.info().lastTransactionID - txnBefore
+            #expect(lmdbCommits <= UInt64((bodies + WriteQueue.maximumBatch - 1) / WriteQueue.maximumBatch) + 1, "\(lmdbCommits) LMDB commits")
+            try store.read { tx in
+                #expect(try tx.count(Item.self) == bodies - 1)
+                #expect(try tx.get(Item.self, id: Int64(thrower)) == nil)
+                // The thrower's rename of the item before it was rolled back with it.
+                #expect(try tx.get(Item.self, id: Int64(thrower - 1))?.name == "item\(thrower - 1)")
+                #expect(try tx.get(Item.self, id: Int64(thrower + 1))?.name == "seen by \(thrower + 2)")
+                #expect(try tx.get(Item.self, id: 0)?.name == "seen by 1")
+                let commits = try tx.journal(after: 0, limit: 1_000)
+                #expect(commits.map(\.sequence) == Array(1...UInt64(bodies - 1)))
+                // One commit per body, in the bodies' order: the first inserts, the others rename and insert.
+                #expect(commits.first?.entries.count == 1 && commits.dropFirst().allSatisfy { $0.entries.count == 2 || $0.entries.count == 1 })
+            }
+            #expect(try store.verify().isEmpty)
+        }
+    }
+
     /// The same from threads calling the synchronous `write`, with a unique violation as the failure.
     @Test func synchronousWritersFromManyThreads() throws {
         try withTemporaryDirectory { dir in

@@ -48,6 +48,6 @@ extension WriteTransaction {
     /// Makes the store a replica (refused to writers other than its follower from then on) and
     /// records how far it has applied its origin's commits, in this transaction.
     @_spi(Replication) public func setReplicaState(_ state: ReplicaState) throws {
-        try access { try $0.put(core.system.meta, key: MetaKey.replica, value: state.encoded) }
+        _ = try access { try $0.put(core.system.meta, key: MetaKey.replica, value: state.encoded) }
     }
 }

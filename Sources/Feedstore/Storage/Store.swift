@@ -137,6 +137,35 @@ public final class Store: Sendable {
         }
     }
 
+    /// Runs each of `bodies`, in order, as a write of its own that shares one commit and one sync
+    /// with the others (up to 256 a commit): each is a commit of its own in the journal, with its
+    /// own sequence, and a body that throws rolls back its own writes alone. For applying many
+    /// small, ordered changes at the cost of a few commits (a replica catching up, an import that
+    /// keeps each record's change apart).
+    ///
+    /// A body may run more than once (when the map grows, or when another body throws), so it
+    /// should have no side effects outside the transaction. A body that depends on an earlier
+    /// one having succeeded should check the state it left.
+    /// - Returns: each body's outcome, in order.
+    /// - Throws: ``FeedstoreError/nestedWrite`` when called inside a write;
+    ///   ``FeedstoreError/readOnly(path:reason:)``.
+    public func writeEach(_ bodies: [(WriteTransaction) throws -> Void]) throws -> [Result<Void, any Error>] {
+        try checkOpen()
+        if let readOnlyReason { throw FeedstoreError.readOnly(path: path, reason: readOnlyReason) }
+        if core.writer.isWriterThread { throw FeedstoreError.nestedWrite }
+        guard !bodies.isEmpty else { return [] }
+        let outcomes = Protected([Result<Void, any Error>?](repeating: nil, count: bodies.count))
+        let done = DispatchSemaphore(value: 0)
+        try core.writer.submit(bodies.enumerated().map { i, body in
+            WriteQueue.Request(body: body, completion: { result in
+                outcomes.withLock { $0[i] = result }
+                done.signal()
+            })
+        })
+        for _ in bodies { done.wait() }
+        return outcomes.current.map { $0! }
+    }
+
     /// Like ``read(_:)-4pmpg`` for async callers: the transaction runs on a background thread
     /// (LMDB ties a read transaction to its thread), so the calling actor (the main actor, say)
     /// is not held up.

@@ -93,11 +93,15 @@ final class WriteQueue: @unchecked Sendable {
         return pending.count
     }
 
-    func submit(_ request: Request) throws {
+    func submit(_ request: Request) throws { try submit([request]) }
+
+    /// Queues `requests` together, in order, so that they share commits (up to
+    /// ``maximumBatch`` a commit).
+    func submit(_ requests: [Request]) throws {
         condition.lock()
         defer { condition.unlock() }
         guard !isShutDown else { throw FeedstoreError.storeClosed(path: core.path) }
-        pending.append(request)
+        pending.append(contentsOf: requests)
         if !isRunning {
             isRunning = true
             let thread = Thread { [self] in run() }

@@ -104,14 +104,37 @@ public final class ReplicaFollower {
         return low
     }
 
-    /// Applies the messages that arrive within `wait`, at most `limit` of them.
+    /// A commit of the stream, checked and ready to write: its records' changes and the replica's
+    /// state once it is applied.
+    private struct PlannedCommit {
+        var changes: [(entity: String, id: FieldValue, fields: [String: FieldValue]?)]
+        var next: ReplicaState
+    }
+
+    /// How many commits share one of the replica's write transactions (and syncs) at most.
+    static let commitsPerWrite = 256
+
+    /// Applies the messages that arrive within `wait`, at most `limit` of them. Commits that are
+    /// waiting already are applied together, each as a commit of its own in the replica's journal,
+    /// sharing syncs (``Store/writeEach(_:)``).
     /// - Returns: how many commits were applied.
     @discardableResult
     public func applyAvailable(limit: Int = 1_000, wait: Duration = .milliseconds(100)) throws -> Int {
         var applied = 0
-        while applied < limit, let message = try subscription!.next(timeout: applied == 0 ? wait : .zero) {
-            if try apply(message) { applied += 1 }
+        var group: [PlannedCommit] = []
+        var planned = state
+        while applied + group.count < limit, let message = try subscription!.next(timeout: applied + group.count == 0 ? wait : .zero) {
+            guard let envelope = try check(message, after: planned) else { continue }
+            if !envelope.received.schemas.isEmpty {
+                // Entities are declared between commits, as on the origin.
+                applied += try write(&group)
+                try declare(envelope.received.schemas)
+            }
+            group.append(plan(envelope.received, next: envelope.next))
+            planned = envelope.next
+            if group.count == Self.commitsPerWrite { applied += try write(&group) }
         }
+        applied += try write(&group)
         return applied
     }
 
@@ -125,43 +148,71 @@ public final class ReplicaFollower {
         }
     }
 
-    /// Applies one message; false when the replica already has its commit.
-    private func apply(_ message: StreamMessage) throws -> Bool {
-        if let state, message.streamSequence <= state.streamSequence { return false }
+    /// Reads a message and checks that its commit is the one after `planned`; nil when the replica
+    /// already has it.
+    private func check(_ message: StreamMessage, after planned: ReplicaState?) throws -> (received: ChangeEnvelope.Received, next: ReplicaState)? {
+        if let planned, message.streamSequence <= planned.streamSequence { return nil }
         let envelope = try ChangeEnvelope.decode(message.data, streamSequence: message.streamSequence)
         guard let origin = UUID(uuidString: envelope.store) else {
             throw JetStreamError.badEnvelope(streamSequence: message.streamSequence, reason: "store \(envelope.store) is not a UUID")
         }
-        let expected = (state?.originSequence ?? 0) + 1
-        if let state {
-            guard origin == state.origin else {
-                throw JetStreamError.streamHoldsAnotherStore(stream: stream, found: envelope.store, expected: state.origin)
+        let expected = (planned?.originSequence ?? 0) + 1
+        if let planned {
+            guard origin == planned.origin else {
+                throw JetStreamError.streamHoldsAnotherStore(stream: stream, found: envelope.store, expected: planned.origin)
             }
-            if envelope.sequence < expected { return false }
+            if envelope.sequence < expected { return nil }
         }
         guard envelope.sequence == expected else {
-            throw JetStreamError.replicaNeedsSeed(stream: stream, reason: state == nil
+            throw JetStreamError.replicaNeedsSeed(stream: stream, reason: planned == nil
                 ? "the stream begins with commit \(envelope.sequence), not the origin's first; seed the replica from a copy of the origin"
                 : "the replica has applied commit \(expected - 1) and the stream's next is \(envelope.sequence)")
         }
-        try declare(envelope.schemas)
-        let next = ReplicaState(origin: origin, streamSequence: message.streamSequence, originSequence: envelope.sequence)
-        try replica.write { tx in
-            for entry in envelope.entries {
-                if entry.op == "d" {
-                    _ = try tx.delete(entity: entry.entity, id: entry.id)
-                } else if let after = entry.after {
-                    var fields = after
-                    if !entry.exact, let schema = schemas[entry.entity] {
-                        for (name, value) in fields { fields[name] = schema.coerce(value, toField: name) }
-                    }
-                    try tx.put(entity: entry.entity, id: entry.id, fields: fields)
-                }
+        return (envelope, ReplicaState(origin: origin, streamSequence: message.streamSequence, originSequence: envelope.sequence))
+    }
+
+    /// The changes of a commit as the replica stores them (values read from JSON take the kinds
+    /// the origin's catalog gives their fields).
+    private func plan(_ envelope: ChangeEnvelope.Received, next: ReplicaState) -> PlannedCommit {
+        PlannedCommit(changes: envelope.entries.map { entry in
+            guard entry.op != "d", var fields = entry.after else { return (entry.entity, entry.id, nil) }
+            if !entry.exact, let schema = schemas[entry.entity] {
+                for (name, value) in fields { fields[name] = schema.coerce(value, toField: name) }
             }
-            try tx.setReplicaState(next)
+            return (entry.entity, entry.id, fields)
+        }, next: next)
+    }
+
+    /// Writes the planned commits, each in a transaction of its own with the replica's state,
+    /// sharing syncs; empties `group`. Each checks that the replica is where the one before left
+    /// it, so a commit that fails leaves every later one unapplied.
+    private func write(_ group: inout [PlannedCommit]) throws -> Int {
+        guard !group.isEmpty else { return 0 }
+        var before = state
+        let bodies = group.map { commit -> (WriteTransaction) throws -> Void in
+            let expected = before
+            before = commit.next
+            return { tx in
+                guard try tx.replicaState() == expected else {
+                    throw JetStreamError.replicaNeedsSeed(stream: self.stream, reason: "commit \(commit.next.originSequence) found the replica elsewhere than after the commit before it")
+                }
+                for change in commit.changes {
+                    if let fields = change.fields {
+                        try tx.put(entity: change.entity, id: change.id, fields: fields)
+                    } else {
+                        _ = try tx.delete(entity: change.entity, id: change.id)
+                    }
+                }
+                try tx.setReplicaState(commit.next)
+            }
         }
-        state = next
-        return true
+        let outcomes = try replica.writeEach(bodies)
+        defer { group.removeAll(keepingCapacity: true) }
+        for (outcome, commit) in zip(outcomes, group) {
+            try outcome.get()
+            state = commit.next
+        }
+        return group.count
     }
 
     /// Declares entities whose catalog entries the replica lacks or has otherwise.
