@@ -132,6 +132,19 @@ import Testing
                             "\(name) by \(index ?? "id"), seed \(seed): \(fromPrimary.stderr) \(fromReplica.stderr)")
                 }
             }
+            // inspect shows the replica's origin and applied commit, and the shipper's cursor.
+            let replicaReport = try runTool(storectlURL, ["inspect", replica, "--json"])
+            let replicaInspection = try JSONDecoder().decode(StoreInspection.self, from: Data(replicaReport.stdout.utf8))
+            #expect(replicaInspection.replica?.origin == shipper.storeIdentifier.uuidString.lowercased(), "seed \(seed)")
+            #expect(replicaInspection.replica?.originSequence == last, "seed \(seed)")
+            let primaryReport = try runTool(storectlURL, ["inspect", dir + "/primary", "--json"])
+            let primaryInspection = try JSONDecoder().decode(StoreInspection.self, from: Data(primaryReport.stdout.utf8))
+            #expect(primaryInspection.identifier == shipper.storeIdentifier.uuidString.lowercased())
+            let cursor = primaryInspection.journal.cursors.first { $0.name == "jetstream:\(Self.stream)" }
+            #expect(cursor?.sequence == last && cursor?.lag == 0, "seed \(seed)")
+            let readable = try runTool(storectlURL, ["inspect", replica]).stdout
+            #expect(readable.contains("replica of \(shipper.storeIdentifier.uuidString.lowercased()): applied its commit \(last)"), "\(readable)")
+
             // The watcher ends equal to a fresh query.
             while watcher.sequence < last, let batch = try watcher.next(timeout: 5) { try mirror.apply(batch) }
             let fresh = try reader.read { try $0.objects(in: query) }

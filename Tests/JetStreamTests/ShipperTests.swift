@@ -135,6 +135,45 @@ struct Event: Entity, Equatable {
         }
     }
 
+    /// Retention keeps every commit the shipper has not shipped, however far past the store's
+    /// retention it is; a hard bound that trims them stops the shipper with a typed error.
+    @Test func retentionKeepsWhatTheShipperHasNotShipped() throws {
+        var rng = SeededGenerator(seed: 21)
+        try withTemporaryDirectory { dir in
+            let server = try NATSServer(directory: dir)
+            let connection = JetStreamConnection(url: server.url)
+            let retention = JournalRetention(minimumCommits: 10)
+            let store = try Store(path: dir + "/primary", entities: [Item.self, Note.self, Event.self],
+                                  options: StoreOptions(durability: .none, journalRetention: retention))
+            var shipper: JournalShipper? = try JournalShipper(store: store, connection: connection, stream: Self.stream)
+            let start = try #require(try store.read { try $0.recordImagesStart() })
+            try Self.commit(store, 300, rng: &rng)  // the shipper is not running
+            try store.trimJournal()
+            #expect(try store.read { try $0.journalBounds().first } <= start)
+            try shipper!.run(until: try store.read { try $0.journalBounds().last })
+            let shipped = try Self.streamMessages(server)
+            #expect(shipped.count == Int(try store.read { try $0.journalBounds().last } - start + 1))
+            // Shipped commits are trimmed down to the retention's minimum.
+            try store.trimJournal()
+            let bounds = try store.read { try $0.journalBounds() }
+            #expect(bounds.last - bounds.first + 1 <= 10 + 1, "\(bounds)")
+
+            // A hard bound trims unshipped commits: the shipper says so instead of leaving a gap.
+            shipper = nil
+            store.close()
+            let bounded = try Store(path: dir + "/primary", entities: [Item.self, Note.self, Event.self],
+                                    options: StoreOptions(durability: .none, journalRetention: JournalRetention(minimumCommits: 10, maximumCommits: 20)))
+            try Self.commit(bounded, 100, rng: &rng)
+            try bounded.trimJournal()
+            #expect {
+                try JournalShipper(store: bounded, connection: connection, stream: Self.stream).shipAvailable()
+            } throws: { error in
+                guard case JetStreamError.storeBehindStream = error else { return false }
+                return true
+            }
+        }
+    }
+
     @Test func aSecondShipperIsRefused() throws {
         var rng = SeededGenerator(seed: 3)
         try withTemporaryDirectory { dir in
