@@ -165,4 +165,72 @@ import Testing
             try Self.expectReplicaEqualsPrimary(primary, follower.replica, "after the partition")
         }
     }
+
+    /// A batch as text: every list with its paths, ids, changed fields and values (fields sorted).
+    static func describe(_ batch: ChangeBatch<Item>?) -> String {
+        guard let batch else { return "none" }
+        func value(_ item: Item) -> String { item.fields.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",") }
+        return "\(batch.fromSequence)→\(batch.toSequence) sections -\(batch.sectionDeletes) +\(batch.sectionInserts.map { "\($0.index):\($0.key)" }) "
+            + "deletes \(batch.deletes.map { "\($0.path) \($0.id)" }) inserts \(batch.inserts.map { "\($0.path) \($0.id) \(value($0.value))" }) "
+            + "moves \(batch.moves.map { "\($0.from)→\($0.to) \($0.id) \($0.fields) \(value($0.value))" }) "
+            + "updates \(batch.updates.map { "\($0.from)→\($0.to) \($0.id) \($0.fields) \(value($0.value))" })"
+    }
+
+    /// Watchers of the replica deliver, commit by commit, the very batches that the same
+    /// watchers of the primary deliver: a sectioned list and a sectioned window of it.
+    @Test(arguments: testSeeds(1, base: 31))
+    func aReplicasWatchersDeliverThePrimarysBatches(seed: UInt64) throws {
+        var rng = SeededGenerator(seed: seed)
+        try withTemporaryDirectory { dir in
+            let server = try NATSServer(directory: dir)
+            let connection = JetStreamConnection(url: server.url)
+            let primary = try Store(path: dir + "/primary", entities: [Item.self], options: StoreOptions(durability: .none))
+            let shipper = try JournalShipper(store: primary, connection: connection, stream: Self.stream)
+            try primary.write { try $0.put(Item(id: 1, group: 1, score: 1, name: "item 1", flag: false, tag: nil)) }
+            try shipper.run(until: try primary.read { try $0.journalBounds().last })
+            let follower = try ReplicaFollower(path: dir + "/replica", connection: connection, stream: Self.stream, durability: .none)
+            try follower.run(untilOriginSequence: shipper.shippedSequence)
+            let query = Query(Item.self, index: "byGroupScore")
+            let shapes = [WatchOptions(sectionBy: 1), WatchOptions(sectionBy: 1, window: WatchWindow(offset: 5, limit: 10))]
+            let onPrimary = shapes.map { primary.watch(query, options: $0) }
+            let onReplica = shapes.map { follower.replica.watch(query, options: $0) }
+            var compared = 0
+            for step in 0..<100 {
+                let before = try primary.read { try $0.journalBounds().last }
+                try primary.write { tx in
+                    for _ in 0..<Int.random(in: 1...3, using: &rng) {
+                        let id = Int64.random(in: 1...40, using: &rng)
+                        if Int.random(in: 0..<5, using: &rng) == 0 {
+                            try tx.delete(Item.self, id: id)
+                        } else {
+                            try tx.put(Item(id: id, group: id % 3, score: Double(Int.random(in: 0..<50, using: &rng)), name: "item \(id)",
+                                            flag: Bool.random(using: &rng), tag: nil))
+                        }
+                    }
+                }
+                let last = try primary.read { try $0.journalBounds().last }
+                guard last > before else { continue }  // the write changed nothing
+                try shipper.run(until: last)
+                // One commit at a time, so each watcher's batch spans the same commit on both sides.
+                while (follower.state?.originSequence ?? 0) < last { try follower.applyAvailable(limit: 1) }
+                for (shape, (primaryWatcher, replicaWatcher)) in zip(onPrimary, onReplica).enumerated() {
+                    // Initial batches first, then one batch per commit that changes the list. A
+                    // commit is folded before write and applyAvailable return, so a batch is
+                    // there at once; the timeout only bounds the wait when there is none.
+                    let timeout = step == 0 ? 5.0 : 0.05
+                    var expected = try primaryWatcher.next(timeout: timeout)
+                    var found = try replicaWatcher.next(timeout: timeout)
+                    if step == 0 {
+                        #expect(Self.describe(found) == Self.describe(expected), "initial, shape \(shape)")
+                        expected = primaryWatcher.sequence < last ? try primaryWatcher.next(timeout: 1) : nil
+                        found = replicaWatcher.sequence < last ? try replicaWatcher.next(timeout: 1) : nil
+                    }
+                    #expect(Self.describe(found) == Self.describe(expected), "commit \(last), shape \(shape), seed \(seed)")
+                    if expected != nil { compared += 1 }
+                }
+            }
+            #expect(compared > 80, "only \(compared) batches compared")
+            for watcher in onPrimary + onReplica { watcher.cancel() }
+        }
+    }
 }
