@@ -7,6 +7,9 @@ public enum JetStreamError: Error, Sendable, Equatable, CustomStringConvertible 
     case connectionFailed(url: String, reason: String)
     /// The server did not answer in time.
     case timedOut(String)
+    /// The server cannot be reached now (down, restarting, or JetStream not ready yet). A
+    /// running shipper or follower waits and reconnects; at the start it is an error.
+    case serverUnavailable(String, reason: String)
     /// The server refused a request.
     case serverRefused(String, reason: String)
     /// The stream holds another store's commits: each stream carries one store's journal.
@@ -34,10 +37,20 @@ public enum JetStreamError: Error, Sendable, Equatable, CustomStringConvertible 
     /// record images in its journal.
     case commitWithoutRecord(sequence: UInt64)
 
+    /// Whether the error may pass once the server is reachable again (a timeout, a server that
+    /// is down or restarting), as opposed to a refusal that retrying cannot change.
+    public var isTransient: Bool {
+        switch self {
+        case .timedOut, .serverUnavailable: true
+        default: false
+        }
+    }
+
     public var description: String {
         switch self {
         case let .connectionFailed(url, reason): "cannot connect to NATS at \(url): \(reason)"
         case let .timedOut(what): "NATS did not answer in time: \(what)"
+        case let .serverUnavailable(what, reason): "NATS is unavailable for \(what): \(reason)"
         case let .serverRefused(what, reason): "NATS refused \(what): \(reason)"
         case let .streamHoldsAnotherStore(stream, found, expected):
             "stream \(stream) holds the commits of store \(found), not of this store (\(expected.uuidString.lowercased()))"

@@ -233,4 +233,50 @@ import Testing
             for watcher in onPrimary + onReplica { watcher.cancel() }
         }
     }
+
+    /// A shipper and a follower running their loops (as `storectl ship` and `storectl follow`
+    /// do) go through a restart of the server that lasts longer than a request's timeout: the
+    /// shipper reconnects and continues after the stream's last commit, the follower's consumer
+    /// resumes, and the replica ends equal to the primary.
+    @Test func runningLoopsGoThroughAServerRestart() throws {
+        var rng = SeededGenerator(seed: 41)
+        try withTemporaryDirectory { dir in
+            let server = try NATSServer(directory: dir)
+            let connection = JetStreamConnection(url: server.url)
+            let primary = try Store(path: dir + "/primary", entities: [Item.self, Note.self, Event.self], options: StoreOptions(durability: .none))
+            let shipper = try JournalShipper(store: primary, connection: connection, stream: Self.stream)
+            try ShipperTests.commit(primary, 20, rng: &rng)
+            try shipper.run(until: try primary.read { try $0.journalBounds().last })
+            let follower = try ReplicaFollower(path: dir + "/replica", connection: connection, stream: Self.stream, durability: .none)
+            let done = Locked(false)
+            let failures = Locked<[String]>([])
+            nonisolated(unsafe) let (shipping, following) = (shipper, follower)
+            let outages = Locked<[String]>([])
+            let threads = [Thread {
+                do {
+                    try shipping.run(while: { !done.current }, onOutage: { error in outages.withLock { $0.append("\(error)") } })
+                } catch { failures.withLock { $0.append("shipper: \(error)") } }
+            }, Thread {
+                do { try following.run { !done.current } } catch { failures.withLock { $0.append("follower: \(error)") } }
+            }]
+            threads.forEach { $0.start() }
+            try ShipperTests.commit(primary, 30, rng: &rng)
+            usleep(100_000)
+            server.stop()
+            try ShipperTests.commit(primary, 30, rng: &rng)  // while the server is down
+            usleep(7_000_000)  // longer than a request's timeout
+            try server.start()
+            try ShipperTests.commit(primary, 30, rng: &rng)
+            let last = try primary.read { try $0.journalBounds().last }
+            let deadline = Date().addingTimeInterval(60)
+            while (follower.state?.originSequence ?? 0) < last, failures.current.isEmpty, Date() < deadline { usleep(20_000) }
+            done.withLock { $0 = true }
+            while threads.contains(where: \.isExecuting) { usleep(10_000) }
+            #expect(failures.current.isEmpty, "\(failures.current)")
+            // The shipper's acknowledgments timed out during the outage, and it reconnected.
+            #expect(!outages.current.isEmpty)
+            #expect(follower.state?.originSequence == last)
+            try Self.expectReplicaEqualsPrimary(primary, follower.replica, "after a server restart")
+        }
+    }
 }

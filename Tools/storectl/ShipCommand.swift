@@ -38,13 +38,15 @@ struct ShipCommand: ParsableCommand {
         if !quiet { FileHandle.standardError.write(Data("shipping \(path) to stream \(nats.stream) on \(shipper.subject), after commit \(shipper.shippedSequence)\n".utf8)) }
         var reported = shipper.shippedSequence
         var lastReport = Date()
-        try shipper.run(until: nats.untilSequence) {
+        try shipper.run(until: nats.untilSequence, while: {
             if !quiet, shipper.shippedSequence != reported, Date().timeIntervalSince(lastReport) >= 1 {
                 FileHandle.standardError.write(Data("shipped through commit \(shipper.shippedSequence)\n".utf8))
                 (reported, lastReport) = (shipper.shippedSequence, Date())
             }
             return true
-        }
+        }, onOutage: { error in
+            FileHandle.standardError.write(Data("\(error); reconnecting\n".utf8))
+        })
         Output.line("shipped through commit \(shipper.shippedSequence)")
     }
 }

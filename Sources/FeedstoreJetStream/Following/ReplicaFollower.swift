@@ -42,9 +42,9 @@ public final class ReplicaFollower {
     ///   copy of the origin).
     public init(path: String, connection: JetStreamConnection, stream: String, durability: Durability = .relaxed) throws {
         self.stream = stream
-        var options = StoreOptions(durability: durability)
-        options.writesReplica = true
-        replica = try Store(path: path, options: options)
+        var storeOptions = StoreOptions(durability: durability)
+        storeOptions.writesReplica = true
+        replica = try Store(path: path, options: storeOptions)
         lock = try ExclusiveFileLock(path: replica.path + "/follower.lock", refusal: { .anotherFollower(replica: path, reason: $0) })
         self.connection = try NATSConnection(connection)
         state = try replica.read { try $0.replicaState() }
@@ -139,6 +139,8 @@ public final class ReplicaFollower {
     }
 
     /// Applies commits until the one with origin sequence `sequence` is applied (or forever).
+    /// While the server cannot be reached the replica keeps its last applied state and the
+    /// follower waits: the client's ordered consumer reconnects and resumes where it was.
     /// - Parameter keepGoing: called before each round (a round applies what arrives within
     ///   100 ms); following stops when it returns false. It can read ``state``.
     public func run(untilOriginSequence sequence: UInt64? = nil, while keepGoing: () -> Bool = { true }) throws {

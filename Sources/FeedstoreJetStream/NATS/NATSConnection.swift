@@ -38,6 +38,7 @@ final class NATSConnection {
         }
         let status = natsConnection_Connect(&connection, natsOptions)
         guard status == NATS_OK else {
+            if Self.isUnavailable(status) { throw JetStreamError.serverUnavailable("connecting to \(options.redactedURL)", reason: Self.describe(status)) }
             throw JetStreamError.connectionFailed(url: options.redactedURL, reason: Self.describe(status))
         }
         var jsOptions = jsOptions()
@@ -169,10 +170,22 @@ final class NATSConnection {
 
     static func describe(_ status: natsStatus) -> String { String(cString: natsStatus_GetText(status)) }
 
+    /// Statuses that say the server cannot be reached now, rather than that it refused.
+    static func isUnavailable(_ status: natsStatus) -> Bool {
+        [NATS_NO_SERVER, NATS_IO_ERROR, NATS_CONNECTION_CLOSED, NATS_CONNECTION_DISCONNECTED, NATS_STALE_CONNECTION,
+         NATS_NOT_YET_CONNECTED, NATS_NO_RESPONDERS].contains(status)
+    }
+
+    /// The error for a status other than NATS_OK.
+    static func error(_ status: natsStatus, _ what: String, code: jsErrCode = jsErrCode(0)) -> JetStreamError {
+        if status == NATS_TIMEOUT { return .timedOut(what) }
+        if isUnavailable(status) { return .serverUnavailable(what, reason: describe(status)) }
+        return .serverRefused(what, reason: describe(status) + (code.rawValue != 0 ? " (JetStream error \(code.rawValue))" : ""))
+    }
+
     private func check(_ status: natsStatus, _ what: String, code: jsErrCode = jsErrCode(0)) throws {
         guard status != NATS_OK else { return }
-        if status == NATS_TIMEOUT { throw JetStreamError.timedOut(what) }
-        throw JetStreamError.serverRefused(what, reason: Self.describe(status) + (code.rawValue != 0 ? " (JetStream error \(code.rawValue))" : ""))
+        throw Self.error(status, what, code: code)
     }
 }
 
@@ -199,7 +212,7 @@ final class OrderedSubscription {
         var message: OpaquePointer?
         let status = natsSubscription_NextMsg(&message, subscription, timeout.milliseconds)
         if status == NATS_TIMEOUT { return nil }
-        guard status == NATS_OK else { throw JetStreamError.serverRefused("reading the stream", reason: NATSConnection.describe(status)) }
+        guard status == NATS_OK else { throw NATSConnection.error(status, "reading the stream") }
         defer { natsMsg_Destroy(message) }
         var metadata: UnsafeMutablePointer<jsMsgMetaData>?
         guard natsMsg_GetMetaData(&metadata, message) == NATS_OK, let metadata else {

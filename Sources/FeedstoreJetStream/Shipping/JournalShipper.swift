@@ -30,7 +30,8 @@ public final class JournalShipper {
     public private(set) var shippedSequence: UInt64
 
     private let store: Store
-    private let connection: NATSConnection
+    private var connection: NATSConnection
+    private let options: JetStreamConnection
     private let cursor: JournalCursor
     private let lock: ExclusiveFileLock
     /// The stream's last sequence, as this shipper last saw or made it.
@@ -64,6 +65,7 @@ public final class JournalShipper {
         let imagesStart = try store.write { try $0.keepRecordImagesInJournal() }
         cursor = try store.journalCursor(named: "jetstream:\(stream)", start: .latest)
         if try cursor.position() + 1 < imagesStart { try cursor.acknowledge(through: imagesStart - 1) }
+        options = connection
         self.connection = try NATSConnection(connection)
         shippedSequence = 0
         try resume()
@@ -162,12 +164,43 @@ public final class JournalShipper {
 
     /// Ships commits as they are made until every commit through `sequence` is in the stream
     /// (or forever when nil), checking for new commits every `interval` when idle.
-    /// - Parameter keepGoing: called before each round (a round ships what is there or waits
-    ///   `interval`); shipping stops when it returns false. It can read ``shippedSequence``.
-    public func run(until sequence: UInt64? = nil, interval: Duration = idleInterval, while keepGoing: () -> Bool = { true }) throws {
+    ///
+    /// When the server does not answer or cannot be reached (``JetStreamError/isTransient``),
+    /// the shipper reconnects, every ``reconnectInterval`` for as long as it takes, and
+    /// continues after the stream's last commit: commits published before the outage and stored
+    /// are not published again, and those lost with it are.
+    /// - Parameters:
+    ///   - keepGoing: called before each round (a round ships what is there or waits
+    ///     `interval`) and between attempts to reconnect; shipping stops when it returns false.
+    ///     It can read ``shippedSequence``.
+    ///   - onOutage: called with the error when the server is lost, before reconnecting.
+    public func run(until sequence: UInt64? = nil, interval: Duration = idleInterval, while keepGoing: () -> Bool = { true },
+                    onOutage: (JetStreamError) -> Void = { _ in }) throws
+    {
         while keepGoing() {
             if let sequence, shippedSequence >= sequence { return }
-            if try shipAvailable() == 0 { Thread.sleep(forTimeInterval: interval.seconds) }
+            do {
+                if try shipAvailable() == 0 { Thread.sleep(forTimeInterval: interval.seconds) }
+            } catch let error as JetStreamError where error.isTransient {
+                onOutage(error)
+                try reconnect(while: keepGoing)
+            }
+        }
+    }
+
+    /// How long a running shipper waits between attempts to reach a lost server.
+    public static let reconnectInterval: Duration = .milliseconds(250)
+
+    /// A new connection, and where shipping resumes; retried while the server is unavailable.
+    private func reconnect(while keepGoing: () -> Bool) throws {
+        while keepGoing() {
+            do {
+                connection = try NATSConnection(options)
+                try resume()
+                return
+            } catch let error as JetStreamError where error.isTransient {
+                Thread.sleep(forTimeInterval: Self.reconnectInterval.seconds)
+            }
         }
     }
 }
