@@ -30,7 +30,7 @@ import Testing
     /// Ships a few commits with `connection` and follows them into a replica.
     static func shipAndFollow(_ dir: String, _ connection: JetStreamConnection) throws {
         var rng = SeededGenerator(seed: 17)
-        let primary = try Store(path: dir + "/primary", entities: [Item.self, Note.self, Event.self], options: StoreOptions(durability: .none))
+        let primary = try ShipperTests.openStore(dir + "/primary")
         let shipper = try JournalShipper(store: primary, connection: connection, stream: stream)
         try ShipperTests.commit(primary, 20, rng: &rng)
         let last = try primary.read { try $0.journalBounds().last }

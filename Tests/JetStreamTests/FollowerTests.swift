@@ -45,10 +45,8 @@ import Testing
     func aReplicaFromAnEmptyStoreEndsEqualToThePrimary(seed: UInt64) throws {
         var rng = SeededGenerator(seed: seed)
         try withTemporaryDirectory { dir in
-            let server = try NATSServer(directory: dir)
-            let connection = JetStreamConnection(url: server.url)
-            let primary = try Store(path: dir + "/primary", entities: [Item.self, Note.self, Event.self], options: StoreOptions(durability: .none))
-            let shipper = try JournalShipper(store: primary, connection: connection, stream: Self.stream)
+            let (server, connection, primary, shipper) = try ShipperTests.startPrimary(in: dir)
+            defer { server.stop() }  // keeps the server until the test ends
             try ShipperTests.commit(primary, 300, rng: &rng)
             try shipper.run(until: try primary.read { try $0.journalBounds().last })
 
@@ -88,7 +86,7 @@ import Testing
             watcher.cancel()
 
             // Applications cannot write the replica.
-            let application = try Store(path: dir + "/replica", entities: [Item.self, Note.self, Event.self], options: StoreOptions(durability: .none))
+            let application = try ShipperTests.openStore(dir + "/replica")
             #expect(application.isReadOnly)
             #expect { try application.write { try $0.put(Item(id: 1, group: 1, score: 1, name: "x", flag: false, tag: nil)) } } throws: { error in
                 guard case let FeedstoreError.readOnly(_, reason) = error else { return false }
@@ -105,7 +103,7 @@ import Testing
         try withTemporaryDirectory { dir in
             let server = try NATSServer(directory: dir)
             let connection = JetStreamConnection(url: server.url)
-            let primary = try Store(path: dir + "/primary", entities: [Item.self, Note.self, Event.self], options: StoreOptions(durability: .none))
+            let primary = try ShipperTests.openStore(dir + "/primary")
             try ShipperTests.commit(primary, 30, rng: &rng)  // never shipped: the copy holds them
             let shipper = try JournalShipper(store: primary, connection: connection, stream: Self.stream)
             try ShipperTests.commit(primary, 40, rng: &rng)
@@ -137,10 +135,7 @@ import Testing
     @Test func aReplicaServesItsLastStateDuringAPartitionAndCatchesUpAfter() throws {
         var rng = SeededGenerator(seed: 9)
         try withTemporaryDirectory { dir in
-            let server = try NATSServer(directory: dir)
-            let connection = JetStreamConnection(url: server.url)
-            let primary = try Store(path: dir + "/primary", entities: [Item.self, Note.self, Event.self], options: StoreOptions(durability: .none))
-            let shipper = try JournalShipper(store: primary, connection: connection, stream: Self.stream)
+            let (server, connection, primary, shipper) = try ShipperTests.startPrimary(in: dir)
             try ShipperTests.commit(primary, 60, rng: &rng)
             let before = try primary.read { try $0.journalBounds().last }
             try shipper.run(until: before)
@@ -241,10 +236,7 @@ import Testing
     @Test func runningLoopsGoThroughAServerRestart() throws {
         var rng = SeededGenerator(seed: 41)
         try withTemporaryDirectory { dir in
-            let server = try NATSServer(directory: dir)
-            let connection = JetStreamConnection(url: server.url)
-            let primary = try Store(path: dir + "/primary", entities: [Item.self, Note.self, Event.self], options: StoreOptions(durability: .none))
-            let shipper = try JournalShipper(store: primary, connection: connection, stream: Self.stream)
+            let (server, connection, primary, shipper) = try ShipperTests.startPrimary(in: dir)
             try ShipperTests.commit(primary, 20, rng: &rng)
             try shipper.run(until: try primary.read { try $0.journalBounds().last })
             let follower = try ReplicaFollower(path: dir + "/replica", connection: connection, stream: Self.stream, durability: .none)

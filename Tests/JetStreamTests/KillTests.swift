@@ -30,7 +30,7 @@ import Testing
         try withTemporaryDirectory { dir in
             let server = try NATSServer(directory: dir)
             let path = dir + "/primary"
-            let primary = try Store(path: path, entities: [Item.self, Note.self, Event.self], options: StoreOptions(durability: .none))
+            let primary = try ShipperTests.openStore(path)
             // A cursor that reads nothing keeps the whole journal, to compare the stream with.
             _ = try primary.journalCursor(named: "test", start: .oldest)
             // The first shipper makes the journal keep records; the commits after it are shipped.
@@ -82,11 +82,7 @@ import Testing
     func aFollowerKilledTwentyTimesEndsWithTheReplicaEqualToThePrimary(seed: UInt64) throws {
         var rng = SeededGenerator(seed: seed)
         try withTemporaryDirectory { dir in
-            let server = try NATSServer(directory: dir)
-            let connection = JetStreamConnection(url: server.url)
-            let primary = try Store(path: dir + "/primary", entities: [Item.self, Note.self, Event.self], options: StoreOptions(durability: .none))
-            _ = try primary.journalCursor(named: "test", start: .oldest)
-            let shipper = try JournalShipper(store: primary, connection: connection, stream: Self.stream)
+            let (server, _, primary, shipper) = try ShipperTests.startPrimary(in: dir, keepingJournal: true)
             try ShipperTests.commit(primary, 50, rng: &rng)
             let first = try primary.read { try $0.journalBounds().last }
             try shipper.run(until: first)

@@ -29,6 +29,25 @@ struct Event: Entity, Equatable {
 @Suite(.serialized) struct ShipperTests {
     static let stream = "ITEMS"
 
+    /// A store of the entities these tests write, written without syncs (what is tested here is
+    /// shipping, not durability).
+    static func openStore(_ path: String) throws -> Store {
+        try Store(path: path, entities: [Item.self, Note.self, Event.self], options: StoreOptions(durability: .none))
+    }
+
+    /// A real server, a primary store of these tests' entities and its shipper (which makes the
+    /// journal keep records from the next commit on). `keepingJournal` adds a cursor that reads
+    /// nothing, so that retention keeps every commit to compare with.
+    static func startPrimary(in dir: String, keepingJournal: Bool = false)
+        throws -> (server: NATSServer, connection: JetStreamConnection, primary: Store, shipper: JournalShipper)
+    {
+        let server = try NATSServer(directory: dir)
+        let connection = JetStreamConnection(url: server.url)
+        let primary = try openStore(dir + "/primary")
+        if keepingJournal { _ = try primary.journalCursor(named: "test", start: .oldest) }
+        return (server, connection, primary, try JournalShipper(store: primary, connection: connection, stream: stream))
+    }
+
     /// Seeded mixed commits: inserts, updates and deletes of `Item`s and `Note`s, one to five
     /// changes each.
     static func commit(_ store: Store, _ count: Int, rng: inout SeededGenerator) throws {
@@ -94,7 +113,7 @@ struct Event: Entity, Equatable {
         var rng = SeededGenerator(seed: seed)
         try withTemporaryDirectory { dir in
             let server = try NATSServer(directory: dir)
-            let store = try Store(path: dir + "/primary", entities: [Item.self, Note.self, Event.self], options: StoreOptions(durability: .none))
+            let store = try Self.openStore(dir + "/primary")
             try Self.commit(store, 20, rng: &rng)  // before the shipper: not shipped
             let shipper = try JournalShipper(store: store, connection: JetStreamConnection(url: server.url), stream: Self.stream)
             let start = try #require(try store.read { try $0.recordImagesStart() })
@@ -116,7 +135,7 @@ struct Event: Entity, Equatable {
         var rng = SeededGenerator(seed: seed)
         try withTemporaryDirectory { dir in
             let server = try NATSServer(directory: dir)
-            let store = try Store(path: dir + "/primary", entities: [Item.self, Note.self, Event.self], options: StoreOptions(durability: .none))
+            let store = try Self.openStore(dir + "/primary")
             var shipper: JournalShipper? = try JournalShipper(store: store, connection: JetStreamConnection(url: server.url), stream: Self.stream)
             let start = try #require(try store.read { try $0.recordImagesStart() })
             try Self.commit(store, 100, rng: &rng)
@@ -179,7 +198,7 @@ struct Event: Entity, Equatable {
         try withTemporaryDirectory { dir in
             let server = try NATSServer(directory: dir)
             let connection = JetStreamConnection(url: server.url)
-            let primary = try Store(path: dir + "/primary", entities: [Item.self, Note.self, Event.self], options: StoreOptions(durability: .none))
+            let primary = try Self.openStore(dir + "/primary")
             var shipper: JournalShipper? = try JournalShipper(store: primary, connection: connection, stream: Self.stream)
             try Self.commit(primary, 10, rng: &rng)
             try shipper!.run(until: try primary.read { try $0.journalBounds().last })
@@ -203,7 +222,7 @@ struct Event: Entity, Equatable {
             // primary's, and one that stays behind.
             try primary.copy(to: dir + "/copy", compact: true)
             try primary.copy(to: dir + "/behind", compact: true)
-            let copy = try Store(path: dir + "/copy", entities: [Item.self, Note.self, Event.self], options: StoreOptions(durability: .none))
+            let copy = try Self.openStore(dir + "/copy")
             try Self.commit(copy, 3, rng: &rng)
             var copyShipper: JournalShipper? = try JournalShipper(store: copy, connection: connection, stream: Self.stream)
             // Both resumed at the same stream sequence; the copy ships first, and the primary's
@@ -223,7 +242,7 @@ struct Event: Entity, Equatable {
                 return true
             }
             // The copy left behind finds commits in the stream that it lacks.
-            let behind = try Store(path: dir + "/behind", entities: [Item.self, Note.self, Event.self], options: StoreOptions(durability: .none))
+            let behind = try Self.openStore(dir + "/behind")
             #expect { try JournalShipper(store: behind, connection: connection, stream: Self.stream) } throws: { error in
                 guard case JetStreamError.streamAheadOfStore = error else { return false }
                 return true
