@@ -1,5 +1,6 @@
 import DemoFeed
 import Feedstore
+import FeedstoreJetStream
 import Foundation
 
 // Release build: swift run -c release --package-path Benchmarks feedstore-bench <command>
@@ -219,6 +220,29 @@ case "jetstream":
     let (rates, latency) = try bench.run()
     for line in JetStreamShipping.format(rates: rates, latency: latency) { emit(line) }
     try save(quick ? "jetstream-quick.md" : "jetstream.md")
+case "envelopes":
+    // Reads and encodes every commit of a store as the shipper does, without a server (for
+    // callgrind): `--build --commits N PATH` makes N one-row commits and one of 1,000 rows.
+    let path = arguments.last!
+    if arguments.contains("--build") {
+        let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(durability: .none))
+        try store.write { try $0.keepRecordImagesInJournal() }
+        var feed = DemoFeed(seed: 3)
+        for id in 1...UInt64(option("--commits", default: 2_000)) { try store.write { try $0.put(feed.message(id: id, contacts: 100)) } }
+        store.close()
+    } else {
+        let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(readOnly: true))
+        var bytes = 0
+        for _ in 0..<option("--rounds", default: 1) {
+            var after = try store.read { try $0.journalBounds().first } - 1
+            while let last = try store.read({ tx in
+                let commits = try tx.journal(after: after, limit: 512)
+                for commit in commits { bytes += try ChangeEnvelope.encode(commit, store: UUID()).count }
+                return commits.last?.sequence
+            }) { after = last }
+        }
+        print("encoded \(bytes) bytes")
+    }
 case "watch":
     let bench = WatcherBench(sizes: sizes(default: [10_000, 100_000, 1_000_000, 10_000_000]),
                              directory: NSTemporaryDirectory() + "feedstore-watch-\(getpid())")

@@ -21,7 +21,12 @@ extension FieldValue {
         case let .uint(v): out += String(v)
         case let .double(v):
             if v.isNaN { out += "\"nan\"" } else if v.isInfinite { out += v < 0 ? "\"-inf\"" : "\"inf\"" } else {
-                out += v == v.rounded() && abs(v) < 1e15 ? String(format: "%.1f", v) : "\(v)"
+                if v == v.rounded() && abs(v) < 1e15 {
+                    // An integral value, as "%.1f" prints it (-0.0 keeps its sign), without printf.
+                    out += v == 0 && v.sign == .minus ? "-0.0" : String(Int64(v)) + ".0"
+                } else {
+                    out += "\(v)"
+                }
             }
         case let .date(d): Self.appendJSONDate(d, to: &out)
         case let .string(s): Self.appendJSONString(s, to: &out)
@@ -36,11 +41,11 @@ extension FieldValue {
             out += "]"
         case let .object(members):
             out += "{"
-            for (i, key) in members.keys.sorted(by: { $0.precedesAsKey($1) }).enumerated() {
+            for (i, member) in members.sorted(by: { $0.key.precedesAsKey($1.key) }).enumerated() {
                 if i > 0 { out += "," }
-                Self.appendJSONString(key, to: &out)
+                Self.appendJSONString(member.key, to: &out)
                 out += ":"
-                members[key]!.appendJSON(to: &out)
+                member.value.appendJSON(to: &out)
             }
             out += "}"
         }
@@ -48,7 +53,12 @@ extension FieldValue {
 
     static func appendJSONString(_ s: String, to out: inout String) {
         // Most strings need no escapes: appended whole, not scalar by scalar.
-        if !s.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+        var text = s
+        let plain = text.withUTF8 { bytes in
+            for byte in bytes where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return false }
+            return true
+        }
+        if plain {
             out += "\""
             out += s
             out += "\""
@@ -182,5 +192,14 @@ extension String {
     /// bytes, that is by Unicode scalars, not by `<`, which compares canonical equivalents and
     /// orders some pairs of them neither way ("e\u{301}" and "\u{e9}e"), so that sorting by it
     /// depends on the order keys came in.
-    func precedesAsKey(_ other: String) -> Bool { utf8.lexicographicallyPrecedes(other.utf8) }
+    func precedesAsKey(_ other: String) -> Bool {
+        var (a, b) = (self, other)
+        return a.withUTF8 { x in
+            b.withUTF8 { y in
+                let common = min(x.count, y.count)
+                let order = common == 0 ? 0 : memcmp(x.baseAddress!, y.baseAddress!, common)
+                return order != 0 ? order < 0 : x.count < y.count
+            }
+        }
+    }
 }
