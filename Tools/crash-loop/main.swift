@@ -1,3 +1,4 @@
+import Feedstore
 import FeedstoreTestSupport
 import Foundation
 
@@ -11,6 +12,28 @@ func option(_ name: String) -> String? {
 let cycles = option("--cycles").flatMap(Int.init) ?? 2_000
 let seed = option("--seed").flatMap(UInt64.init) ?? UInt64(Date().timeIntervalSince1970)
 let path = option("--path") ?? NSTemporaryDirectory() + "feedstore-crash-loop-\(getpid())"
+
+// crash-loop --power-loss [--cycles N] [--seed S] [--durability full|relaxed|none]
+// Builds N file states a power loss could leave while a writer commits, and checks each (see
+// PowerLoss). Exits 1 when .full or .relaxed breaks its promise.
+if arguments.contains("--power-loss") {
+    guard let durability = Durability(rawValue: option("--durability") ?? "full") else {
+        print("--durability must be full, relaxed or none")
+        exit(2)
+    }
+    print("power loss: \(cycles) crash states, durability \(durability.rawValue), seed \(seed)")
+    let check = PowerLoss(durability: durability, seed: seed, storectl: storectlURL, directory: path)
+    do {
+        let report = try check.run(states: cycles) { print("  \($0.states) states checked") }
+        for problem in report.problems { print("  \(problem)") }
+        print(report.summary)
+        try? FileManager.default.removeItem(atPath: path)
+        exit(check.broken(report) ? 1 : 0)
+    } catch {
+        print("FAILED (seed \(seed)): \(error)")
+        exit(2)
+    }
+}
 print("crash loop: \(cycles) cycles, seed \(seed), store \(path)")
 let started = Date()
 do {

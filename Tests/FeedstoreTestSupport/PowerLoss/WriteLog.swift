@@ -1,0 +1,62 @@
+import Foundation
+
+/// What a process wrote to a store's data file, when it synced it, and what it printed, in
+/// order, as the write recorder (`Tools/write-recorder/recorder.c`) logged it.
+public struct WriteLog {
+    public enum Operation: Equatable {
+        /// Bytes written at an offset (not durable until a sync follows).
+        case write(offset: Int, bytes: [UInt8])
+        /// A completed fsync or fdatasync, or a write through a synchronous descriptor: every
+        /// write before it is durable.
+        case sync
+        /// The file cut or extended to a size.
+        case truncate(size: Int)
+        /// Bytes the process wrote to its standard output.
+        case output([UInt8])
+    }
+
+    public var operations: [Operation]
+
+    /// Reads the log at `path`.
+    public init(contentsOf path: String) throws {
+        let data = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+        var operations: [Operation] = []
+        var at = 0
+        func word(_ from: Int) -> Int { (0..<8).reduce(0) { $0 | Int(data[from + $1]) << (8 * $1) } }
+        while at + 17 <= data.count {
+            let kind = data[at], offset = word(at + 1), length = word(at + 9)
+            at += 17
+            let carriesBytes = kind == 1 || kind == 4
+            guard !carriesBytes || at + length <= data.count else { break }  // a record cut short by a kill
+            switch kind {
+            case 1: operations.append(.write(offset: offset, bytes: Array(data[at..<at + length])))
+            case 2: operations.append(.sync)
+            case 3: operations.append(.truncate(size: offset))
+            case 4: operations.append(.output(Array(data[at..<at + length])))
+            default: throw PowerLoss.Failure(description: "write log \(path): unknown record kind \(kind) at byte \(at - 17)")
+            }
+            if carriesBytes { at += length }
+        }
+        self.operations = operations
+    }
+
+    /// The operation index of each `committed <sequence>` line printed, with its sequence: the
+    /// commits the process acknowledged, and when.
+    public var acknowledgments: [(operation: Int, sequence: UInt64)] {
+        var found: [(Int, UInt64)] = []
+        var line: [UInt8] = []
+        for (index, operation) in operations.enumerated() {
+            guard case let .output(bytes) = operation else { continue }
+            for byte in bytes {
+                if byte == UInt8(ascii: "\n") {
+                    let text = String(decoding: line, as: UTF8.self)
+                    if text.hasPrefix("committed "), let sequence = UInt64(text.dropFirst(10)) { found.append((index, sequence)) }
+                    line = []
+                } else {
+                    line.append(byte)
+                }
+            }
+        }
+        return found
+    }
+}

@@ -1,0 +1,237 @@
+// An LD_PRELOAD library that records, in order, what a process writes to LMDB data files
+// (`data.mdb`) and when it syncs them, plus what it prints on standard output, into the log file
+// named by FEEDSTORE_WRITE_LOG. The power-loss checker replays the log to build the file states
+// a power loss could leave. The process behaves as it would without it: every call goes to the
+// C library, and is only noted after.
+//
+// Log records: u8 kind, u64 offset, u64 length, then `length` bytes.
+//   1 write (offset, the bytes written)   2 sync (a completed fsync/fdatasync, or a write on a
+//   descriptor opened with O_DSYNC/O_SYNC)   3 truncate (length = new size)   4 output (fd 1 bytes)
+// Not recorded: msync (Feedstore does not map LMDB's file writable), renames (no workload here
+// renames a data file).
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+enum { KIND_WRITE = 1, KIND_SYNC = 2, KIND_TRUNCATE = 3, KIND_OUTPUT = 4 };
+enum { MAX_FD = 4096 };
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static int log_fd = -1;
+static unsigned char tracked[MAX_FD];  // 1: a data.mdb, 2: one opened with O_DSYNC or O_SYNC
+
+static ssize_t (*real_write)(int, const void *, size_t);
+static ssize_t (*real_pwrite)(int, const void *, size_t, off_t);
+static ssize_t (*real_pwrite64)(int, const void *, size_t, off_t);
+static ssize_t (*real_writev)(int, const struct iovec *, int);
+static ssize_t (*real_pwritev)(int, const struct iovec *, int, off_t);
+static int (*real_open)(const char *, int, ...);
+static int (*real_open64)(const char *, int, ...);
+static int (*real_openat)(int, const char *, int, ...);
+static int (*real_close)(int);
+static int (*real_fsync)(int);
+static int (*real_fdatasync)(int);
+static int (*real_ftruncate)(int, off_t);
+static off_t (*real_lseek)(int, off_t, int);
+
+static void resolve(void) {
+    if (real_write) return;
+    real_pwrite = dlsym(RTLD_NEXT, "pwrite");
+    real_pwrite64 = dlsym(RTLD_NEXT, "pwrite64");
+    real_writev = dlsym(RTLD_NEXT, "writev");
+    real_pwritev = dlsym(RTLD_NEXT, "pwritev");
+    real_open = dlsym(RTLD_NEXT, "open");
+    real_open64 = dlsym(RTLD_NEXT, "open64");
+    real_openat = dlsym(RTLD_NEXT, "openat");
+    real_close = dlsym(RTLD_NEXT, "close");
+    real_fsync = dlsym(RTLD_NEXT, "fsync");
+    real_fdatasync = dlsym(RTLD_NEXT, "fdatasync");
+    real_ftruncate = dlsym(RTLD_NEXT, "ftruncate");
+    real_lseek = dlsym(RTLD_NEXT, "lseek");
+    real_write = dlsym(RTLD_NEXT, "write");
+}
+
+__attribute__((constructor)) static void start(void) {
+    resolve();
+    const char *path = getenv("FEEDSTORE_WRITE_LOG");
+    if (path) log_fd = real_open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+}
+
+// Appends one record; the caller holds `lock`.
+static void note(unsigned char kind, uint64_t offset, const void *bytes, uint64_t length) {
+    if (log_fd < 0) return;
+    unsigned char header[17];
+    header[0] = kind;
+    memcpy(header + 1, &offset, 8);
+    memcpy(header + 9, &length, 8);
+    real_write(log_fd, header, sizeof header);
+    const char *p = bytes;
+    uint64_t left = bytes ? length : 0;
+    while (left > 0) {
+        ssize_t n = real_write(log_fd, p, left);
+        if (n <= 0) break;
+        p += n;
+        left -= (uint64_t)n;
+    }
+}
+
+static int is_data_file(const char *path) {
+    size_t n = strlen(path);
+    return n >= 8 && strcmp(path + n - 8, "data.mdb") == 0;
+}
+
+static void opened(int fd, const char *path, int flags) {
+    if (fd < 0 || fd >= MAX_FD) return;
+    pthread_mutex_lock(&lock);
+    tracked[fd] = is_data_file(path) ? ((flags & (O_DSYNC | O_SYNC)) ? 2 : 1) : 0;
+    pthread_mutex_unlock(&lock);
+}
+
+static int is_tracked(int fd) { return fd >= 0 && fd < MAX_FD && tracked[fd]; }
+
+// A write of `n` bytes at `offset` went through: note it, and a sync for a synchronous descriptor.
+static void wrote(int fd, const void *bytes, ssize_t n, off_t offset) {
+    if (n <= 0) return;
+    note(KIND_WRITE, (uint64_t)offset, bytes, (uint64_t)n);
+    if (tracked[fd] == 2) note(KIND_SYNC, 0, NULL, 0);
+}
+
+int open(const char *path, int flags, ...) {
+    resolve();
+    mode_t mode = 0;
+    if (flags & (O_CREAT | O_TMPFILE)) { va_list a; va_start(a, flags); mode = va_arg(a, mode_t); va_end(a); }
+    int fd = real_open(path, flags, mode);
+    opened(fd, path, flags);
+    return fd;
+}
+
+int open64(const char *path, int flags, ...) {
+    resolve();
+    mode_t mode = 0;
+    if (flags & (O_CREAT | O_TMPFILE)) { va_list a; va_start(a, flags); mode = va_arg(a, mode_t); va_end(a); }
+    int fd = real_open64 ? real_open64(path, flags, mode) : real_open(path, flags, mode);
+    opened(fd, path, flags);
+    return fd;
+}
+
+int openat(int dir, const char *path, int flags, ...) {
+    resolve();
+    mode_t mode = 0;
+    if (flags & (O_CREAT | O_TMPFILE)) { va_list a; va_start(a, flags); mode = va_arg(a, mode_t); va_end(a); }
+    int fd = real_openat(dir, path, flags, mode);
+    opened(fd, path, flags);
+    return fd;
+}
+
+int close(int fd) {
+    resolve();
+    pthread_mutex_lock(&lock);
+    if (fd >= 0 && fd < MAX_FD) tracked[fd] = 0;
+    int result = real_close(fd);
+    pthread_mutex_unlock(&lock);
+    return result;
+}
+
+ssize_t pwrite(int fd, const void *bytes, size_t count, off_t offset) {
+    resolve();
+    if (!is_tracked(fd)) return real_pwrite(fd, bytes, count, offset);
+    pthread_mutex_lock(&lock);
+    ssize_t n = real_pwrite(fd, bytes, count, offset);
+    wrote(fd, bytes, n, offset);
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
+ssize_t pwrite64(int fd, const void *bytes, size_t count, off_t offset) {
+    resolve();
+    if (!is_tracked(fd)) return (real_pwrite64 ? real_pwrite64 : real_pwrite)(fd, bytes, count, offset);
+    pthread_mutex_lock(&lock);
+    ssize_t n = (real_pwrite64 ? real_pwrite64 : real_pwrite)(fd, bytes, count, offset);
+    wrote(fd, bytes, n, offset);
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
+// Notes the pieces of a vectored write that went through, from `offset` on.
+static void wrote_vector(int fd, const struct iovec *iov, int count, ssize_t n, off_t offset) {
+    for (int i = 0; i < count && n > 0; i++) {
+        ssize_t part = (ssize_t)iov[i].iov_len < n ? (ssize_t)iov[i].iov_len : n;
+        note(KIND_WRITE, (uint64_t)offset, iov[i].iov_base, (uint64_t)part);
+        offset += part;
+        n -= part;
+    }
+}
+
+ssize_t writev(int fd, const struct iovec *iov, int count) {
+    resolve();
+    if (!is_tracked(fd)) return real_writev(fd, iov, count);
+    pthread_mutex_lock(&lock);
+    off_t offset = real_lseek(fd, 0, SEEK_CUR);
+    ssize_t n = real_writev(fd, iov, count);
+    wrote_vector(fd, iov, count, n, offset);
+    if (n > 0 && tracked[fd] == 2) note(KIND_SYNC, 0, NULL, 0);
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
+ssize_t pwritev(int fd, const struct iovec *iov, int count, off_t offset) {
+    resolve();
+    if (!is_tracked(fd)) return real_pwritev(fd, iov, count, offset);
+    pthread_mutex_lock(&lock);
+    ssize_t n = real_pwritev(fd, iov, count, offset);
+    wrote_vector(fd, iov, count, n, offset);
+    if (n > 0 && tracked[fd] == 2) note(KIND_SYNC, 0, NULL, 0);
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
+ssize_t write(int fd, const void *bytes, size_t count) {
+    resolve();
+    if (fd == 1) {
+        // Output: what the process acknowledged, in order with its file writes.
+        pthread_mutex_lock(&lock);
+        ssize_t n = real_write(fd, bytes, count);
+        if (n > 0) note(KIND_OUTPUT, 0, bytes, (uint64_t)n);
+        pthread_mutex_unlock(&lock);
+        return n;
+    }
+    if (!is_tracked(fd)) return real_write(fd, bytes, count);
+    pthread_mutex_lock(&lock);
+    off_t offset = real_lseek(fd, 0, SEEK_CUR);
+    ssize_t n = real_write(fd, bytes, count);
+    wrote(fd, bytes, n, offset);
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
+// Syncs under the lock, so that no write is noted between the sync and its record.
+static int synced(int fd, int (*sync)(int)) {
+    if (!is_tracked(fd)) return sync(fd);
+    pthread_mutex_lock(&lock);
+    int result = sync(fd);
+    if (result == 0) note(KIND_SYNC, 0, NULL, 0);
+    pthread_mutex_unlock(&lock);
+    return result;
+}
+
+int fsync(int fd) { resolve(); return synced(fd, real_fsync); }
+
+int fdatasync(int fd) { resolve(); return synced(fd, real_fdatasync); }
+
+int ftruncate(int fd, off_t length) {
+    resolve();
+    if (!is_tracked(fd)) return real_ftruncate(fd, length);
+    pthread_mutex_lock(&lock);
+    int result = real_ftruncate(fd, length);
+    if (result == 0) note(KIND_TRUNCATE, (uint64_t)length, NULL, 0);
+    pthread_mutex_unlock(&lock);
+    return result;
+}
