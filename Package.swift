@@ -56,7 +56,8 @@ let package = Package(
             path: "Tools/storectl",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
-        // Kills a durable writer at random moments and checks the store after each kill (long soaks).
+        // Kills a durable writer at random moments and checks the store after each kill, or with
+        // --power-loss checks the file states a power loss could leave (long soaks).
         .executableTarget(
             name: "crash-loop",
             dependencies: ["FeedstoreTestSupport"],
