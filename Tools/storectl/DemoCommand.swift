@@ -217,11 +217,15 @@ struct DemoMutate: ParsableCommand {
     @Option(help: "Keep at most this many commits in the journal (trimming older ones as it writes).")
     var keepCommits: UInt64?
 
+    @Option(help: "The map size to open the store with, in bytes (it grows by itself when full; a small one makes the writer grow it).")
+    var initialMapSize: Int?
+
     @Flag(help: "Print nothing per commit.")
     var quiet = false
 
     func validate() throws {
         guard pause >= 0 else { throw ValidationError("--pause must be 0 or more") }
+        guard initialMapSize.map({ $0 > 0 }) ?? true else { throw ValidationError("--initial-map-size must be more than 0") }
         guard keepCommits.map({ $0 >= 1 }) ?? true else { throw ValidationError("--keep-commits must be 1 or more") }
     }
 
@@ -231,6 +235,7 @@ struct DemoMutate: ParsableCommand {
         }
         var options = StoreOptions(durability: durability)
         if let keepCommits { options.journalRetention = JournalRetention(minimumCommits: 1, maximumCommits: keepCommits) }
+        if let initialMapSize { options.initialMapSize = initialMapSize }
         let store = try Store(path: path, entities: DemoFeed.entities, options: options)
         defer { store.close() }
         let contacts = UInt64(max(1, try store.read { try $0.count(Contact.self) }))

@@ -25,14 +25,17 @@ public struct PowerLoss {
         public var perCommit: Int
         public var commits: Int
         /// Commits the journal keeps at most, so that the writer trims it as it goes.
-        public var keepCommits: Int?
+        public var keepCommits: Int? = nil
+        /// A map size for the writer too small for what it writes, so that it grows the map.
+        public var initialMapSize: Int? = nil
 
         public var description: String { name }
 
         public static let oneRowCommits = Workload(name: "one-row commits", perCommit: 1, commits: 60)
         public static let bulkCommits = Workload(name: "bulk commits", perCommit: 300, commits: 8)
         public static let journalTrimming = Workload(name: "journal trimming", perCommit: 2, commits: 60, keepCommits: 10)
-        public static let all = [oneRowCommits, bulkCommits, journalTrimming]
+        public static let mapGrowth = Workload(name: "map growth", perCommit: 300, commits: 8, initialMapSize: 256 << 10)
+        public static let all = [oneRowCommits, bulkCommits, journalTrimming, mapGrowth]
     }
 
     public struct Report: Sendable {
@@ -84,12 +87,21 @@ public struct PowerLoss {
         defer { try? FileManager.default.removeItem(atPath: run) }
         let recorder = try Self.buildRecorder(in: run)
         let store = run + "/store"
-        let populated = try runTool(storectl, ["demo", "populate", store, "--messages", "400", "--contacts", "20", "--seed", String(seed)], timeout: 120)
-        guard populated.status == 0 else { throw Failure(description: "demo populate: \(populated.stderr)") }
+        // The demo feed, written and synced before the recorded run: what the disk holds at its start.
+        do {
+            var options = StoreOptions(durability: .none)
+            if let size = workload.initialMapSize { options.initialMapSize = size }
+            let seeded = try Store(path: store, entities: DemoFeed.entities, options: options)
+            var feed = DemoFeed(seed: seed)
+            try feed.populate(seeded, messages: 400, contacts: 20)
+            try seeded.sync()
+            seeded.close()
+        }
         let initial = try [UInt8](Data(contentsOf: URL(fileURLWithPath: store + "/data.mdb")))
         var arguments = ["demo", "mutate", store, "--commits", String(workload.commits), "--per-commit", String(workload.perCommit),
                          "--seed", String(seed), "--durability", durability.rawValue]
         if let keep = workload.keepCommits { arguments += ["--keep-commits", String(keep)] }
+        if let size = workload.initialMapSize { arguments += ["--initial-map-size", String(size)] }
         let log = run + "/writes.log"
         let writer = try runTool(storectl, arguments, environment: ["LD_PRELOAD": recorder, "FEEDSTORE_WRITE_LOG": log], timeout: 300)
         guard writer.status == 0 else { throw Failure(description: "demo mutate: \(writer.stderr)") }
@@ -97,6 +109,13 @@ public struct PowerLoss {
         let acknowledgments = operations.acknowledgments
         guard acknowledgments.count >= workload.commits / 2 else {
             throw Failure(description: "the recorder saw \(acknowledgments.count) acknowledged commits of \(workload.commits): is it loaded?")
+        }
+        if let size = workload.initialMapSize {
+            // The file outgrew the initial map only if the writer grew the map.
+            let end = operations.operations.map { if case let .write(offset, bytes) = $0 { offset + bytes.count } else { 0 } }.max() ?? 0
+            guard end > size && initial.count <= size else {
+                throw Failure(description: "\(workload): the writer wrote up to byte \(end) from a \(initial.count)-byte file: it did not grow a map of \(size) bytes")
+            }
         }
         // Crash points, in order: a crash "at i" happens after operations 0..<i.
         let count = operations.operations.count
