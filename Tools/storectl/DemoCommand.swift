@@ -220,6 +220,9 @@ struct DemoMutate: ParsableCommand {
     @Option(help: "The map size to open the store with, in bytes (it grows by itself when full; a small one makes the writer grow it).")
     var initialMapSize: Int?
 
+    @Option(help: "A durable journal cursor to move past each commit once it returns, printing `cursor <sequence>` (a consumer that keeps up).")
+    var acknowledgeCursor: String?
+
     @Flag(help: "Print nothing per commit.")
     var quiet = false
 
@@ -239,6 +242,7 @@ struct DemoMutate: ParsableCommand {
         let store = try Store(path: path, entities: DemoFeed.entities, options: options)
         defer { store.close() }
         let contacts = UInt64(max(1, try store.read { try $0.count(Contact.self) }))
+        let cursor = try acknowledgeCursor.map { try store.journalCursor(named: $0) }
         var feed = DemoFeed(seed: seed)
         for _ in 0..<commits {
             let perCommit = perCommit
@@ -248,6 +252,10 @@ struct DemoMutate: ParsableCommand {
             }
             if !quiet, let sequence {
                 FileHandle.standardOutput.write(Data("committed \(sequence)\n".utf8))
+            }
+            if let cursor, let sequence {
+                try cursor.acknowledge(through: sequence)
+                if !quiet { FileHandle.standardOutput.write(Data("cursor \(sequence)\n".utf8)) }
             }
             if pause > 0 { usleep(UInt32(pause) * 1_000) }
         }

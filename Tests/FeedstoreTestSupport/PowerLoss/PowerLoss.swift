@@ -28,10 +28,12 @@ public struct PowerLoss {
         public var keepCommits: Int? = nil
         /// A map size for the writer too small for what it writes, so that it grows the map.
         public var initialMapSize: Int? = nil
+        /// Whether the writer moves a durable journal cursor (``cursorName``) past each commit.
+        public var movesCursor = false
 
         public var description: String { name }
 
-        public static let oneRowCommits = Workload(name: "one-row commits", perCommit: 1, commits: 60)
+        public static let oneRowCommits = Workload(name: "one-row commits", perCommit: 1, commits: 60, movesCursor: true)
         public static let bulkCommits = Workload(name: "bulk commits", perCommit: 300, commits: 8)
         public static let journalTrimming = Workload(name: "journal trimming", perCommit: 2, commits: 60, keepCommits: 10)
         public static let mapGrowth = Workload(name: "map growth", perCommit: 300, commits: 8, initialMapSize: 256 << 10)
@@ -94,6 +96,7 @@ public struct PowerLoss {
             let seeded = try Store(path: store, entities: DemoFeed.entities, options: options)
             var feed = DemoFeed(seed: seed)
             try feed.populate(seeded, messages: 400, contacts: 20)
+            if workload.movesCursor { _ = try seeded.journalCursor(named: Self.cursorName) }
             try seeded.sync()
             seeded.close()
         }
@@ -102,11 +105,13 @@ public struct PowerLoss {
                          "--seed", String(seed), "--durability", durability.rawValue]
         if let keep = workload.keepCommits { arguments += ["--keep-commits", String(keep)] }
         if let size = workload.initialMapSize { arguments += ["--initial-map-size", String(size)] }
+        if workload.movesCursor { arguments += ["--acknowledge-cursor", Self.cursorName] }
         let log = run + "/writes.log"
         let writer = try runTool(storectl, arguments, environment: ["LD_PRELOAD": recorder, "FEEDSTORE_WRITE_LOG": log], timeout: 300)
         guard writer.status == 0 else { throw Failure(description: "demo mutate: \(writer.stderr)") }
         let operations = try WriteLog(contentsOf: log)
         let acknowledgments = operations.acknowledgments
+        let cursorAcknowledgments = operations.cursorAcknowledgments
         guard acknowledgments.count >= workload.commits / 2 else {
             throw Failure(description: "the recorder saw \(acknowledgments.count) acknowledged commits of \(workload.commits): is it loaded?")
         }
@@ -152,17 +157,22 @@ public struct PowerLoss {
             let synced = acknowledgments.last { $0.operation < lastSync }?.sequence ?? 0
             // What must survive; with `.none`, what was acknowledged, to record what is lost.
             let required: UInt64 = durability == .relaxed ? synced : acknowledged
+            let cursorRequired = (durability == .relaxed ? cursorAcknowledgments.last { $0.operation < lastSync }
+                                                         : cursorAcknowledgments.last { $0.operation < point })?.sequence
             for subset in Self.subsets(pending.count, rng: &rng) {
                 var image = durable
                 for i in subset { Self.apply(pending[i], to: &image) }
                 if let size = pendingSize, Bool.random(using: &rng) { Self.resize(&image, to: size) }
                 report.states += 1
-                try check(image, at: point, of: count, required: required, workload: workload, in: run, report: &report)
+                try check(image, at: point, of: count, required: required, cursorRequired: workload.movesCursor ? cursorRequired ?? 0 : nil,
+                          workload: workload, in: run, report: &report)
             }
         }
     }
 
     static let page = 4_096
+    /// The durable journal cursor a workload's writer moves.
+    static let cursorName = "consumer"
 
     static func apply(_ write: (offset: Int, bytes: ArraySlice<UInt8>), to image: inout [UInt8]) {
         if image.count < write.offset + write.bytes.count { image += [UInt8](repeating: 0, count: write.offset + write.bytes.count - image.count) }
@@ -181,8 +191,10 @@ public struct PowerLoss {
     }
 
     /// Writes `image` as a store's data file and checks it.
-    func check(_ image: [UInt8], at point: Int, of count: Int, required: UInt64, workload: Workload, in run: String,
-               report: inout Report) throws {
+    /// - Parameter cursorRequired: where the workload's cursor must be at least (nil when the
+    ///   workload moves none).
+    func check(_ image: [UInt8], at point: Int, of count: Int, required: UInt64, cursorRequired: UInt64?, workload: Workload,
+               in run: String, report: inout Report) throws {
         let path = run + "/state-\(report.states)"
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: path) }
@@ -202,6 +214,21 @@ public struct PowerLoss {
                 let issues = try store.verify()
                 guard issues.isEmpty else { return failed("verify: \(issues.prefix(3))") }
                 last = try store.read { try $0.journalBounds().last }
+                if let cursorRequired {
+                    // The cursor kept what it acknowledged, and resumes right after it.
+                    let position = try store.read { try $0.journalCursors() }.first { $0.name == Self.cursorName }?.position
+                    guard let position else { return failed("the cursor \(Self.cursorName) is gone") }
+                    if position < cursorRequired {
+                        report.acknowledgedLost += Int(cursorRequired - position)
+                        if report.problems.count < 10 { report.problems.append("\(context): the cursor went back from \(cursorRequired) to \(position)") }
+                    }
+                    if position < last {
+                        let next = try store.read { try $0.journal(after: position, limit: 1) }.first?.sequence
+                        guard next == position + 1 else { return failed("the cursor at \(position) resumes at \(next.map(String.init) ?? "nothing")") }
+                    } else if position > last {
+                        return failed("the cursor at \(position) is past the journal's end, \(last)")
+                    }
+                }
             }
             if last < required {
                 report.acknowledgedLost += Int(required - last)

@@ -42,7 +42,13 @@ public struct WriteLog {
 
     /// The operation index of each `committed <sequence>` line printed, with its sequence: the
     /// commits the process acknowledged, and when.
-    public var acknowledgments: [(operation: Int, sequence: UInt64)] {
+    public var acknowledgments: [(operation: Int, sequence: UInt64)] { printed("committed ") }
+
+    /// The same for `cursor <sequence>` lines: a durable cursor moved past a commit.
+    public var cursorAcknowledgments: [(operation: Int, sequence: UInt64)] { printed("cursor ") }
+
+    /// The operation index and number of each printed line made of `prefix` and a number.
+    func printed(_ prefix: String) -> [(operation: Int, sequence: UInt64)] {
         var found: [(Int, UInt64)] = []
         var line: [UInt8] = []
         for (index, operation) in operations.enumerated() {
@@ -50,7 +56,7 @@ public struct WriteLog {
             for byte in bytes {
                 if byte == UInt8(ascii: "\n") {
                     let text = String(decoding: line, as: UTF8.self)
-                    if text.hasPrefix("committed "), let sequence = UInt64(text.dropFirst(10)) { found.append((index, sequence)) }
+                    if text.hasPrefix(prefix), let sequence = UInt64(text.dropFirst(prefix.count)) { found.append((index, sequence)) }
                     line = []
                 } else {
                     line.append(byte)
