@@ -75,7 +75,8 @@ public struct PowerLoss {
     /// Compiles the write recorder into `directory` with the system's C compiler.
     public static func buildRecorder(in directory: String) throws -> String {
         let library = directory + "/libfeedstore-write-recorder.so"
-        let result = try runTool(URL(fileURLWithPath: "/usr/bin/cc"), ["-shared", "-fPIC", "-O2", "-o", library, recorderSource, "-ldl"], timeout: 120)
+        let result = try runTool(URL(fileURLWithPath: "/usr/bin/env"), ["cc", "-shared", "-fPIC", "-O2", "-o", library, recorderSource, "-ldl"],
+                                 timeout: 120)
         guard result.status == 0 else { throw Failure(description: "cc could not build the write recorder: \(result.stderr)") }
         return library
     }
