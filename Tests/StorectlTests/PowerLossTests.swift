@@ -1,4 +1,5 @@
 import Feedstore
+import FeedstoreDemo
 import FeedstoreTestSupport
 import Foundation
 import Testing
@@ -38,5 +39,35 @@ import Testing
         let report = try Self.run(.none, states: 90, seed: 2)
         #expect(report.failedVerify > 0)
         #expect(report.problems.contains { $0.contains("damaged") || $0.contains("truncated") || $0.contains("verify") })
+    }
+
+    /// `storectl compact` makes its copy durable before it returns: the copy is synced, then
+    /// renamed into place, then the rename is synced in the destination's directory (and the new
+    /// directory in its parent). Without the last syncs a power loss could undo a copy that
+    /// returned.
+    @Test func aCompactedCopyIsDurableOnceCompactReturns() throws {
+        try withTemporaryDirectory { dir in
+            let source = dir + "/store", destination = dir + "/copy"
+            do {
+                let store = try Store(path: source, entities: DemoFeed.entities, options: StoreOptions(durability: .none))
+                var feed = DemoFeed(seed: 4)
+                try feed.populate(store, messages: 300, contacts: 10)
+                store.close()
+            }
+            let recorder = try PowerLoss.buildRecorder(in: dir)
+            let log = dir + "/writes.log"
+            let copied = try runTool(storectlURL, ["compact", source, destination], environment: ["LD_PRELOAD": recorder, "FEEDSTORE_WRITE_LOG": log])
+            try #require(copied.status == 0, "\(copied.stderr)")
+            let operations = try WriteLog(contentsOf: log).operations
+            let lastWrite = try #require(operations.lastIndex { if case .write = $0 { true } else { false } })
+            let renamed = try #require(operations.firstIndex { $0 == .rename(from: destination + "/data.mdb.partial", to: destination + "/data.mdb") },
+                                       "\(operations.filter { if case .write = $0 { false } else { true } })")
+            #expect(operations[lastWrite..<renamed].contains(.sync), "the copy was not synced before its rename")
+            let directorySyncs = operations[renamed...].compactMap { if case let .directorySync(path) = $0 { path } else { nil } }
+            #expect(directorySyncs.contains(destination), "the rename was not synced: \(directorySyncs)")
+            #expect(directorySyncs.contains(dir), "the new directory was not synced in its parent: \(directorySyncs)")
+            let store = try Store(path: destination, options: StoreOptions(readOnly: true))
+            #expect(try store.verify().isEmpty)
+        }
     }
 }

@@ -4,11 +4,12 @@
 // a power loss could leave. The process behaves as it would without it: every call goes to the
 // C library, and is only noted after.
 //
+// Data files are `data.mdb` and `data.mdb.partial` (a copy being written).
 // Log records: u8 kind, u64 offset, u64 length, then `length` bytes.
 //   1 write (offset, the bytes written)   2 sync (a completed fsync/fdatasync, or a write on a
 //   descriptor opened with O_DSYNC/O_SYNC)   3 truncate (length = new size)   4 output (fd 1 bytes)
-// Not recorded: msync (Feedstore does not map LMDB's file writable), renames (no workload here
-// renames a data file).
+//   5 rename (the old and new paths, each ending in a zero byte)   6 directory sync (its path)
+// Not recorded: msync (Feedstore does not map LMDB's file writable).
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -21,12 +22,13 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-enum { KIND_WRITE = 1, KIND_SYNC = 2, KIND_TRUNCATE = 3, KIND_OUTPUT = 4 };
+enum { KIND_WRITE = 1, KIND_SYNC = 2, KIND_TRUNCATE = 3, KIND_OUTPUT = 4, KIND_RENAME = 5, KIND_DIRECTORY_SYNC = 6 };
 enum { MAX_FD = 4096 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int log_fd = -1;
-static unsigned char tracked[MAX_FD];  // 1: a data.mdb, 2: one opened with O_DSYNC or O_SYNC
+static unsigned char tracked[MAX_FD];  // 1: a data file, 2: one opened with O_DSYNC or O_SYNC
+static char *directories[MAX_FD];      // the path of each descriptor opened on a directory
 
 static ssize_t (*real_write)(int, const void *, size_t);
 static ssize_t (*real_pwrite)(int, const void *, size_t, off_t);
@@ -40,6 +42,7 @@ static int (*real_close)(int);
 static int (*real_fsync)(int);
 static int (*real_fdatasync)(int);
 static int (*real_ftruncate)(int, off_t);
+static int (*real_rename)(const char *, const char *);
 static off_t (*real_lseek)(int, off_t, int);
 
 static void resolve(void) {
@@ -56,6 +59,7 @@ static void resolve(void) {
     real_fdatasync = dlsym(RTLD_NEXT, "fdatasync");
     real_ftruncate = dlsym(RTLD_NEXT, "ftruncate");
     real_lseek = dlsym(RTLD_NEXT, "lseek");
+    real_rename = dlsym(RTLD_NEXT, "rename");
     real_write = dlsym(RTLD_NEXT, "write");
 }
 
@@ -83,15 +87,19 @@ static void note(unsigned char kind, uint64_t offset, const void *bytes, uint64_
     }
 }
 
-static int is_data_file(const char *path) {
-    size_t n = strlen(path);
-    return n >= 8 && strcmp(path + n - 8, "data.mdb") == 0;
+static int ends_with(const char *path, const char *suffix) {
+    size_t n = strlen(path), m = strlen(suffix);
+    return n >= m && strcmp(path + n - m, suffix) == 0;
 }
+
+static int is_data_file(const char *path) { return ends_with(path, "data.mdb") || ends_with(path, "data.mdb.partial"); }
 
 static void opened(int fd, const char *path, int flags) {
     if (fd < 0 || fd >= MAX_FD) return;
     pthread_mutex_lock(&lock);
     tracked[fd] = is_data_file(path) ? ((flags & (O_DSYNC | O_SYNC)) ? 2 : 1) : 0;
+    free(directories[fd]);
+    directories[fd] = (flags & O_DIRECTORY) ? strdup(path) : NULL;
     pthread_mutex_unlock(&lock);
 }
 
@@ -134,7 +142,11 @@ int openat(int dir, const char *path, int flags, ...) {
 int close(int fd) {
     resolve();
     pthread_mutex_lock(&lock);
-    if (fd >= 0 && fd < MAX_FD) tracked[fd] = 0;
+    if (fd >= 0 && fd < MAX_FD) {
+        tracked[fd] = 0;
+        free(directories[fd]);
+        directories[fd] = NULL;
+    }
     int result = real_close(fd);
     pthread_mutex_unlock(&lock);
     return result;
@@ -214,10 +226,12 @@ ssize_t write(int fd, const void *bytes, size_t count) {
 
 // Syncs under the lock, so that no write is noted between the sync and its record.
 static int synced(int fd, int (*sync)(int)) {
-    if (!is_tracked(fd)) return sync(fd);
+    int directory = fd >= 0 && fd < MAX_FD && directories[fd];
+    if (!is_tracked(fd) && !directory) return sync(fd);
     pthread_mutex_lock(&lock);
     int result = sync(fd);
-    if (result == 0) note(KIND_SYNC, 0, NULL, 0);
+    if (result == 0 && directory) note(KIND_DIRECTORY_SYNC, 0, directories[fd], strlen(directories[fd]));
+    else if (result == 0) note(KIND_SYNC, 0, NULL, 0);
     pthread_mutex_unlock(&lock);
     return result;
 }
@@ -232,6 +246,25 @@ int ftruncate(int fd, off_t length) {
     pthread_mutex_lock(&lock);
     int result = real_ftruncate(fd, length);
     if (result == 0) note(KIND_TRUNCATE, (uint64_t)length, NULL, 0);
+    pthread_mutex_unlock(&lock);
+    return result;
+}
+
+int rename(const char *from, const char *to) {
+    resolve();
+    if (!is_data_file(from) && !is_data_file(to)) return real_rename(from, to);
+    pthread_mutex_lock(&lock);
+    int result = real_rename(from, to);
+    if (result == 0) {
+        size_t a = strlen(from) + 1, b = strlen(to) + 1;
+        char *both = malloc(a + b);
+        if (both) {
+            memcpy(both, from, a);
+            memcpy(both + a, to, b);
+            note(KIND_RENAME, 0, both, a + b);
+            free(both);
+        }
+    }
     pthread_mutex_unlock(&lock);
     return result;
 }

@@ -6,8 +6,9 @@ extension Store {
     ///
     /// The copy gets the store's own modes: its directory's and its data file's (0700 and 0600
     /// unless the store was made with another ``StoreOptions/fileMode``). The data file is
-    /// written under a temporary name and renamed into place once complete, so a failed copy
-    /// leaves no store behind that looks whole.
+    /// written under a temporary name, synced, renamed into place once complete, and the rename
+    /// synced: a failed copy leaves no store behind that looks whole, and a copy that returned
+    /// survives a power loss.
     ///
     /// - Parameters:
     ///   - destination: a new path or an empty directory; with `replace`, also an existing store.
@@ -18,6 +19,7 @@ extension Store {
     public func copy(to destination: String, compact: Bool, replace: Bool = false) throws {
         let fm = FileManager.default
         let dataFile = destination + "/data.mdb"
+        let created: Bool
         var isDirectory: ObjCBool = false
         if fm.fileExists(atPath: destination, isDirectory: &isDirectory) {
             guard isDirectory.boolValue else {
@@ -36,9 +38,11 @@ extension Store {
                     throw FeedstoreError.destinationExists(path: destination, reason: "it holds files other than a store's; only a store is replaced")
                 }
             }
+            created = false
         } else {
             try fm.createDirectory(atPath: destination, withIntermediateDirectories: true,
                                    attributes: [.posixPermissions: Int(try Self.mode(of: path))])
+            created = true
         }
         let fileMode = try Self.mode(of: path + "/data.mdb")
         let partial = destination + "/data.mdb.partial"
@@ -64,6 +68,20 @@ extension Store {
             unlink(partial)
             throw FeedstoreError.destinationExists(path: destination, reason: "cannot rename the copy into place: \(reason)")
         }
+        // The rename lives in the directory: synced, the copy survives a power loss once this
+        // returns (and a new directory's own name lives in its parent).
+        try Self.syncDirectory(destination)
+        if created { try Self.syncDirectory((destination as NSString).deletingLastPathComponent) }
+    }
+
+    /// Makes the entries of the directory at `path` durable (fsync on the directory).
+    private static func syncDirectory(_ path: String) throws {
+        let descriptor = open(path.isEmpty ? "." : path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw FeedstoreError.accessDenied(path: path, reason: String(cString: strerror(errno)))
+        }
+        defer { Glibc.close(descriptor) }
+        guard fsync(descriptor) == 0 else { throw FeedstoreError.diskFull(path: path) }
     }
 
     /// The permission bits of the file or directory at `path`.

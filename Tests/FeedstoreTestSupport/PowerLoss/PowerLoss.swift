@@ -150,7 +150,7 @@ public struct PowerLoss {
                     pendingSize = nil
                     lastSync = next
                 case let .truncate(size): pendingSize = size
-                case .output: break
+                case .output, .rename, .directorySync: break
                 }
                 next += 1
             }

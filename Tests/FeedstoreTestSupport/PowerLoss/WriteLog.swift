@@ -13,6 +13,10 @@ public struct WriteLog {
         case truncate(size: Int)
         /// Bytes the process wrote to its standard output.
         case output([UInt8])
+        /// A data file renamed (a copy moved into place).
+        case rename(from: String, to: String)
+        /// A completed fsync of a directory: its entries (renames in it) are durable.
+        case directorySync(String)
     }
 
     public var operations: [Operation]
@@ -26,13 +30,17 @@ public struct WriteLog {
         while at + 17 <= data.count {
             let kind = data[at], offset = word(at + 1), length = word(at + 9)
             at += 17
-            let carriesBytes = kind == 1 || kind == 4
+            let carriesBytes = kind == 1 || kind >= 4
             guard !carriesBytes || at + length <= data.count else { break }  // a record cut short by a kill
             switch kind {
             case 1: operations.append(.write(offset: offset, bytes: Array(data[at..<at + length])))
             case 2: operations.append(.sync)
             case 3: operations.append(.truncate(size: offset))
             case 4: operations.append(.output(Array(data[at..<at + length])))
+            case 5:
+                let paths = data[at..<at + length].split(separator: 0, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
+                operations.append(.rename(from: paths[0], to: paths.count > 1 ? paths[1] : ""))
+            case 6: operations.append(.directorySync(String(decoding: data[at..<at + length], as: UTF8.self)))
             default: throw PowerLoss.Failure(description: "write log \(path): unknown record kind \(kind) at byte \(at - 17)")
             }
             if carriesBytes { at += length }
