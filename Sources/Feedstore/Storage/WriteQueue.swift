@@ -93,11 +93,12 @@ final class WriteQueue: @unchecked Sendable {
         return pending.count
     }
 
-    func submit(_ request: Request) throws { try submit([request]) }
+    func submit(_ request: Request) throws { try submit(CollectionOfOne(request)) }
 
     /// Queues `requests` together, in order, so that they share commits (up to
-    /// ``maximumBatch`` a commit).
-    func submit(_ requests: [Request]) throws {
+    /// ``maximumBatch`` a commit). One request goes in as `CollectionOfOne`: no array is made
+    /// for each async write.
+    func submit<Requests: Collection<Request>>(_ requests: Requests) throws {
         condition.lock()
         defer { condition.unlock() }
         guard !isShutDown else { throw FeedstoreError.storeClosed(path: core.path) }
