@@ -83,15 +83,7 @@ struct JetStreamShipping {
             while shipper.shippedSequence < through { try shipper.shipAvailable(limit: 512) }
             let shippingSeconds = -shipping.timeIntervalSinceNow
             let encoding = Date()
-            var bytes = 0
-            var after = from
-            while after < through {
-                after = try primary.read { tx in
-                    let commits = try tx.journal(after: after, limit: 512)
-                    for commit in commits { bytes += try ChangeEnvelope.encode(commit, store: identifier).count }
-                    return commits.last!.sequence
-                }
-            }
+            let bytes = try Self.encodeJournal(of: primary, after: from, through: through, store: identifier)
             let encodingSeconds = -encoding.timeIntervalSinceNow
             try reread.acknowledge(through: through)
             return Rate(what: what, commits: Int(through - from), rows: rows, seconds: shippingSeconds, encoding: encodingSeconds, bytes: bytes)
@@ -187,6 +179,19 @@ struct JetStreamShipping {
 }
 
 extension JetStreamShipping {
+    /// Reads the commits after `after` through `through` (the newest when nil) and encodes each
+    /// as the shipper does, 512 commits a read; returns the envelopes' size in all.
+    static func encodeJournal(of store: Store, after: UInt64, through: UInt64? = nil, store identifier: UUID) throws -> Int {
+        var bytes = 0
+        var after = after
+        while after < (through ?? .max), let last = try store.read({ tx in
+            let commits = try tx.journal(after: after, limit: 512)
+            for commit in commits { bytes += try ChangeEnvelope.encode(commit, store: identifier).count }
+            return commits.last?.sequence
+        }) { after = last }
+        return bytes
+    }
+
     /// The results file's tables: rates, latency by leg, and the targets.
     static func format(rates: [Rate], latency: Latency) -> [String] {
         func number(_ x: Double) -> String { Int(x.rounded()).formatted() }

@@ -1,6 +1,5 @@
 import DemoFeed
 import Feedstore
-import FeedstoreJetStream
 import Foundation
 
 // Release build: swift run -c release --package-path Benchmarks feedstore-bench <command>
@@ -234,12 +233,7 @@ case "envelopes":
         let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(readOnly: true))
         var bytes = 0
         for _ in 0..<option("--rounds", default: 1) {
-            var after = try store.read { try $0.journalBounds().first } - 1
-            while let last = try store.read({ tx in
-                let commits = try tx.journal(after: after, limit: 512)
-                for commit in commits { bytes += try ChangeEnvelope.encode(commit, store: UUID()).count }
-                return commits.last?.sequence
-            }) { after = last }
+            bytes += try JetStreamShipping.encodeJournal(of: store, after: try store.read { try $0.journalBounds().first } - 1, store: UUID())
         }
         print("encoded \(bytes) bytes")
     }

@@ -49,6 +49,11 @@ public struct PowerLoss {
         /// The first few problems, described.
         public var problems: [String] = []
 
+        /// Keeps a problem's description, up to the first few.
+        mutating func describe(_ problem: String) {
+            if problems.count < 10 { problems.append(problem) }
+        }
+
         public var summary: String {
             "power-loss: \(states) crash states, \(acknowledgedLost) acknowledged commits lost, \(failedVerify) stores failed verify"
         }
@@ -203,7 +208,11 @@ public struct PowerLoss {
         let context = "\(workload), crash after \(point) of \(count) writes and syncs"
         func failed(_ problem: String) {
             report.failedVerify += 1
-            if report.problems.count < 10 { report.problems.append("\(context): \(problem)") }
+            report.describe("\(context): \(problem)")
+        }
+        func lost(_ count: UInt64, _ problem: String) {
+            report.acknowledgedLost += Int(count)
+            report.describe("\(context): \(problem)")
         }
         do {
             let last: UInt64
@@ -220,8 +229,7 @@ public struct PowerLoss {
                     let position = try store.read { try $0.journalCursors() }.first { $0.name == Self.cursorName }?.position
                     guard let position else { return failed("the cursor \(Self.cursorName) is gone") }
                     if position < cursorRequired {
-                        report.acknowledgedLost += Int(cursorRequired - position)
-                        if report.problems.count < 10 { report.problems.append("\(context): the cursor went back from \(cursorRequired) to \(position)") }
+                        lost(cursorRequired - position, "the cursor went back from \(cursorRequired) to \(position)")
                     }
                     if position < last {
                         let next = try store.read { try $0.journal(after: position, limit: 1) }.first?.sequence
@@ -232,8 +240,7 @@ public struct PowerLoss {
                 }
             }
             if last < required {
-                report.acknowledgedLost += Int(required - last)
-                if report.problems.count < 10 { report.problems.append("\(context): acknowledged commits \(last + 1)…\(required) lost") }
+                lost(required - last, "acknowledged commits \(last + 1)…\(required) lost")
             }
             // The store takes writes again.
             var options = StoreOptions(durability: .none)
