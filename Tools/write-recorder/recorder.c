@@ -9,6 +9,8 @@
 //   1 write (offset, the bytes written)   2 sync (a completed fsync/fdatasync, or a write on a
 //   descriptor opened with O_DSYNC/O_SYNC)   3 truncate (length = new size)   4 output (fd 1 bytes)
 //   5 rename (the old and new paths, each ending in a zero byte)   6 directory sync (its path)
+//   7 file (its path): the data file that the writes, syncs and truncates after it are on; noted
+//     when it changes
 // Not recorded: msync (Feedstore does not map LMDB's file writable).
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -22,13 +24,15 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-enum { KIND_WRITE = 1, KIND_SYNC = 2, KIND_TRUNCATE = 3, KIND_OUTPUT = 4, KIND_RENAME = 5, KIND_DIRECTORY_SYNC = 6 };
+enum { KIND_WRITE = 1, KIND_SYNC = 2, KIND_TRUNCATE = 3, KIND_OUTPUT = 4, KIND_RENAME = 5, KIND_DIRECTORY_SYNC = 6, KIND_FILE = 7 };
 enum { MAX_FD = 4096 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int log_fd = -1;
 static unsigned char tracked[MAX_FD];  // 1: a data file, 2: one opened with O_DSYNC or O_SYNC
 static char *directories[MAX_FD];      // the path of each descriptor opened on a directory
+static char *files[MAX_FD];            // the path of each descriptor opened on a data file
+static char *noted_file;               // the data file of the last noted write, sync or truncate
 
 static ssize_t (*real_write)(int, const void *, size_t);
 static ssize_t (*real_pwrite)(int, const void *, size_t, off_t);
@@ -87,6 +91,15 @@ static void note(unsigned char kind, uint64_t offset, const void *bytes, uint64_
     }
 }
 
+// Notes that the next operation is on `fd`'s data file, when it is not the last one noted's.
+static void on_file(int fd) {
+    const char *path = files[fd] ? files[fd] : "";
+    if (noted_file && strcmp(noted_file, path) == 0) return;
+    free(noted_file);
+    noted_file = strdup(path);
+    note(KIND_FILE, 0, path, strlen(path));
+}
+
 static int ends_with(const char *path, const char *suffix) {
     size_t n = strlen(path), m = strlen(suffix);
     return n >= m && strcmp(path + n - m, suffix) == 0;
@@ -98,6 +111,8 @@ static void opened(int fd, const char *path, int flags) {
     if (fd < 0 || fd >= MAX_FD) return;
     pthread_mutex_lock(&lock);
     tracked[fd] = is_data_file(path) ? ((flags & (O_DSYNC | O_SYNC)) ? 2 : 1) : 0;
+    free(files[fd]);
+    files[fd] = tracked[fd] ? strdup(path) : NULL;
     free(directories[fd]);
     directories[fd] = (flags & O_DIRECTORY) ? strdup(path) : NULL;
     pthread_mutex_unlock(&lock);
@@ -108,6 +123,7 @@ static int is_tracked(int fd) { return fd >= 0 && fd < MAX_FD && tracked[fd]; }
 // A write of `n` bytes at `offset` went through: note it, and a sync for a synchronous descriptor.
 static void wrote(int fd, const void *bytes, ssize_t n, off_t offset) {
     if (n <= 0) return;
+    on_file(fd);
     note(KIND_WRITE, (uint64_t)offset, bytes, (uint64_t)n);
     if (tracked[fd] == 2) note(KIND_SYNC, 0, NULL, 0);
 }
@@ -144,6 +160,8 @@ int close(int fd) {
     pthread_mutex_lock(&lock);
     if (fd >= 0 && fd < MAX_FD) {
         tracked[fd] = 0;
+        free(files[fd]);
+        files[fd] = NULL;
         free(directories[fd]);
         directories[fd] = NULL;
     }
@@ -174,6 +192,7 @@ ssize_t pwrite64(int fd, const void *bytes, size_t count, off_t offset) {
 
 // Notes the pieces of a vectored write that went through, from `offset` on.
 static void wrote_vector(int fd, const struct iovec *iov, int count, ssize_t n, off_t offset) {
+    if (n > 0) on_file(fd);
     for (int i = 0; i < count && n > 0; i++) {
         ssize_t part = (ssize_t)iov[i].iov_len < n ? (ssize_t)iov[i].iov_len : n;
         note(KIND_WRITE, (uint64_t)offset, iov[i].iov_base, (uint64_t)part);
@@ -231,7 +250,10 @@ static int synced(int fd, int (*sync)(int)) {
     pthread_mutex_lock(&lock);
     int result = sync(fd);
     if (result == 0 && directory) note(KIND_DIRECTORY_SYNC, 0, directories[fd], strlen(directories[fd]));
-    else if (result == 0) note(KIND_SYNC, 0, NULL, 0);
+    else if (result == 0) {
+        on_file(fd);
+        note(KIND_SYNC, 0, NULL, 0);
+    }
     pthread_mutex_unlock(&lock);
     return result;
 }
@@ -245,7 +267,10 @@ int ftruncate(int fd, off_t length) {
     if (!is_tracked(fd)) return real_ftruncate(fd, length);
     pthread_mutex_lock(&lock);
     int result = real_ftruncate(fd, length);
-    if (result == 0) note(KIND_TRUNCATE, (uint64_t)length, NULL, 0);
+    if (result == 0) {
+        on_file(fd);
+        note(KIND_TRUNCATE, (uint64_t)length, NULL, 0);
+    }
     pthread_mutex_unlock(&lock);
     return result;
 }

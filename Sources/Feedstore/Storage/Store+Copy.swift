@@ -11,7 +11,8 @@ extension Store {
     /// survives a power loss.
     ///
     /// - Parameters:
-    ///   - destination: a new path or an empty directory; with `replace`, also an existing store.
+    ///   - destination: a new path or an empty directory (one that holds only a copy cut short
+    ///     counts as empty); with `replace`, also an existing store.
     ///   - compact: leaves out free pages, so the copy is as small as its data.
     ///   - replace: replaces a store already at `destination`, which no process may have open.
     /// - Throws: ``FeedstoreError/destinationExists(path:reason:)`` when `destination` exists
@@ -29,7 +30,9 @@ extension Store {
             guard canonical(destination) != canonical(path) else {
                 throw FeedstoreError.destinationExists(path: destination, reason: "it is the store being copied")
             }
-            let contents = (try? fm.contentsOfDirectory(atPath: destination)) ?? []
+            // A copy cut short by a crash or power loss (`data.mdb.partial`) is no store: it is
+            // replaced below as if the directory were empty.
+            let contents = ((try? fm.contentsOfDirectory(atPath: destination)) ?? []).filter { $0 != "data.mdb.partial" }
             if !contents.isEmpty {
                 guard replace else {
                     throw FeedstoreError.destinationExists(path: destination, reason: "it exists and is not empty")

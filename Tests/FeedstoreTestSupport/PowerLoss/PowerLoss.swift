@@ -2,9 +2,9 @@ import Feedstore
 import FeedstoreDemo
 import Foundation
 
-/// Simulated power losses: a writer (`storectl demo mutate`) runs under the write recorder, and
-/// the file states a power loss could leave at points of its run are built from the log and
-/// checked. A power loss keeps what was synced; of the writes since the last sync, any subset of
+/// Simulated power losses: a writer (`storectl demo mutate`, `upgrade` or `compact`) runs under
+/// the write recorder, and the file states a power loss could leave at points of its run are
+/// built from the log and checked. A power loss keeps what was synced; of the writes since the last sync, any subset of
 /// their pages may have reached the disk. Each state is checked:
 /// - the store opens (read-only, with its pages checked first) and `verify` is clean;
 /// - `.full`: every commit acknowledged before the crash is there;
@@ -12,6 +12,11 @@ import Foundation
 ///   newest ones may be lost);
 /// - `.none`: the same checks, recorded but promising nothing: with no syncs, a power loss may
 ///   leave anything;
+/// - a store in an older format that is being upgraded opens either in its old format (and
+///   upgrades when opened for writing) or in the new one, always with every record and commit;
+///   once `storectl upgrade` reported the upgrade, only in the new one;
+/// - a compaction leaves either no copy or a whole one, and once `storectl compact` returned,
+///   the whole one (see `runCompaction`);
 /// - the store opens for writing, takes a write and verifies clean again.
 /// Used by the test suite (a short run) and by `crash-loop --power-loss` (soaks).
 public struct PowerLoss {
@@ -19,17 +24,30 @@ public struct PowerLoss {
         public var description: String
     }
 
-    /// A writer's run: the changes per commit and the journal's bound.
+    /// A writer's run.
     public struct Workload: Sendable, CustomStringConvertible {
+        public enum Writer: Sendable {
+            /// `storectl demo mutate`: commits of changes to the demo feed.
+            case mutate
+            /// `storectl upgrade` of a store in an older format (a fixture in `Tests/Fixtures`).
+            case upgrade(fixture: String)
+            /// `storectl compact` of the demo feed into a new directory.
+            case compact
+        }
+
         public var name: String
-        public var perCommit: Int
-        public var commits: Int
+        public var writer = Writer.mutate
+        public var perCommit = 0
+        public var commits = 0
         /// Commits the journal keeps at most, so that the writer trims it as it goes.
         public var keepCommits: Int? = nil
         /// A map size for the writer too small for what it writes, so that it grows the map.
         public var initialMapSize: Int? = nil
         /// Whether the writer moves a durable journal cursor (``cursorName``) past each commit.
         public var movesCursor = false
+        /// Replays the log as if the writer had synced nothing (no file or directory sync), to
+        /// show what the checker finds when syncs are missing.
+        public var withoutSyncs = false
 
         public var description: String { name }
 
@@ -37,17 +55,37 @@ public struct PowerLoss {
         public static let bulkCommits = Workload(name: "bulk commits", perCommit: 300, commits: 8)
         public static let journalTrimming = Workload(name: "journal trimming", perCommit: 2, commits: 60, keepCommits: 10)
         public static let mapGrowth = Workload(name: "map growth", perCommit: 300, commits: 8, initialMapSize: 256 << 10)
-        public static let all = [oneRowCommits, bulkCommits, journalTrimming, mapGrowth]
+        public static let formatOneUpgrade = Workload(name: "format 1 upgrade", writer: .upgrade(fixture: "format-1-store"))
+        public static let formatTwoUpgrade = Workload(name: "format 2 upgrade", writer: .upgrade(fixture: "format-2-store"))
+        public static let compaction = Workload(name: "compaction", writer: .compact)
+        public static let all = [oneRowCommits, bulkCommits, journalTrimming, mapGrowth, formatOneUpgrade, formatTwoUpgrade, compaction]
+    }
+
+    /// What a crash state must hold.
+    struct Expectation {
+        /// The journal's last commit must be at least this one.
+        var lastCommit: UInt64
+        /// Where the workload's cursor must be at least (nil when the workload moves none).
+        var cursor: UInt64? = nil
+        /// Records per entity, when the writer changes none.
+        var counts: [String: Int]? = nil
+        /// For an upgrade: whether it was reported, so that the store must be in the current
+        /// format (nil when the workload upgrades nothing).
+        var upgraded: Bool? = nil
     }
 
     public struct Report: Sendable {
         public var states = 0
+        /// Crash states checked per workload, by name.
+        public var statesByWorkload: [String: Int] = [:]
         /// Acknowledged commits missing from a state (counted per state).
         public var acknowledgedLost = 0
         /// States that did not open, or whose verify found problems (before or after a write).
         public var failedVerify = 0
         /// The first few problems, described.
         public var problems: [String] = []
+
+        public init() {}
 
         /// Keeps a problem's description, up to the first few.
         mutating func describe(_ problem: String) {
@@ -71,23 +109,26 @@ public struct PowerLoss {
         self.directory = directory
     }
 
-    /// The recorder's source, beside the package's tools.
-    static var recorderSource: String {
+    /// The package's directory, where the recorder's source and the fixtures are.
+    static var packageRoot: URL {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("Tools/write-recorder/recorder.c").path
+            .deletingLastPathComponent()
     }
 
     /// Compiles the write recorder into `directory` with the system's C compiler.
     public static func buildRecorder(in directory: String) throws -> String {
         let library = directory + "/libfeedstore-write-recorder.so"
-        let result = try runTool(URL(fileURLWithPath: "/usr/bin/env"), ["cc", "-shared", "-fPIC", "-O2", "-o", library, recorderSource, "-ldl"],
+        let source = packageRoot.appendingPathComponent("Tools/write-recorder/recorder.c").path
+        let result = try runTool(URL(fileURLWithPath: "/usr/bin/env"), ["cc", "-shared", "-fPIC", "-O2", "-o", library, source, "-ldl"],
                                  timeout: 120)
         guard result.status == 0 else { throw Failure(description: "cc could not build the write recorder: \(result.stderr)") }
         return library
     }
 
-    /// Runs `workload` under the recorder, then checks `states` crash states of it.
+    /// Runs `workload` under the recorder, then checks about `wanted` crash states of it.
     public func run(_ workload: Workload, states wanted: Int, into report: inout Report) throws {
+        let statesBefore = report.states
+        defer { report.statesByWorkload[workload.name, default: 0] += report.states - statesBefore }
         var rng = SeededGenerator(seed: seed)
         let run = directory + "/\(workload.name.replacingOccurrences(of: " ", with: "-"))-\(seed)"
         try? FileManager.default.removeItem(atPath: run)
@@ -95,117 +136,136 @@ public struct PowerLoss {
         defer { try? FileManager.default.removeItem(atPath: run) }
         let recorder = try Self.buildRecorder(in: run)
         let store = run + "/store"
-        // The demo feed, written and synced before the recorded run: what the disk holds at its start.
-        do {
-            var options = StoreOptions(durability: .none)
-            if let size = workload.initialMapSize { options.initialMapSize = size }
-            let seeded = try Store(path: store, entities: DemoFeed.entities, options: options)
-            var feed = DemoFeed(seed: seed)
-            try feed.populate(seeded, messages: 400, contacts: 20)
-            if workload.movesCursor { _ = try seeded.journalCursor(named: Self.cursorName) }
-            try seeded.sync()
-            seeded.close()
-        }
+        try prepare(store, for: workload)
         let initial = try [UInt8](Data(contentsOf: URL(fileURLWithPath: store + "/data.mdb")))
-        var arguments = ["demo", "mutate", store, "--commits", String(workload.commits), "--per-commit", String(workload.perCommit),
+        let before = try Facts(ofCopyOf: store, in: run)
+        var arguments: [String]
+        switch workload.writer {
+        case .mutate:
+            arguments = ["demo", "mutate", store, "--commits", String(workload.commits), "--per-commit", String(workload.perCommit),
                          "--seed", String(seed), "--durability", durability.rawValue]
-        if let keep = workload.keepCommits { arguments += ["--keep-commits", String(keep)] }
-        if let size = workload.initialMapSize { arguments += ["--initial-map-size", String(size)] }
-        if workload.movesCursor { arguments += ["--acknowledge-cursor", Self.cursorName] }
-        let log = run + "/writes.log"
-        let writer = try runTool(storectl, arguments, environment: ["LD_PRELOAD": recorder, "FEEDSTORE_WRITE_LOG": log], timeout: 300)
-        guard writer.status == 0 else { throw Failure(description: "demo mutate: \(writer.stderr)") }
-        let operations = try WriteLog(contentsOf: log)
-        let acknowledgments = operations.acknowledgments
-        let cursorAcknowledgments = operations.cursorAcknowledgments
-        guard acknowledgments.count >= workload.commits / 2 else {
-            throw Failure(description: "the recorder saw \(acknowledgments.count) acknowledged commits of \(workload.commits): is it loaded?")
+            if let keep = workload.keepCommits { arguments += ["--keep-commits", String(keep)] }
+            if let size = workload.initialMapSize { arguments += ["--initial-map-size", String(size)] }
+            if workload.movesCursor { arguments += ["--acknowledge-cursor", Self.cursorName] }
+        case .upgrade: arguments = ["upgrade", store]
+        case .compact: arguments = ["compact", store, run + "/copies/copy"]
+        }
+        let logPath = run + "/writes.log"
+        if case .compact = workload.writer { try FileManager.default.createDirectory(atPath: run + "/copies", withIntermediateDirectories: true) }
+        let writer = try runTool(storectl, arguments, environment: ["LD_PRELOAD": recorder, "FEEDSTORE_WRITE_LOG": logPath], timeout: 300)
+        guard writer.status == 0 else { throw Failure(description: "storectl \(arguments[0]): \(writer.stderr)") }
+        var log = try WriteLog(contentsOf: logPath)
+        if workload.withoutSyncs {
+            log.operations.removeAll { if case .sync = $0 { true } else if case .directorySync = $0 { true } else { false } }
+        }
+        if case .compact = workload.writer {
+            return try checkCompaction(log, of: store, into: run + "/copies/copy", before: before, states: wanted, rng: &rng, report: &report)
+        }
+        let acknowledgments = log.acknowledgments
+        let cursorAcknowledgments = log.cursorAcknowledgments
+        let upgradeReported = log.firstLine(startingWith: "\(store) is in format \(Catalog.currentFormatVersion)")
+        switch workload.writer {
+        case .upgrade:
+            guard upgradeReported != nil else { throw Failure(description: "\(workload): storectl upgrade did not report the upgrade: \(writer.stdout)") }
+        default:
+            guard acknowledgments.count >= workload.commits / 2 else {
+                throw Failure(description: "the recorder saw \(acknowledgments.count) acknowledged commits of \(workload.commits): is it loaded?")
+            }
         }
         if let size = workload.initialMapSize {
             // The file outgrew the initial map only if the writer grew the map.
-            let end = operations.operations.map { if case let .write(offset, bytes) = $0 { offset + bytes.count } else { 0 } }.max() ?? 0
+            let end = log.operations.map { if case let .write(offset, bytes) = $0 { offset + bytes.count } else { 0 } }.max() ?? 0
             guard end > size && initial.count <= size else {
                 throw Failure(description: "\(workload): the writer wrote up to byte \(end) from a \(initial.count)-byte file: it did not grow a map of \(size) bytes")
             }
         }
-        // Crash points, in order: a crash "at i" happens after operations 0..<i.
-        let count = operations.operations.count
-        let points = Set((0..<max(1, wanted / 2)).map { _ in Int.random(in: 0...count, using: &rng) }).sorted()
-        var durable = initial
-        var pending: [(offset: Int, bytes: ArraySlice<UInt8>)] = []
-        var pendingSize: Int?
-        var lastSync = -1
-        var next = 0
+        let count = log.operations.count
+        let points = Self.crashPoints(in: 0...count, wanted: wanted / 2, rng: &rng)
+        let dataFile = store + "/data.mdb"
+        var replay = LogReplay(log, files: [dataFile: LogReplay.File(initial)])
         for point in points {
-            // Replays the operations before the crash point.
-            while next < point {
-                switch operations.operations[next] {
-                case let .write(offset, bytes):
-                    // Page by page: a power loss keeps or loses each page of a write on its own.
-                    var at = 0
-                    while at < bytes.count {
-                        let end = min(bytes.count, (offset + at) / Self.page * Self.page + Self.page - offset)
-                        pending.append((offset + at, bytes[at..<end]))
-                        at = end
-                    }
-                case .sync:
-                    for write in pending { Self.apply(write, to: &durable) }
-                    if let size = pendingSize { Self.resize(&durable, to: size) }
-                    pending = []
-                    pendingSize = nil
-                    lastSync = next
-                case let .truncate(size): pendingSize = size
-                case .output, .rename, .directorySync: break
-                }
-                next += 1
-            }
+            replay.advance(to: point)
+            let file = replay.files[dataFile]!
             let acknowledged = acknowledgments.last { $0.operation < point }?.sequence ?? 0
-            let synced = acknowledgments.last { $0.operation < lastSync }?.sequence ?? 0
+            let synced = acknowledgments.last { $0.operation < file.lastSync }?.sequence ?? 0
             // What must survive; with `.none`, what was acknowledged, to record what is lost.
-            let required: UInt64 = durability == .relaxed ? synced : acknowledged
-            let cursorRequired = (durability == .relaxed ? cursorAcknowledgments.last { $0.operation < lastSync }
-                                                         : cursorAcknowledgments.last { $0.operation < point })?.sequence
-            for subset in Self.subsets(pending.count, rng: &rng) {
-                var image = durable
-                for i in subset { Self.apply(pending[i], to: &image) }
-                if let size = pendingSize, Bool.random(using: &rng) { Self.resize(&image, to: size) }
+            var expected = Expectation(lastCommit: max(before.lastCommit, durability == .relaxed ? synced : acknowledged))
+            if workload.movesCursor {
+                expected.cursor = (durability == .relaxed ? cursorAcknowledgments.last { $0.operation < file.lastSync }
+                                                          : cursorAcknowledgments.last { $0.operation < point })?.sequence ?? 0
+            }
+            if case .upgrade = workload.writer {
+                expected.counts = before.counts
+                // `storectl upgrade` opens the store with full durability, whatever is checked.
+                expected.upgraded = upgradeReported.map { $0 < point } ?? false
+            }
+            for image in file.images(using: &rng) {
                 report.states += 1
-                try check(image, at: point, of: count, required: required, cursorRequired: workload.movesCursor ? cursorRequired ?? 0 : nil,
-                          workload: workload, in: run, report: &report)
+                try check(image, context: "\(workload), crash after \(point) of \(count) writes and syncs", expected, in: run, report: &report)
             }
         }
     }
 
-    static let page = 4_096
+    /// Crash points in `range`: every one when there are no more than `wanted`, else `wanted`
+    /// chosen at random (fewer when some repeat), in order.
+    static func crashPoints(in range: ClosedRange<Int>, wanted: Int, rng: inout SeededGenerator) -> [Int] {
+        if range.count <= wanted { return Array(range) }
+        return Set((0..<max(1, wanted)).map { _ in Int.random(in: range, using: &rng) }).sorted()
+    }
+
+    /// Makes the store a workload starts from, written and synced before the recorded run: what
+    /// the disk holds at its start.
+    func prepare(_ store: String, for workload: Workload) throws {
+        if case let .upgrade(fixture) = workload.writer {
+            try FileManager.default.createDirectory(atPath: store, withIntermediateDirectories: true)
+            try FileManager.default.copyItem(atPath: Self.packageRoot.appendingPathComponent("Tests/Fixtures/\(fixture)/data.mdb").path,
+                                             toPath: store + "/data.mdb")
+            return
+        }
+        var options = StoreOptions(durability: .none)
+        if let size = workload.initialMapSize { options.initialMapSize = size }
+        let seeded = try Store(path: store, entities: DemoFeed.entities, options: options)
+        defer { seeded.close() }
+        var feed = DemoFeed(seed: seed)
+        try feed.populate(seeded, messages: 400, contacts: 20)
+        if workload.movesCursor { _ = try seeded.journalCursor(named: Self.cursorName) }
+        try seeded.sync()
+    }
+
+    /// What a store holds, to compare a crash state with.
+    struct Facts {
+        var lastCommit: UInt64
+        var counts: [String: Int]
+
+        init(_ store: Store) throws {
+            (lastCommit, counts) = try store.read { tx in
+                (try tx.journalBounds().last,
+                 Dictionary(uniqueKeysWithValues: try tx.catalog.entities.keys.map { ($0, try tx.count(entity: $0)) }))
+            }
+        }
+
+        /// The facts of a copy of the store at `path` opened for writing (which upgrades an
+        /// older format), leaving the store itself as it is.
+        init(ofCopyOf path: String, in directory: String) throws {
+            let copy = directory + "/facts"
+            try FileManager.default.createDirectory(atPath: copy, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: copy) }
+            try FileManager.default.copyItem(atPath: path + "/data.mdb", toPath: copy + "/data.mdb")
+            let store = try Store(path: copy, options: StoreOptions(durability: .none))
+            defer { store.close() }
+            try self.init(store)
+        }
+    }
+
     /// The durable journal cursor a workload's writer moves.
     static let cursorName = "consumer"
 
-    static func apply(_ write: (offset: Int, bytes: ArraySlice<UInt8>), to image: inout [UInt8]) {
-        if image.count < write.offset + write.bytes.count { image += [UInt8](repeating: 0, count: write.offset + write.bytes.count - image.count) }
-        image.replaceSubrange(write.offset..<write.offset + write.bytes.count, with: write.bytes)
-    }
-
-    static func resize(_ image: inout [UInt8], to size: Int) {
-        if image.count > size { image.removeLast(image.count - size) } else { image += [UInt8](repeating: 0, count: size - image.count) }
-    }
-
-    /// Which of `count` pending pages reach the disk: every subset when there are few, else
-    /// none, all, and two chosen at random.
-    static func subsets(_ count: Int, rng: inout SeededGenerator) -> [[Int]] {
-        if count <= 2 { return (0..<(1 << count)).map { mask in (0..<count).filter { mask & (1 << $0) != 0 } } }
-        return [[], Array(0..<count)] + (0..<2).map { _ in (0..<count).filter { _ in Bool.random(using: &rng) } }
-    }
-
-    /// Writes `image` as a store's data file and checks it.
-    /// - Parameter cursorRequired: where the workload's cursor must be at least (nil when the
-    ///   workload moves none).
-    func check(_ image: [UInt8], at point: Int, of count: Int, required: UInt64, cursorRequired: UInt64?, workload: Workload,
-               in run: String, report: inout Report) throws {
+    /// Writes `image` as a store's data file and checks it against `expected`.
+    func check(_ image: [UInt8], context: String, _ expected: Expectation, in run: String, report: inout Report) throws {
         let path = run + "/state-\(report.states)"
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: path) }
         try Data(image).write(to: URL(fileURLWithPath: path + "/data.mdb"))
-        let context = "\(workload), crash after \(point) of \(count) writes and syncs"
         func failed(_ problem: String) {
             report.failedVerify += 1
             report.describe("\(context): \(problem)")
@@ -215,37 +275,47 @@ public struct PowerLoss {
             report.describe("\(context): \(problem)")
         }
         do {
-            let last: UInt64
+            var options = StoreOptions(readOnly: true)
+            options.verifyPagesOnOpen = true
+            let readOnly: Store
             do {
-                var options = StoreOptions(readOnly: true)
-                options.verifyPagesOnOpen = true
-                let store = try Store(path: path, options: options)
-                defer { store.close() }
-                let issues = try store.verify()
+                readOnly = try Store(path: path, options: options)
+            } catch FeedstoreError.formatUpgradeNeeded(_, let found, _) where expected.upgraded != nil {
+                // Not upgraded yet: allowed until the upgrade was reported. Opened for writing
+                // below, it upgrades.
+                if expected.upgraded == true { return failed("the upgrade was reported, yet the store is in format \(found)") }
+                readOnly = try Store(path: path, options: StoreOptions(durability: .none))
+            }
+            do {
+                defer { readOnly.close() }
+                let issues = try readOnly.verify()
                 guard issues.isEmpty else { return failed("verify: \(issues.prefix(3))") }
-                last = try store.read { try $0.journalBounds().last }
-                if let cursorRequired {
+                let facts = try Facts(readOnly)
+                if facts.lastCommit < expected.lastCommit {
+                    lost(expected.lastCommit - facts.lastCommit, "acknowledged commits \(facts.lastCommit + 1)…\(expected.lastCommit) lost")
+                }
+                if let counts = expected.counts, facts.counts != counts {
+                    return failed("records per entity \(facts.counts), expected \(counts)")
+                }
+                if let required = expected.cursor {
                     // The cursor kept what it acknowledged, and resumes right after it.
-                    let position = try store.read { try $0.journalCursors() }.first { $0.name == Self.cursorName }?.position
+                    let position = try readOnly.read { try $0.journalCursors() }.first { $0.name == Self.cursorName }?.position
                     guard let position else { return failed("the cursor \(Self.cursorName) is gone") }
-                    if position < cursorRequired {
-                        lost(cursorRequired - position, "the cursor went back from \(cursorRequired) to \(position)")
+                    if position < required {
+                        lost(required - position, "the cursor went back from \(required) to \(position)")
                     }
-                    if position < last {
-                        let next = try store.read { try $0.journal(after: position, limit: 1) }.first?.sequence
+                    if position < facts.lastCommit {
+                        let next = try readOnly.read { try $0.journal(after: position, limit: 1) }.first?.sequence
                         guard next == position + 1 else { return failed("the cursor at \(position) resumes at \(next.map(String.init) ?? "nothing")") }
-                    } else if position > last {
-                        return failed("the cursor at \(position) is past the journal's end, \(last)")
+                    } else if position > facts.lastCommit {
+                        return failed("the cursor at \(position) is past the journal's end, \(facts.lastCommit)")
                     }
                 }
             }
-            if last < required {
-                lost(required - last, "acknowledged commits \(last + 1)…\(required) lost")
-            }
             // The store takes writes again.
-            var options = StoreOptions(durability: .none)
-            options.verifyPagesOnOpen = true
-            let store = try Store(path: path, options: options)
+            var writable = StoreOptions(durability: .none)
+            writable.verifyPagesOnOpen = true
+            let store = try Store(path: path, options: writable)
             defer { store.close() }
             _ = try store.journalCursor(named: "after-power-loss", start: .oldest)
             let issues = try store.verify()

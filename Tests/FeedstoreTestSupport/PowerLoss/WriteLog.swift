@@ -1,6 +1,6 @@
 import Foundation
 
-/// What a process wrote to a store's data file, when it synced it, and what it printed, in
+/// What a process wrote to the data files of stores, when it synced them, and what it printed, in
 /// order, as the write recorder (`Tools/write-recorder/recorder.c`) logged it.
 public struct WriteLog {
     public enum Operation: Equatable {
@@ -17,6 +17,9 @@ public struct WriteLog {
         case rename(from: String, to: String)
         /// A completed fsync of a directory: its entries (renames in it) are durable.
         case directorySync(String)
+        /// The data file (by the path it was opened with) that the writes, syncs and truncates
+        /// after it are on, until the next.
+        case file(String)
     }
 
     public var operations: [Operation]
@@ -41,6 +44,7 @@ public struct WriteLog {
                 let paths = data[at..<at + length].split(separator: 0, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
                 operations.append(.rename(from: paths[0], to: paths.count > 1 ? paths[1] : ""))
             case 6: operations.append(.directorySync(String(decoding: data[at..<at + length], as: UTF8.self)))
+            case 7: operations.append(.file(String(decoding: data[at..<at + length], as: UTF8.self)))
             default: throw PowerLoss.Failure(description: "write log \(path): unknown record kind \(kind) at byte \(at - 17)")
             }
             if carriesBytes { at += length }
@@ -57,14 +61,26 @@ public struct WriteLog {
 
     /// The operation index and number of each printed line made of `prefix` and a number.
     func printed(_ prefix: String) -> [(operation: Int, sequence: UInt64)] {
-        var found: [(Int, UInt64)] = []
+        lines.compactMap { line in
+            guard line.text.hasPrefix(prefix), let sequence = UInt64(line.text.dropFirst(prefix.count)) else { return nil }
+            return (line.operation, sequence)
+        }
+    }
+
+    /// The operation index of the first printed line that starts with `prefix`.
+    public func firstLine(startingWith prefix: String) -> Int? {
+        lines.first { $0.text.hasPrefix(prefix) }?.operation
+    }
+
+    /// The lines the process printed, each with the index of the output operation that ended it.
+    var lines: [(operation: Int, text: String)] {
+        var found: [(Int, String)] = []
         var line: [UInt8] = []
         for (index, operation) in operations.enumerated() {
             guard case let .output(bytes) = operation else { continue }
             for byte in bytes {
                 if byte == UInt8(ascii: "\n") {
-                    let text = String(decoding: line, as: UTF8.self)
-                    if text.hasPrefix(prefix), let sequence = UInt64(text.dropFirst(prefix.count)) { found.append((index, sequence)) }
+                    found.append((index, String(decoding: line, as: UTF8.self)))
                     line = []
                 } else {
                     line.append(byte)
