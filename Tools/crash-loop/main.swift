@@ -26,6 +26,7 @@ if arguments.contains("--power-loss") {
     do {
         let report = try check.run(states: cycles) { print("  \($0.states) states checked") }
         for problem in report.problems { print("  \(problem)") }
+        for workload in PowerLoss.Workload.all { print("  \(workload): \(report.statesByWorkload[workload.name, default: 0]) states") }
         print(report.summary)
         try? FileManager.default.removeItem(atPath: path)
         exit(check.broken(report) ? 1 : 0)

@@ -199,7 +199,8 @@ public struct PowerLoss {
                 // `storectl upgrade` opens the store with full durability, whatever is checked.
                 expected.upgraded = upgradeReported.map { $0 < point } ?? false
             }
-            for image in file.images(using: &rng) {
+            // Where every crash point is taken (a short log), more page subsets are sampled.
+            for image in file.images(samples: max(2, wanted / points.count), using: &rng) {
                 report.states += 1
                 try check(image, context: "\(workload), crash after \(point) of \(count) writes and syncs", expected, in: run, report: &report)
             }
