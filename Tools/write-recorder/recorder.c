@@ -11,7 +11,9 @@
 //   5 rename (the old and new paths, each ending in a zero byte)   6 directory sync (its path)
 //   7 file (its path): the data file that the writes, syncs and truncates after it are on; noted
 //     when it changes
-// Not recorded: msync (Feedstore does not map LMDB's file writable).
+//   8 unmodelled (the call's name): an fallocate or posix_fallocate on a data file, or any msync.
+//     Feedstore's writers make none (LMDB extends files by writing, and Feedstore does not map
+//     them writable); the checker refuses a log that holds one rather than model it wrongly.
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -24,7 +26,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-enum { KIND_WRITE = 1, KIND_SYNC = 2, KIND_TRUNCATE = 3, KIND_OUTPUT = 4, KIND_RENAME = 5, KIND_DIRECTORY_SYNC = 6, KIND_FILE = 7 };
+enum { KIND_WRITE = 1, KIND_SYNC = 2, KIND_TRUNCATE = 3, KIND_OUTPUT = 4, KIND_RENAME = 5, KIND_DIRECTORY_SYNC = 6, KIND_FILE = 7, KIND_UNMODELLED = 8 };
 enum { MAX_FD = 4096 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -48,6 +50,9 @@ static int (*real_fdatasync)(int);
 static int (*real_ftruncate)(int, off_t);
 static int (*real_rename)(const char *, const char *);
 static off_t (*real_lseek)(int, off_t, int);
+static int (*real_fallocate)(int, int, off_t, off_t);
+static int (*real_posix_fallocate)(int, off_t, off_t);
+static int (*real_msync)(void *, size_t, int);
 
 static void resolve(void) {
     if (real_write) return;
@@ -64,6 +69,9 @@ static void resolve(void) {
     real_ftruncate = dlsym(RTLD_NEXT, "ftruncate");
     real_lseek = dlsym(RTLD_NEXT, "lseek");
     real_rename = dlsym(RTLD_NEXT, "rename");
+    real_fallocate = dlsym(RTLD_NEXT, "fallocate");
+    real_posix_fallocate = dlsym(RTLD_NEXT, "posix_fallocate");
+    real_msync = dlsym(RTLD_NEXT, "msync");
     real_write = dlsym(RTLD_NEXT, "write");
 }
 
@@ -292,4 +300,29 @@ int rename(const char *from, const char *to) {
     }
     pthread_mutex_unlock(&lock);
     return result;
+}
+
+// Calls the checker does not model: noted, so that a log holding one is refused.
+static void unmodelled(const char *name) {
+    pthread_mutex_lock(&lock);
+    note(KIND_UNMODELLED, 0, name, strlen(name));
+    pthread_mutex_unlock(&lock);
+}
+
+int fallocate(int fd, int mode, off_t offset, off_t length) {
+    resolve();
+    if (is_tracked(fd)) unmodelled("fallocate");
+    return real_fallocate(fd, mode, offset, length);
+}
+
+int posix_fallocate(int fd, off_t offset, off_t length) {
+    resolve();
+    if (is_tracked(fd)) unmodelled("posix_fallocate");
+    return real_posix_fallocate(fd, offset, length);
+}
+
+int msync(void *address, size_t length, int flags) {
+    resolve();
+    unmodelled("msync");
+    return real_msync(address, length, flags);
 }

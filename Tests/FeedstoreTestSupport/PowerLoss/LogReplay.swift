@@ -87,7 +87,7 @@ struct LogReplay {
             case let .truncate(size): files[file]?.pendingSize = size
             case let .rename(from, to): renames.append((next, from, to))
             case let .directorySync(path): directorySyncs.append((next, path))
-            case .output: break
+            case .output, .unmodelled: break
             }
             next += 1
         }

@@ -155,6 +155,9 @@ public struct PowerLoss {
         let writer = try runTool(storectl, arguments, environment: ["LD_PRELOAD": recorder, "FEEDSTORE_WRITE_LOG": logPath], timeout: 300)
         guard writer.status == 0 else { throw Failure(description: "storectl \(arguments[0]): \(writer.stderr)") }
         var log = try WriteLog(contentsOf: logPath)
+        for case let .unmodelled(call) in log.operations {
+            throw Failure(description: "\(workload): the writer called \(call), which the crash states do not model")
+        }
         if workload.withoutSyncs {
             log.operations.removeAll { if case .sync = $0 { true } else if case .directorySync = $0 { true } else { false } }
         }

@@ -20,6 +20,8 @@ public struct WriteLog {
         /// The data file (by the path it was opened with) that the writes, syncs and truncates
         /// after it are on, until the next.
         case file(String)
+        /// A call the crash states do not model (fallocate, msync), by name.
+        case unmodelled(String)
     }
 
     public var operations: [Operation]
@@ -45,6 +47,7 @@ public struct WriteLog {
                 operations.append(.rename(from: paths[0], to: paths.count > 1 ? paths[1] : ""))
             case 6: operations.append(.directorySync(String(decoding: data[at..<at + length], as: UTF8.self)))
             case 7: operations.append(.file(String(decoding: data[at..<at + length], as: UTF8.self)))
+            case 8: operations.append(.unmodelled(String(decoding: data[at..<at + length], as: UTF8.self)))
             default: throw PowerLoss.Failure(description: "write log \(path): unknown record kind \(kind) at byte \(at - 17)")
             }
             if carriesBytes { at += length }
