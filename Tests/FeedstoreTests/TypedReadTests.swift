@@ -77,6 +77,34 @@ import Testing
         }
     }
 
+    /// A read transaction keeps the count-tree nodes it reads: positions, ranks and counts read
+    /// through the kept nodes, in random order and over two indexes in turns, agree with the
+    /// indexes' order as a scan reads it.
+    @Test(arguments: testSeeds(1, base: 90))
+    func positionsReadThroughKeptNodesAgreeWithAScan(seed: UInt64) throws {
+        try withTemporaryDirectory { dir in
+            let store = try Store(path: dir + "/s", entities: DemoFeed.entities, options: StoreOptions(durability: .none))
+            var feed = DemoFeed(seed: seed)
+            // Enough entries for a root and a dozen nodes below it.
+            try feed.populate(store, messages: 24_000, contacts: 10)
+            var rng = SeededGenerator(seed: seed)
+            let queries = [Query(Message.self, index: "byFolderDate"), Query(Message.self, index: "byFolderDate", range: .prefix(2)),
+                           Query(Message.self, index: "unreadByDate"), Query(Message.self, index: "byFolderDate", reverse: true)]
+            // Scanned in transactions of their own, which keep nothing for the reads below.
+            let scans = try queries.map { query in try store.read { try $0.objects(in: query) } }
+            try store.read { tx throws in
+                #expect(try tx.indexHeight(entity: "Message", index: "byFolderDate") >= 2, "the tree must have nodes below its root")
+                let reads = (0..<8_000).map { i in (i % queries.count, Int.random(in: 0..<scans[i % queries.count].count, using: &rng)) }
+                for (q, position) in reads {
+                    let expected = scans[q][position]
+                    #expect(try tx.object(at: position, in: queries[q]) == expected, "seed \(seed): \(queries[q]) at \(position)")
+                    #expect(try tx.position(of: expected.id, in: queries[q]) == position, "seed \(seed): \(queries[q]) id \(expected.id)")
+                }
+                for (q, query) in queries.enumerated() { #expect(try tx.count(query) == scans[q].count) }
+            }
+        }
+    }
+
     /// Positions read in a write transaction follow its own changes (its counts change, so it
     /// keeps no resolved ranges); a read transaction's answers agree with a fresh query.
     @Test func positionsFollowChangesInAWriteTransaction() throws {

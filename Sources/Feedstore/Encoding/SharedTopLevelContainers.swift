@@ -14,12 +14,15 @@
 final class SharedTopLevelContainers {
     /// The record being decoded, read by every container kept here.
     let record: UnsafeMutablePointer<StoredRecord>
-    private var keyTypes: [ObjectIdentifier] = []
+    // Read on every record, so without Swift's run-time exclusivity checks (about 80
+    // instructions an access): the owner uses this object on one thread, and no access here
+    // overlaps another.
+    @exclusivity(unchecked) private var keyTypes: [ObjectIdentifier] = []
     /// The container kept for each of ``keyTypes``, in memory of its own type: read back from an
     /// `Any`, it would be a run-time cast per record.
-    private var containers: [UnsafeMutableRawPointer] = []
+    @exclusivity(unchecked) private var containers: [UnsafeMutableRawPointer] = []
     private var releases: [(UnsafeMutableRawPointer) -> Void] = []
-    private var isDecoding = false
+    @exclusivity(unchecked) private var isDecoding = false
 
     init() {
         record = .allocate(capacity: 1)

@@ -16,6 +16,9 @@ struct CountedIndex {
     let counts: LMDBDatabase
     /// Node and bucket sizes (small ones in tests, to grow deep trees from few entries).
     var limits = Limits.standard
+    /// Nodes kept by a read transaction across its reads (nil in a write transaction, whose
+    /// nodes change).
+    var nodes: CountNodeCache? = nil
 
     struct Limits {
         /// Largest bucket before it splits.
@@ -68,36 +71,60 @@ struct CountedIndex {
         var size: Int
     }
 
-    /// Walks from the root to a bucket with one cursor on the tree, reading one node per level,
-    /// and lends the bucket to `body`. `choose` is shown each node and picks a child. (Not
-    /// generic: the positional reads that call it come from generic code, where a generic
+    /// Walks from the root to a bucket, reading one node per level (from ``nodes`` when kept
+    /// there), and lends the bucket to `body`. `choose` is shown each node and picks a child.
+    /// (Not generic: the positional reads that call it come from generic code, where a generic
     /// result would cost type lookups on every call.)
     func descend(in txn: borrowing LMDBTransaction, _ choose: (_ level: Int, _ node: CountNodeView) throws -> Int,
                  then body: (Bucket) throws -> Void) throws
     {
-        try txn.withCursor(counts) { cursor in
-            var level = try Self.positionAtRoot(cursor)
-            // A node's key, `[level] + fence`, built on the stack (LMDB keys are at most 511 bytes).
-            try withUnsafeTemporaryAllocation(byteCount: 512, alignment: 1) { key in
-                // Node bytes stay valid for the transaction, so the fence that ends the bucket (the
-                // nearest following sibling on the way down) is kept as borrowed bytes.
-                var end: UnsafeRawBufferPointer?
-                while true {
-                    let node = try CountNodeView(cursor.value)
-                    let child = try choose(level, node)
-                    if child + 1 < node.count { end = node.fenceBytes(child + 1) }
-                    let fence = node.fenceBytes(child)
-                    if level == 1 { return try body(Bucket(fence: fence, end: end, size: node.entries(child))) }
-                    level -= 1
-                    guard fence.count < key.count else { throw Self.missingNode(level, fence.count) }
-                    key[0] = UInt8(level)
-                    UnsafeMutableRawBufferPointer(rebasing: key[1...]).copyMemory(from: fence)
-                    guard try cursor.seek(exactly: UnsafeRawBufferPointer(rebasing: key[..<(fence.count + 1)])) else {
-                        throw Self.missingNode(level, fence.count)
-                    }
-                }
-            }
+        var (level, bytes) = try root(in: txn)
+        // Node bytes stay valid for the transaction, so the fence that ends the bucket (the
+        // nearest following sibling on the way down) is kept as borrowed bytes.
+        var end: UnsafeRawBufferPointer?
+        while true {
+            let node = try CountNodeView(bytes)
+            let child = try choose(level, node)
+            if child + 1 < node.count { end = node.fenceBytes(child + 1) }
+            let fence = node.fenceBytes(child)
+            if level == 1 { return try body(Bucket(fence: fence, end: end, size: node.entries(child))) }
+            level -= 1
+            bytes = try self.node(level, fence, in: txn)
         }
+    }
+
+    /// The tree's height and root node.
+    private func root(in txn: borrowing LMDBTransaction) throws -> (height: Int, node: UnsafeRawBufferPointer) {
+        if let kept = nodes?.root(of: counts) { return kept }
+        func corrupt(_ reason: String) -> FeedstoreError { .corruptData(what: "index counts", reason: reason) }
+        let height = try Self.heightKey.withUnsafeBytes { key in
+            guard let value = try txn.borrowedValue(counts, key: key) else { throw corrupt("the height is missing") }
+            guard value.count == 1, value[0] >= 1, value[0] < 0xFF else { throw corrupt("bad height") }
+            return Int(value[0])
+        }
+        let root = try withUnsafeBytes(of: UInt8(height)) { key in
+            guard let value = try txn.borrowedValue(counts, key: key) else { throw Self.missingNode(height, 0) }
+            return value
+        }
+        nodes?.keepRoot(root, height: height, of: counts)
+        return (height, root)
+    }
+
+    /// The node at `level` named by `fence` (borrowed from its parent node).
+    private func node(_ level: Int, _ fence: UnsafeRawBufferPointer, in txn: borrowing LMDBTransaction) throws -> UnsafeRawBufferPointer {
+        if let kept = nodes?.node(for: fence) { return kept }
+        // Its key, `[level] + fence`, built on the stack (LMDB keys are at most 511 bytes).
+        let bytes = try withUnsafeTemporaryAllocation(byteCount: 512, alignment: 1) { key in
+            guard fence.count < key.count else { throw Self.missingNode(level, fence.count) }
+            key[0] = UInt8(level)
+            UnsafeMutableRawBufferPointer(rebasing: key[1...]).copyMemory(from: fence)
+            guard let value = try txn.borrowedValue(counts, key: UnsafeRawBufferPointer(rebasing: key[..<(fence.count + 1)])) else {
+                throw Self.missingNode(level, fence.count)
+            }
+            return value
+        }
+        nodes?.keep(bytes, for: fence)
+        return bytes
     }
 
     /// Rests `cursor` (on ``counts``) on the root and returns the height. The root's key

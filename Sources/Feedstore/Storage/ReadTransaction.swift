@@ -15,11 +15,22 @@ public class ReadTransaction {
     /// The keyed containers typed reads decode records' top levels through, kept for the
     /// transaction's records (what `Codable` would otherwise allocate per record).
     let sharedContainers = SharedTopLevelContainers()
-    /// Queries resolved in this transaction (see ``cachesResolvedQueries``).
-    var resolvedQueries = ResolvedQueryCache()
+    /// Queries resolved in this transaction (see ``keepsWhatItReads``). Looked up on every
+    /// positional read, so without run-time exclusivity checks, as ``transaction``.
+    @exclusivity(unchecked) var resolvedQueries = ResolvedQueryCache()
+    /// Count-tree nodes read in this transaction (see ``keepsWhatItReads``).
+    let countNodes = CountNodeCache()
 
-    /// Whether resolved queries are kept: a read transaction's snapshot never changes.
-    var cachesResolvedQueries: Bool { true }
+    /// Whether resolved queries and count-tree nodes are kept for later reads: a read
+    /// transaction's snapshot never changes (a write transaction's does).
+    var keepsWhatItReads: Bool { true }
+
+    /// The counted index of `index`, reading through the nodes this transaction keeps.
+    func counted(_ index: IndexSchema) -> CountedIndex {
+        var counted = index.counted
+        if keepsWhatItReads { counted.nodes = countNodes }
+        return counted
+    }
 
     init(core: StoreCore, transaction: consuming LMDBTransaction, schema: SchemaSnapshot) {
         self.core = core

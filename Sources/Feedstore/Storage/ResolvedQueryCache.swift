@@ -17,8 +17,9 @@ struct ResolvedQueryCache {
     private var next = 0
 
     func find(entity: String, index: String, range: IndexRange) -> ReadTransaction.ResolvedQuery? {
-        for entry in entries where entry.entity == entity && entry.index == index && entry.range == range {
-            return entry.resolved
+        // Compared in place: copying an entry out would retain each of its references.
+        for i in entries.indices where entries[i].entity == entity && entries[i].index == index && entries[i].range == range {
+            return entries[i].resolved
         }
         return nil
     }

@@ -108,10 +108,10 @@ public final class WriteTransaction: ReadTransaction {
         if deferredCounts[slot].changes.count >= Self.deferredCountLimit { try applyDeferredCounts(of: index) }
     }
 
-    /// Applies the deferred count changes of `index`, or of every index when nil.
-    /// Writes change counts, so a resolved query would not stay right.
-    override var cachesResolvedQueries: Bool { false }
+    /// Writes change counts and nodes, so neither a resolved query nor a node read would stay right.
+    override var keepsWhatItReads: Bool { false }
 
+    /// Applies the deferred count changes of `index`, or of every index when nil.
     override func applyDeferredCounts(of index: IndexSchema?) throws {
         let counts = index?.counted.counts
         while let slot = deferredCounts.firstIndex(where: { counts == nil || $0.index.counts == counts }) {
