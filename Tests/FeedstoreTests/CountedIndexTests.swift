@@ -81,10 +81,10 @@ struct Point: Entity, Equatable {
                     // entry(at:) returns the model's i-th entry; rank of that entry is i.
                     let entry = try tx.entry(entity: "Point", index: name, at: i)
                     #expect(entry?.id == .int(sorted[i].last!), "\(context) \(name) entry(at: \(i))")
-                    let key = try tx.accessCounts(of: index) { try index.counted.entry(at: i, in: $0) }!
-                    #expect(try tx.accessCounts(of: index) { try index.counted.rank(of: key, in: $0) } == i, "\(context) \(name) rank")
+                    let key = try tx.accessCounts(of: index) { try $0.entry(at: i, in: $1) }!
+                    #expect(try tx.accessCounts(of: index) { try $0.rank(of: key, in: $1) } == i, "\(context) \(name) rank")
                 }
-                let problems = try tx.accessCounts(of: index) { try index.counted.check(in: $0, checkEveryPosition: false) }
+                let problems = try tx.accessCounts(of: index) { try $0.check(in: $1, checkEveryPosition: false) }
                 #expect(problems.isEmpty, "\(context) \(name): \(problems.prefix(3))")
             }
             // Range counts: a bucket of duplicates, and random ranges of the random component.
@@ -202,7 +202,7 @@ struct Point: Entity, Equatable {
                     #expect(try tx.count(Point.self, index: "byRandom", range: IndexRange(from: .inclusive([.int(low)])))
                         == sorted.filter { $0[0] >= low }.count, "step \(step) range")
                     let index = try tx.entity("Point").index(named: "byRandom")
-                    #expect(try tx.accessCounts(of: index) { try index.counted.check(in: $0, checkEveryPosition: false) }.isEmpty)
+                    #expect(try tx.accessCounts(of: index) { try $0.check(in: $1, checkEveryPosition: false) }.isEmpty)
                 }
             }
             let committed = model.count
@@ -240,7 +240,7 @@ struct Point: Entity, Equatable {
             #expect(issues.isEmpty, "\(issues.prefix(3))")
             try store.read { (tx: ReadTransaction) throws in
                 let index = try tx.entity("Point").index(named: "byRandom")
-                #expect(try tx.accessCounts(of: index) { try index.counted.height(in: $0) } <= 2)
+                #expect(try tx.accessCounts(of: index) { try $0.height(in: $1) } <= 2)
                 #expect(try tx.count(Point.self, index: "byRandom") == 1_500)
             }
         }

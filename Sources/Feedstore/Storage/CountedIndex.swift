@@ -39,7 +39,7 @@ struct CountedIndex {
     // MARK: Reading
 
     func height(in txn: borrowing LMDBTransaction) throws -> Int {
-        try txn.withCursor(counts) { try Self.positionAtRoot($0) }
+        try root(in: txn).height
     }
 
     /// The number of entries in the index.

@@ -60,9 +60,9 @@ extension ReadTransaction {
         let index = try entity.index(named: indexName)
         let keys = try KeyRange.resolve(range, descending: index.definition.components.map(\.descending), entity: name, index: indexName)
         if keys.isEmpty { return ResolvedQuery(entity: entity, index: index, keys: keys, start: 0, count: 0) }
-        return try accessCounts(of: index) { txn in
-            let start = try keys.lower.map { try counted(index).rank(of: $0, in: txn) } ?? 0
-            let end = try keys.upper.map { try counted(index).rank(of: $0, in: txn) } ?? (try counted(index).total(in: txn))
+        return try accessCounts(of: index) { counted, txn in
+            let start = try keys.lower.map { try counted.rank(of: $0, in: txn) } ?? 0
+            let end = try keys.upper.map { try counted.rank(of: $0, in: txn) } ?? (try counted.total(in: txn))
             return ResolvedQuery(entity: entity, index: index, keys: keys, start: start, count: max(0, end - start))
         }
     }
@@ -132,7 +132,7 @@ extension ReadTransaction {
     {
         guard position >= 0, position < resolved.count else { return false }
         let rank = reverse ? resolved.start + resolved.count - 1 - position : resolved.start + position
-        return try accessCounts(of: resolved.index) { try counted(resolved.index).withEntry(at: rank, in: $0, body) }
+        return try accessCounts(of: resolved.index) { try $0.withEntry(at: rank, in: $1, body) }
     }
 
     /// The position of a record in a range, read without the application's types.
@@ -145,7 +145,7 @@ extension ReadTransaction {
               let key = try resolved.index.key(of: fields, primaryKey: try KeyEncoding.encode([id])),
               key.withUnsafeBytes({ resolved.keys.contains($0) })
         else { return nil }
-        let rank = try accessCounts(of: resolved.index) { try counted(resolved.index).rank(of: key, in: $0) }
+        let rank = try accessCounts(of: resolved.index) { try $0.rank(of: key, in: $1) }
         let forward = rank - resolved.start
         return reverse ? resolved.count - 1 - forward : forward
     }
@@ -155,14 +155,14 @@ extension ReadTransaction {
     /// - Complexity: O(log n).
     public func indexKey(entity name: String, index indexName: String, at rank: Int) throws -> IndexKey? {
         let index = try entity(name).index(named: indexName)
-        return try accessCounts(of: index) { try counted(index).entry(at: rank, in: $0) }.map(IndexKey.init)
+        return try accessCounts(of: index) { try $0.entry(at: rank, in: $1) }.map(IndexKey.init)
     }
 
     /// How many entries of an index sort before `key`.
     /// - Complexity: O(log n).
     public func rank(entity name: String, index indexName: String, of key: IndexKey) throws -> Int {
         let index = try entity(name).index(named: indexName)
-        return try accessCounts(of: index) { try counted(index).rank(of: key.bytes, in: $0) }
+        return try accessCounts(of: index) { try $0.rank(of: key.bytes, in: $1) }
     }
 
     /// How many entries of an index sort before `key` (components, possibly only the leading ones).
@@ -170,13 +170,13 @@ extension ReadTransaction {
     public func rank(entity name: String, index indexName: String, before key: [FieldValue]) throws -> Int {
         let index = try entity(name).index(named: indexName)
         let bytes = try index.encodePrefix(key)
-        return try accessCounts(of: index) { try counted(index).rank(of: bytes, in: $0) }
+        return try accessCounts(of: index) { try $0.rank(of: bytes, in: $1) }
     }
 
     /// The number of levels of an index's counts (for tools and benchmarks).
     public func indexHeight(entity name: String, index indexName: String) throws -> Int {
         let index = try entity(name).index(named: indexName)
-        return try accessCounts(of: index) { try counted(index).height(in: $0) }
+        return try accessCounts(of: index) { try $0.height(in: $1) }
     }
 
     func indexEntry(forKey key: [UInt8], entity name: String, index: IndexSchema) throws -> IndexEntry {

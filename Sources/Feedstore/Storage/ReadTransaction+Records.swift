@@ -189,7 +189,7 @@ extension ReadTransaction {
             if offset > 0 {
                 guard offset < resolved.count else { return }
                 let rank = reverse ? resolved.start + resolved.count - 1 - offset : resolved.start + offset
-                startKey = try accessCounts(of: resolved.index) { try counted(resolved.index).entry(at: rank, in: $0) }
+                startKey = try accessCounts(of: resolved.index) { try $0.entry(at: rank, in: $1) }
                 skip = 0
             }
         } else {

@@ -25,13 +25,6 @@ public class ReadTransaction {
     /// transaction's snapshot never changes (a write transaction's does).
     var keepsWhatItReads: Bool { true }
 
-    /// The counted index of `index`, reading through the nodes this transaction keeps.
-    func counted(_ index: IndexSchema) -> CountedIndex {
-        var counted = index.counted
-        if keepsWhatItReads { counted.nodes = countNodes }
-        return counted
-    }
-
     init(core: StoreCore, transaction: consuming LMDBTransaction, schema: SchemaSnapshot) {
         self.core = core
         self.transaction = consume transaction
@@ -46,11 +39,14 @@ public class ReadTransaction {
         }
     }
 
-    /// Lends the transaction for reading `index`'s counts. A write transaction first applies
-    /// the count changes it deferred.
-    func accessCounts<R>(of index: IndexSchema, _ body: (borrowing LMDBTransaction) throws -> R) throws -> R {
+    /// Lends `index`'s counted index and the transaction to `body`, for reading its counts. A
+    /// read transaction's counted index reads through the nodes the transaction keeps
+    /// (``keepsWhatItReads``); a write transaction first applies the count changes it deferred.
+    func accessCounts<R>(of index: IndexSchema, _ body: (CountedIndex, borrowing LMDBTransaction) throws -> R) throws -> R {
         try applyDeferredCounts(of: index)
-        return try access(body)
+        var counted = index.counted
+        if keepsWhatItReads { counted.nodes = countNodes }
+        return try access { try body(counted, $0) }
     }
 
     /// A read transaction defers nothing; ``WriteTransaction`` does.

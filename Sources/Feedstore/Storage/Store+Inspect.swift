@@ -159,7 +159,7 @@ extension Store {
                         components: index.definition.components.map { $0.descending ? "\($0.field) desc" : $0.field },
                         unique: index.definition.unique, partial: index.definition.condition != nil, entries: stats.entries,
                         tree: .init(stats), counts: .init(counts),
-                        countLevels: try tx.accessCounts(of: index) { try index.counted.height(in: $0) })
+                        countLevels: try tx.accessCounts(of: index) { try $0.height(in: $1) })
                 }
                 return StoreInspection.Entity(name: entity.name, primaryKeyKind: entity.catalog.primaryKeyKind, records: records.entries,
                                               tree: .init(records), fields: entity.catalog.fields.map { .init(name: $0.name, kind: $0.kind) },

@@ -143,7 +143,7 @@ struct StoreVerifier {
                 }
             }
         }
-        let countProblems = try tx.accessCounts(of: index) { try index.counted.check(in: $0) }
+        let countProblems = try tx.accessCounts(of: index) { try $0.check(in: $1) }
         let found = missing + extra + countProblems.map { VerificationIssue(location: index.catalog.countsDatabaseName, problem: $0) } + duplicates
         return Array(found.prefix(maximumPerCheck))
     }

@@ -185,7 +185,7 @@ public final class BatchWatcher<Batch: Sendable, Row>: AsyncSequence, @unchecked
             try readShown { [engine] tx in
                 let resolved = try tx.resolve(entity: engine.query.entity, index: engine.query.index, range: engine.query.range)
                 guard let rank = engine.indexRank(of: path, in: resolved),
-                      let key = try tx.accessCounts(of: resolved.index, { try tx.counted(resolved.index).entry(at: rank, in: $0) }) else { return nil }
+                      let key = try tx.accessCounts(of: resolved.index, { try $0.entry(at: rank, in: $1) }) else { return nil }
                 return try makeRow(tx, key, resolved.index)
             }
         }

@@ -64,7 +64,7 @@ struct ChangedRows {
             return low
         }
         func rank(_ key: [UInt8]) throws -> Int {
-            try tx.accessCounts(of: query.index) { try tx.counted(query.index).rank(of: key, in: $0) } - query.start
+            try tx.accessCounts(of: query.index) { try $0.rank(of: key, in: $1) } - query.start
         }
         for i in rows.indices {
             if let key = rows[i].newKey {

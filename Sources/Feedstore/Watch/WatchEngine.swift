@@ -141,7 +141,7 @@ final class WatchEngine {
         var sections: [SectionList.Section] = []
         var consumed = 0
         while consumed < resolved.count {
-            let key = try tx.accessCounts(of: resolved.index) { try tx.counted(resolved.index).entry(at: resolved.start + consumed, in: $0) }!
+            let key = try tx.accessCounts(of: resolved.index) { try $0.entry(at: resolved.start + consumed, in: $1) }!
             let prefix = try SectionList.prefix(of: key, components: options.sectionBy)
             let count = try countInRange(prefix: prefix, tx, resolved)
             guard count > 0 else { throw FeedstoreError.corruptData(what: "index counts", reason: "an entry's section counts 0") }
@@ -157,8 +157,7 @@ final class WatchEngine {
         if let lower = resolved.keys.lower, prefix.sortsBefore(lower) { low = lower }
         var high = KeyEncoding.successor(ofPrefix: prefix)
         if let upper = resolved.keys.upper, high.map({ upper.sortsBefore($0) }) ?? true { high = upper }
-        let counted = tx.counted(resolved.index)
-        return try tx.accessCounts(of: resolved.index) { txn in
+        return try tx.accessCounts(of: resolved.index) { counted, txn in
             let a = try low.map { try counted.rank(of: $0, in: txn) } ?? 0
             let b = try high.map { try counted.rank(of: $0, in: txn) } ?? (try counted.total(in: txn))
             return max(0, b - a)
@@ -311,7 +310,7 @@ final class WatchEngine {
     /// it is not shown).
     func path(ofKey key: [UInt8], in tx: ReadTransaction, _ resolved: ReadTransaction.ResolvedQuery) throws -> RowPath? {
         guard let shown, key.withUnsafeBytes({ resolved.keys.contains($0) }) else { return nil }
-        let forward = try tx.accessCounts(of: resolved.index) { try tx.counted(resolved.index).rank(of: key, in: $0) } - resolved.start
+        let forward = try tx.accessCounts(of: resolved.index) { try $0.rank(of: key, in: $1) } - resolved.start
         let position = (query.reverse ? resolved.count - 1 - forward : forward) - shownStart
         guard position >= 0, position < shown.rowCount else { return nil }
         return shown.path(ofFlat: position)
