@@ -281,20 +281,20 @@ public struct PowerLoss {
         do {
             var options = StoreOptions(readOnly: true)
             options.verifyPagesOnOpen = true
-            let readOnly: Store
+            let first: Store  // read-only, or upgrading an old format
             do {
-                readOnly = try Store(path: path, options: options)
+                first = try Store(path: path, options: options)
             } catch FeedstoreError.formatUpgradeNeeded(_, let found, _) where expected.upgraded != nil {
                 // Not upgraded yet: allowed until the upgrade was reported. Opened for writing
-                // below, it upgrades.
+                // here, it upgrades, and is checked in the current format.
                 if expected.upgraded == true { return failed("the upgrade was reported, yet the store is in format \(found)") }
-                readOnly = try Store(path: path, options: StoreOptions(durability: .none))
+                first = try Store(path: path, options: StoreOptions(durability: .none))
             }
             do {
-                defer { readOnly.close() }
-                let issues = try readOnly.verify()
+                defer { first.close() }
+                let issues = try first.verify()
                 guard issues.isEmpty else { return failed("verify: \(issues.prefix(3))") }
-                let facts = try Facts(readOnly)
+                let facts = try Facts(first)
                 if facts.lastCommit < expected.lastCommit {
                     lost(expected.lastCommit - facts.lastCommit, "acknowledged commits \(facts.lastCommit + 1)…\(expected.lastCommit) lost")
                 }
@@ -303,13 +303,13 @@ public struct PowerLoss {
                 }
                 if let required = expected.cursor {
                     // The cursor kept what it acknowledged, and resumes right after it.
-                    let position = try readOnly.read { try $0.journalCursors() }.first { $0.name == Self.cursorName }?.position
+                    let position = try first.read { try $0.journalCursors() }.first { $0.name == Self.cursorName }?.position
                     guard let position else { return failed("the cursor \(Self.cursorName) is gone") }
                     if position < required {
                         lost(required - position, "the cursor went back from \(required) to \(position)")
                     }
                     if position < facts.lastCommit {
-                        let next = try readOnly.read { try $0.journal(after: position, limit: 1) }.first?.sequence
+                        let next = try first.read { try $0.journal(after: position, limit: 1) }.first?.sequence
                         guard next == position + 1 else { return failed("the cursor at \(position) resumes at \(next.map(String.init) ?? "nothing")") }
                     } else if position > facts.lastCommit {
                         return failed("the cursor at \(position) is past the journal's end, \(facts.lastCommit)")
