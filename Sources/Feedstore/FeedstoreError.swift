@@ -43,6 +43,11 @@ public enum FeedstoreError: Error, Sendable, Equatable, CustomStringConvertible 
     case decodingFailed(entity: String, id: FieldValue?, reason: String)
     /// No entity with this name is registered in the store's catalog.
     case unknownEntity(String)
+    /// A record written by field name (``WriteTransaction/put(entity:id:fields:keepingUndeclaredFields:)``,
+    /// `storectl load`, a replica's apply) that its entity's type could not read back: a value
+    /// of another kind, a required field missing, or a field the type does not declare. Nothing
+    /// of the transaction is written.
+    case recordRefused(entity: String, id: FieldValue, field: String, reason: FieldRefusal)
     /// The entity has no index with this name.
     case unknownIndex(entity: String, index: String)
     /// A name used by `usedBy` (an index, its condition, a watcher's options) is not a field of the
@@ -94,6 +99,7 @@ public enum FeedstoreError: Error, Sendable, Equatable, CustomStringConvertible 
         case let .decodingFailed(entity, id, reason):
             "cannot decode \(entity)\(id.map { " \($0.jsonText)" } ?? ""): \(reason)"
         case let .unknownEntity(name): "no entity named \(name) in this store"
+        case let .recordRefused(entity, id, field, reason): "\(entity) \(id.jsonText) was refused: \(reason.describing(field: field))"
         case let .unknownIndex(entity, index): "entity \(entity) has no index named \(index)"
         case let .unknownField(entity, field, usedBy, fields):
             "\(usedBy) names \"\(field)\", which is not a field of \(entity); its fields are "

@@ -16,10 +16,10 @@ public var storectlURL: URL { buildProductsDirectory.appendingPathComponent("sto
 
 /// Runs a built tool to completion (at most `timeout` seconds) and returns its exit status,
 /// standard output and standard error.
-/// `environment` is added to this process's environment.
-public func runTool(_ url: URL, _ arguments: [String], environment: [String: String] = [:],
+/// `environment` is added to this process's environment; `input`, when given, is its standard input.
+public func runTool(_ url: URL, _ arguments: [String], environment: [String: String] = [:], input: String? = nil,
                     timeout: TimeInterval = 600) throws -> (status: Int32, stdout: String, stderr: String) {
-    try RunningTool(url, arguments, environment: environment).finish(timeout: timeout)
+    try RunningTool(url, arguments, environment: environment, input: input).finish(timeout: timeout)
 }
 
 /// A tool started in the background whose standard output is collected line by line as it runs.
@@ -30,8 +30,9 @@ public final class RunningTool: @unchecked Sendable {
     private var errors = Data()
     private var finishedReading = 0
 
-    /// Starts `url` with `arguments`, and `environment` added to this process's environment.
-    public init(_ url: URL, _ arguments: [String], environment: [String: String] = [:]) throws {
+    /// Starts `url` with `arguments`, and `environment` added to this process's environment;
+    /// `input`, when given, is written to its standard input, which is then closed.
+    public init(_ url: URL, _ arguments: [String], environment: [String: String] = [:], input: String? = nil) throws {
         process.executableURL = url
         process.arguments = arguments
         if !environment.isEmpty {
@@ -40,7 +41,16 @@ public final class RunningTool: @unchecked Sendable {
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err
+        let stdin = input.map { _ in Pipe() }
+        if let stdin { process.standardInput = stdin }
         try process.run()
+        if let stdin, let input {
+            let writer = stdin.fileHandleForWriting
+            Thread.detachNewThread {
+                writer.write(Data(input.utf8))
+                try? writer.close()
+            }
+        }
         for (pipe, isOutput) in [(out, true), (err, false)] {
             Thread.detachNewThread { [self] in
                 let descriptor = pipe.fileHandleForReading.fileDescriptor

@@ -36,12 +36,15 @@ import Testing
         #expect(!fields.contains("home.town") && !fields.contains("note") && !fields.contains("aliases.first"))
         // A dictionary and a dynamic value may hold any member.
         #expect(fields.contains("extra.anything") && fields.contains("remark.any.depth"))
-        #expect(DeclaredFields(stored: fields.stored) == fields)
+        // The stored form keeps the names; the kinds are stored beside it.
+        let reread = DeclaredFields(stored: fields.stored)
+        #expect(reread.paths == fields.paths && reread.openPaths == fields.openPaths)
+        #expect(fields.kinds["home.zip"] == "string?" && fields.kinds["remark"] == "any?" && fields.kinds["born"] == "date")
 
         // A record read through allKeys may hold any field.
         let open = DeclaredFields.of([String: Int].self)
         #expect(open.isComplete && open.contains("anything") && open.contains("any.depth"))
-        #expect(DeclaredFields(stored: open.stored) == open)
+        #expect(DeclaredFields(stored: open.stored).openPaths == open.openPaths)
 
         let partial = DeclaredFields.of(Partial.self)
         #expect(!partial.isComplete)

@@ -33,11 +33,14 @@ struct LoadCommand: ParsableCommand {
     @Option(help: "The entity to write.")
     var entity: String
 
-    @Option(help: "Read from this file instead of standard input.")
+    @Option(help: "Read from this file instead of standard input (- is standard input).")
     var input: String?
 
     @Option(help: "A store whose declaration of the entity (key kind and indexes) a new entity takes.")
     var like: String?
+
+    @Flag(help: "Store fields the entity's type does not declare instead of refusing their records.")
+    var keepUndeclaredFields = false
 
     @Option(help: "Records per transaction.")
     var batch: Int = 10_000
@@ -53,14 +56,15 @@ struct LoadCommand: ParsableCommand {
     }
 
     func run() throws {
-        guard let lines = LineReader(path: input) else { StoreAccess.fail("cannot read \(input ?? "standard input")") }
+        let source = input == "-" ? nil : input
+        guard let lines = LineReader(path: source) else { StoreAccess.fail("cannot read \(source ?? "standard input"): \(String(cString: strerror(errno)))") }
         let store = try Store(path: path)
         defer { store.close() }
         var pending: [(id: FieldValue, fields: [String: FieldValue], line: Int)] = []
         var loaded = 0
         var lineNumber = 0
         var declared = try store.catalog.entities[entity] != nil
-        // The kinds --like's store keeps, for fields this store has not seen yet.
+        // The declaration --like's store holds, for an entity this store does not have yet.
         let template = try like.map { like in try StoreAccess.withReadOnlyStore(like) { try StoreAccess.entity(entity, in: $0) } }
         func commit() throws {
             guard !pending.isEmpty else { return }
@@ -68,17 +72,12 @@ struct LoadCommand: ParsableCommand {
                 try declareEntity(in: store, like: template, firstID: pending[0].id)
                 declared = true
             }
-            if let template {
-                for i in pending.indices {
-                    for (name, value) in pending[i].fields { pending[i].fields[name] = template.coerce(value, toField: name) }
-                }
-            }
             var refused: Int?
             do {
                 try store.write { tx in
                     for (i, record) in pending.enumerated() {
                         do {
-                            try tx.put(entity: entity, id: record.id, fields: record.fields)
+                            try tx.put(entity: entity, id: record.id, fields: record.fields, keepingUndeclaredFields: keepUndeclaredFields)
                         } catch {
                             refused = record.line
                             throw error
@@ -126,7 +125,7 @@ struct LoadCommand: ParsableCommand {
     /// Declares the entity as `--like`'s store does, or from its first id.
     private func declareEntity(in store: Store, like source: CatalogEntity?, firstID: FieldValue) throws {
         if let source {
-            try store.declare(entity: entity, primaryKeyKind: source.primaryKeyKind, indexes: source.indexes.map(\.definition))
+            try store.declare(like: source)
             return
         }
         let kind = switch firstID {

@@ -5,10 +5,11 @@ import Foundation
 struct VerifyCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify",
-        abstract: "Check LMDB's pages, then records, indexes, counts and journal against each other; exit 1 listing every finding.",
+        abstract: "Check LMDB's pages, then records, types, indexes, counts and journal against each other; exit 1 listing every finding.",
         discussion: """
         Scans everything: LMDB's page structure is sound (checked first, reading the file without \
-        LMDB); every record decodes; every index holds exactly its records' entries, in order, \
+        LMDB); every record decodes and holds the fields its entity's Swift type declares, in \
+        their kinds (records an unfinished migration has not reached are exempt); every index holds exactly its records' entries, in order, \
         unique where declared; every index's counts agree with its entries at every position; the \
         journal is contiguous and complete.
 

@@ -57,6 +57,10 @@ extension FieldValue {
         case let ("uint", .int(i)) where i >= 0: return .uint(UInt64(i))
         case let ("int", .uint(u)) where u <= UInt64(Int64.max): return .int(Int64(u))
         case let ("double", .int(i)): return .double(Double(i))
+        case let ("double", .uint(u)): return .double(Double(u))
+        // Integral doubles (JSON writers that print 3.0) convert when the integer is exact.
+        case let ("int", .double(d)) where d.rounded() == d: return Int64(exactly: d).map { .int($0) } ?? value
+        case let ("uint", .double(d)) where d.rounded() == d: return UInt64(exactly: d).map { .uint($0) } ?? value
         case let ("date", .string(s)):
             return (Self.parseJSONDate(s) ?? Self.isoFormatter.date(from: s) ?? Self.plainISOFormatter.date(from: s)).map { .date($0) } ?? value
         case let ("date", .int(i)): return .date(Date(timeIntervalSince1970: Double(i)))

@@ -60,6 +60,11 @@ public struct CatalogEntity: Sendable, Codable, Equatable {
     /// field whose members are not fixed), as learned when the store last opened with the type;
     /// nil when they could not all be learned.
     public var declaredFields: [String]?
+    /// The kind the entity's Swift type reads each declared field as (`"int"`, `"date"`,
+    /// `"object"`, `"any"`), with a trailing `"?"` where the field may be absent or null: what
+    /// writes by name and `verify` hold records to. Nil when the type declared its fields by name
+    /// only, or they could not be learned.
+    public var declaredKinds: [String: String]?
     var nextFieldID: UInt32
 
     /// The LMDB database holding the records, keyed by encoded primary key.

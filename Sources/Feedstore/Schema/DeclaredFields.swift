@@ -12,6 +12,11 @@ import Foundation
 /// `CaseIterable` enums. Discovery stops at a value it cannot make up (an enum that is not
 /// `CaseIterable`, a custom `init(from:)` that validates what it reads); ``isComplete`` is then
 /// false, and the type's names are not checked.
+///
+/// The decoder also learns each field's kind from the `decode` call that asked for it (`Int64`
+/// is `int`, `Date` is `date`, a struct is `object`…) and whether the field may be absent
+/// (`decodeIfPresent`, `contains`, `decodeNil`, `Optional`): ``kinds``, which writes by name are
+/// held to (``RecordShape``).
 struct DeclaredFields: Sendable, Equatable {
     /// Every field and nested field, dotted (`"address.city"`).
     var paths: Set<String>
@@ -20,16 +25,27 @@ struct DeclaredFields: Sendable, Equatable {
     var openPaths: Set<String>
     /// Whether decoding ran to the end, so that a name not in ``paths`` surely is not a field.
     var isComplete: Bool
+    /// Per path, the kind its `decode` asked for in stored form: a ``FieldValue`` kind name
+    /// (`"int"`, `"date"`, `"object"`…) or `"any"` (a ``FieldValue``, an enum without raw values,
+    /// a path read as two kinds), with a trailing `"?"` when the field may be absent or null.
+    /// Empty when the fields were declared by name (``Entity/fieldNames``).
+    var kinds: [String: String] = [:]
 
     /// The fields `type` decodes.
     static func of<T: Decodable>(_ type: T.Type) -> DeclaredFields {
         let recording = FieldRecording()
+        var complete = true
         do {
             _ = try FieldRecordingDecoder(recording: recording, path: "", depth: 0).placeholder(T.self)
-            return DeclaredFields(paths: recording.paths, openPaths: recording.openPaths, isComplete: true)
         } catch {
-            return DeclaredFields(paths: recording.paths, openPaths: recording.openPaths, isComplete: false)
+            complete = false
         }
+        var kinds: [String: String] = [:]
+        for path in recording.paths {
+            let kind = recording.kinds[path] ?? "any"
+            kinds[path] = recording.optional.contains(path) ? kind + "?" : kind
+        }
+        return DeclaredFields(paths: recording.paths, openPaths: recording.openPaths, isComplete: complete, kinds: complete ? kinds : [:])
     }
 
     /// The top-level field names, sorted (for messages).
@@ -50,10 +66,11 @@ struct DeclaredFields: Sendable, Equatable {
     /// The stored form: the paths, open ones marked with a trailing `".*"`.
     var stored: [String] { (paths.subtracting(openPaths).union(openPaths.map { $0 + ".*" })).sorted() }
 
-    init(paths: Set<String>, openPaths: Set<String>, isComplete: Bool) {
+    init(paths: Set<String>, openPaths: Set<String>, isComplete: Bool, kinds: [String: String] = [:]) {
         self.paths = paths
         self.openPaths = openPaths
         self.isComplete = isComplete
+        self.kinds = kinds
     }
 
     /// Reads the stored form back (a stored list is always complete).
@@ -79,6 +96,31 @@ struct DeclaredFields: Sendable, Equatable {
 private final class FieldRecording {
     var paths: Set<String> = []
     var openPaths: Set<String> = []
+    /// The kind each path was decoded as ("any" once two kinds were asked for).
+    var kinds: [String: String] = [:]
+    /// Paths that may be absent or null.
+    var optional: Set<String> = []
+
+    func record(_ kind: String, at path: String) {
+        guard !path.isEmpty else { return }
+        if let seen = kinds[path], seen != kind {
+            kinds[path] = "any"
+        } else {
+            kinds[path] = kind
+        }
+    }
+}
+
+/// `Optional`, so that the recording decoder can read a `decode(T?.self, forKey:)` as an
+/// optional `T` rather than as a single value of unknown members.
+private protocol RecordedOptional {
+    static func placeholder(from decoder: FieldRecordingDecoder) throws -> Self
+}
+
+extension Optional: RecordedOptional where Wrapped: Decodable {
+    fileprivate static func placeholder(from decoder: FieldRecordingDecoder) throws -> Self {
+        .some(try decoder.placeholder(Wrapped.self))
+    }
 }
 
 private struct RecordingKey: CodingKey {
@@ -103,10 +145,14 @@ private struct FieldRecordingDecoder: Decoder {
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
-        KeyedDecodingContainer(RecordingKeyedContainer<Key>(decoder: self))
+        recording.record("object", at: path)
+        return KeyedDecodingContainer(RecordingKeyedContainer<Key>(decoder: self))
     }
 
-    func unkeyedContainer() throws -> any UnkeyedDecodingContainer { EmptyUnkeyedContainer(codingPath: codingPath) }
+    func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        recording.record("array", at: path)
+        return EmptyUnkeyedContainer(codingPath: codingPath)
+    }
 
     /// A value that reads itself as a single value (a wrapper, a dynamic value) may hold any
     /// members: its path is open.
@@ -125,6 +171,7 @@ private struct FieldRecordingDecoder: Decoder {
     /// case of a `CaseIterable` enum, or whatever `type`'s own `init(from:)` builds from this
     /// decoder.
     func placeholder<T: Decodable>(_ type: T.Type) throws -> T {
+        if let kind = Self.leafKind(of: type) { recording.record(kind, at: path) }
         switch type {
         case is FieldValue.Type:
             // A dynamic value may hold any members.
@@ -151,11 +198,38 @@ private struct FieldRecordingDecoder: Decoder {
         case is UInt8.Type: return UInt8(0) as! T
         default: break
         }
-        if let cases = type as? any CaseIterable.Type, let first = firstCase(of: cases) as? T { return first }
+        if let optional = type as? any RecordedOptional.Type {
+            if !path.isEmpty { recording.optional.insert(path) }
+            return try optional.placeholder(from: self) as! T
+        }
+        if let cases = type as? any CaseIterable.Type, let first = firstCase(of: cases) as? T {
+            recording.record((type as? any RawRepresentable.Type).flatMap { Self.rawValueKind($0) } ?? "any", at: path)
+            return first
+        }
         return try T(from: self)
     }
 
     private func firstCase<C: CaseIterable>(of type: C.Type) -> Any? { C.allCases.first }
+
+    /// The stored kind of a leaf type's values, as ``FieldValueEncoder`` writes them; nil for
+    /// types that are not leaves.
+    static func leafKind(of type: Any.Type) -> String? {
+        switch type {
+        case is FieldValue.Type, is Decimal.Type: "any"
+        case is Date.Type: "date"
+        case is UUID.Type: "uuid"
+        case is Data.Type: "bytes"
+        case is URL.Type, is String.Type: "string"
+        case is Bool.Type: "bool"
+        case is Double.Type, is Float.Type: "double"
+        case is Int.Type, is Int64.Type, is Int32.Type, is Int16.Type, is Int8.Type: "int"
+        case is UInt.Type, is UInt64.Type, is UInt32.Type, is UInt16.Type, is UInt8.Type: "uint"
+        default: nil
+        }
+    }
+
+    /// The kind a raw-value enum is stored as: its raw value's.
+    private static func rawValueKind<R: RawRepresentable>(_ type: R.Type) -> String? { leafKind(of: R.RawValue.self) }
 }
 
 private struct RecordingKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
@@ -168,15 +242,18 @@ private struct RecordingKeyedContainer<Key: CodingKey>: KeyedDecodingContainerPr
         return []
     }
 
+    /// A member whose presence is asked about may be absent (`decodeIfPresent` asks first).
     func contains(_ key: Key) -> Bool {
-        _ = decoder.member(key.stringValue)
+        decoder.recording.optional.insert(decoder.member(key.stringValue).path)
         return true
     }
 
     /// Optional members are present, so that their own fields are learned too, down to the depth
     /// limit.
     func decodeNil(forKey key: Key) throws -> Bool {
-        decoder.member(key.stringValue).depth > maximumDepth
+        let member = decoder.member(key.stringValue)
+        decoder.recording.optional.insert(member.path)
+        return member.depth > maximumDepth
     }
 
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T { try member(type, key) }

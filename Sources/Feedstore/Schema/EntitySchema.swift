@@ -8,6 +8,8 @@ final class EntitySchema: Sendable {
     let fieldTable: FieldNameTable
     /// What the write path needs of each field, in catalog order (the table's positions).
     private let slots: [FieldSlot]
+    /// What records written by field name are held to; nil when nothing is known.
+    let shape: RecordShape?
 
     var name: String { catalog.name }
 
@@ -17,6 +19,7 @@ final class EntitySchema: Sendable {
         self.indexes = indexes
         fieldTable = FieldNameTable(catalog.fields.map { ($0.id, $0.name) })
         slots = catalog.fields.map(FieldSlot.init)
+        shape = RecordShape(catalog)
     }
 
     /// The slot of the field named `name`.

@@ -120,6 +120,30 @@ extension Store {
 }
 
 extension ReadTransaction {
+    /// Where the unfinished migrations of `entity` stand: nil when none is unfinished; else the
+    /// smallest primary key a migration has reached (empty when one has not begun). Records
+    /// after it may still be in the entity's old shape.
+    func unmigratedRecordsStart(of entity: String) throws -> [UInt8]? {
+        let prefix = Array("migration:\(entity):".utf8)
+        var keys: [[UInt8]] = []
+        try access { txn in
+            try txn.withCursor(core.system.meta) { cursor in
+                var more = try cursor.seek(atOrAfter: prefix)
+                while more, cursor.key.starts(with: prefix) {
+                    keys.append(Array(cursor.key))
+                    more = try cursor.next()
+                }
+            }
+        }
+        var start: [UInt8]?
+        for key in keys {
+            guard let progress = try migrationProgress(key), !progress.finished else { continue }
+            let reached = progress.lastKey ?? []
+            if start.map({ reached.lexicographicallyPrecedes($0) }) ?? true { start = reached }
+        }
+        return start
+    }
+
     func migrationProgress(_ key: [UInt8]) throws -> MigrationProgress? {
         guard let bytes = try access({ try $0.get(core.system.meta, key: key) }) else { return nil }
         do {

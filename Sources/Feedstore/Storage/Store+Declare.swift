@@ -6,7 +6,7 @@ extension Store {
 
     /// Declares an entity without a Swift type, as `Store(path:entities:options:)` declares
     /// typed ones: tools and loaders that write records by field name
-    /// (``WriteTransaction/put(entity:id:fields:)``) declare the entity they fill. Its fields
+    /// (``WriteTransaction/put(entity:id:fields:keepingUndeclaredFields:)``) declare the entity they fill. Its fields
     /// join the catalog as records bring them. Declaring an entity the catalog already holds
     /// with the same indexes changes nothing; with other indexes, drops and builds indexes as
     /// a typed declaration does.
@@ -17,6 +17,23 @@ extension Store {
     /// - Throws: ``FeedstoreError/invalidIndexDefinition(entity:index:reason:)`` for an unknown
     ///   key kind or a bad index; ``FeedstoreError/readOnly(path:reason:)`` on a read-only handle.
     public func declare(entity name: String, primaryKeyKind: String, indexes: [IndexDefinition] = []) throws {
+        let existing = try catalog.entities[name]
+        try declare(entity: name, primaryKeyKind: primaryKeyKind, indexes: indexes,
+                    fields: existing?.declaredFields, kinds: existing?.declaredKinds)
+    }
+
+    /// Declares an entity as another store's catalog holds it: its key kind, its indexes, and
+    /// the fields and kinds its Swift type declared there, which writes by name are then held
+    /// to (what `storectl load --like` and replicas do).
+    /// - Throws: the errors of ``declare(entity:primaryKeyKind:indexes:)``.
+    public func declare(like entity: CatalogEntity) throws {
+        try declare(entity: entity.name, primaryKeyKind: entity.primaryKeyKind, indexes: entity.indexes.map(\.definition),
+                    fields: entity.declaredFields, kinds: entity.declaredKinds)
+    }
+
+    private func declare(entity name: String, primaryKeyKind: String, indexes: [IndexDefinition],
+                         fields: [String]?, kinds: [String: String]?) throws
+    {
         guard Self.primaryKeyKinds.contains(primaryKeyKind) else {
             throw FeedstoreError.invalidIndexDefinition(entity: name, index: "primary key",
                                                         reason: "keys cannot be stored as \(primaryKeyKind); use one of \(Self.primaryKeyKinds.sorted().joined(separator: ", "))")
@@ -28,7 +45,7 @@ extension Store {
                                                         reason: "the store keeps \(name) keys as \(existing.primaryKeyKind), not \(primaryKeyKind)")
         }
         let declaration = StoreOpener.Declaration(name: name, primaryKeyKind: primaryKeyKind, indexes: indexes,
-                                                     fields: existing?.declaredFields)
+                                                     fields: fields, kinds: kinds)
         try StoreOpener.register([declaration], in: core, options: StoreOptions(), readOnlyReason: readOnlyReason)
     }
 }

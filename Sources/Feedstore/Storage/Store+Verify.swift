@@ -17,7 +17,9 @@ public struct VerificationIssue: Sendable, Hashable, CustomStringConvertible {
 
 extension Store {
     /// Checks every invariant of the store against a full scan: LMDB's page structure is sound
-    /// (checked first: the other checks run only on a sound structure); every record decodes; every
+    /// (checked first: the other checks run only on a sound structure); every record decodes and
+    /// holds the fields its entity's type declares, in their kinds (``CatalogEntity/declaredKinds``;
+    /// records an unfinished migration has not reached yet are exempt); every
     /// index holds exactly the entries its records and condition call for, in order, with unique
     /// indexes unique; every index's counts agree with its entries at every position; the
     /// journal's commits are contiguous and complete. Returns every issue
@@ -75,6 +77,8 @@ struct StoreVerifier {
         var expected = [KeyList](repeating: KeyList(), count: entity.indexes.count)
         let recordCount = try tx.count(entity: name)
         var scanned = 0
+        var refused = 0
+        let unmigrated = try tx.unmigratedRecordsStart(of: name)
         try tx.scan(entity: name, index: nil, range: .all, reverse: false, offset: 0, limit: nil) { key, value in
             scanned += 1
             reportProgress(entity.catalog.recordsDatabaseName, scanned, recordCount)
@@ -86,9 +90,24 @@ struct StoreVerifier {
                 issues.append(VerificationIssue(location: entity.catalog.recordsDatabaseName, problem: "\(error)"))
                 return
             }
+            // Records an unfinished migration has not reached yet keep their old shape.
+            let migrated = unmigrated.map { primaryKey.lexicographicallyPrecedes($0) || primaryKey == $0 } ?? true
+            if migrated, let problem = entity.shape?.problem(in: fields) {
+                refused += 1
+                if refused <= maximumPerCheck {
+                    let id = (try? KeyDecoder.decode(primaryKey).first?.value) ?? .null
+                    issues.append(VerificationIssue(location: entity.catalog.recordsDatabaseName,
+                                                    problem: "\(name) \(id.jsonText): \(problem.reason.describing(field: problem.field)), "
+                                                        + "so the entity's type cannot read it"))
+                }
+            }
             for (i, index) in entity.indexes.enumerated() {
                 if let key = try? index.key(of: fields, primaryKey: primaryKey) { expected[i].append(key) }
             }
+        }
+        if refused > maximumPerCheck {
+            issues.append(VerificationIssue(location: entity.catalog.recordsDatabaseName,
+                                            problem: "\(refused - maximumPerCheck) more records its type cannot read"))
         }
         for (i, index) in entity.indexes.enumerated() {
             expected[i].sort()

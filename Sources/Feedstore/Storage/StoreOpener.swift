@@ -234,7 +234,9 @@ enum StoreOpener {
             guard let existing = schema.catalog.entities[entity.name] else { return false }
             return existing.indexes.map(\.definition) == entity.indexes
         }
-        let fieldsUpToDate = declared.allSatisfy { schema.catalog.entities[$0.name]?.declaredFields == $0.fields }
+        let fieldsUpToDate = declared.allSatisfy { entity in
+            schema.catalog.entities[entity.name].map { $0.declaredFields == entity.fields && $0.declaredKinds == entity.kinds } ?? false
+        }
         let readOnlyReason = handleReason ?? options.readOnlyReason ?? core.readOnlyReason
         // A read-only handle keeps the fields last stored: they only serve to check names.
         if upToDate && (fieldsUpToDate || readOnlyReason != nil) { return }
@@ -262,6 +264,9 @@ enum StoreOpener {
         var indexes: [IndexDefinition]
         /// The type's fields in their stored form; nil when they could not all be learned.
         var fields: [String]?
+        /// The kinds the type reads its fields as (``CatalogEntity/declaredKinds``); nil when
+        /// not known.
+        var kinds: [String: String]?
     }
 
     private static func declaredFields<E: Entity>(of type: E.Type) -> DeclaredFields {
@@ -298,7 +303,8 @@ enum StoreOpener {
             }
         }
         return Declaration(name: name, primaryKeyKind: primaryKeyKind(of: type), indexes: type.indexes,
-                           fields: fields.isComplete ? fields.stored : nil)
+                           fields: fields.isComplete ? fields.stored : nil,
+                           kinds: fields.isComplete && !fields.kinds.isEmpty ? fields.kinds : nil)
     }
 
     private static func apply(_ declared: Declaration, in tx: WriteTransaction,
@@ -317,8 +323,13 @@ enum StoreOpener {
                 "records:\(declared.name)": try tx.access { try $0.openDatabase(named: "records:\(declared.name)", create: true)! },
             ])
         }
-        if tx.schema.catalog.entities[declared.name]?.declaredFields != declared.fields {
-            try tx.updateCatalog { catalog in catalog.entities[declared.name]!.declaredFields = declared.fields }
+        if let entity = tx.schema.catalog.entities[declared.name],
+           entity.declaredFields != declared.fields || entity.declaredKinds != declared.kinds
+        {
+            try tx.updateCatalog { catalog in
+                catalog.entities[declared.name]!.declaredFields = declared.fields
+                catalog.entities[declared.name]!.declaredKinds = declared.kinds
+            }
         }
         let existing = try tx.schema.entity(declared.name)
         // Drop indexes no longer declared, or declared differently (rebuilt below).

@@ -51,18 +51,45 @@ extension WriteTransaction {
     }
 
     /// Inserts the record with primary key `id` and `fields`, or replaces the record with that
-    /// id, without the application's types: what tools and loaders write. Values are converted
-    /// to the kinds the catalog stores for their fields (``CatalogEntity/coerce(_:toField:)``:
-    /// ISO 8601 strings to dates, base64 to bytes…); fields the catalog lacks join it, as with a
-    /// typed write. Nested values are stored as given.
-    /// - Throws: ``FeedstoreError/unknownEntity(_:)``; ``FeedstoreError/invalidRange(entity:index:reason:)``
+    /// id, without the application's types: what tools, loaders and replicas write. The record
+    /// is held to what the entity's type reads (``CatalogEntity/declaredKinds``): each value is
+    /// converted to its field's kind where that is lossless (ISO 8601 text to a date, base64
+    /// text to bytes, UUID text to a UUID, integral numbers between the integer and double
+    /// kinds), and a value of another kind, a required field that is missing or null, or a field
+    /// the type does not declare refuses the record. An entity declared without a type holds
+    /// each field to the one kind its records have given it, and takes new fields. Nested values
+    /// are held to the nested fields the type declares.
+    /// - Parameters:
+    ///   - name: the entity's name.
+    ///   - id: the primary key, converted to the entity's key kind as values are.
+    ///   - fields: the record's fields by name (nested values as objects and arrays); null is
+    ///     the same as an absent field.
+    ///   - keepingUndeclaredFields: store fields the type does not declare instead of refusing
+    ///     the record (the type ignores them when it reads the record).
+    /// - Throws: ``FeedstoreError/recordRefused(entity:id:field:reason:)``;
+    ///   ``FeedstoreError/unknownEntity(_:)``; ``FeedstoreError/invalidRange(entity:index:reason:)``
     ///   for an id of the wrong kind; the errors of ``put(_:)``. Nothing is written on error.
     /// - Complexity: O(i log n) for i indexes over n records.
-    public func put(entity name: String, id: FieldValue, fields: [String: FieldValue]) throws {
+    public func put(entity name: String, id: FieldValue, fields: [String: FieldValue], keepingUndeclaredFields: Bool = false) throws {
         let entity = try entity(name)
         let id = try entity.catalog.primaryKeyComponent(id)
-        var converted: [String: FieldValue] = [:]
-        for (field, value) in fields { converted[field] = entity.catalog.coerce(value, toField: field) }
+        var converted = fields
+        if let shape = entity.shape {
+            switch shape.conform(fields, keepingUndeclared: keepingUndeclaredFields) {
+            case let .success(conformed): converted = conformed
+            case let .failure(problem):
+                throw FeedstoreError.recordRefused(entity: name, id: id, field: problem.field, reason: problem.reason)
+            }
+        }
+        // Null is no value: the record does not hold the field. Fields the shape does not hold
+        // (kept undeclared ones) take the kinds the catalog learned.
+        for (field, value) in converted {
+            if value.kindRank == 0 {
+                converted[field] = nil
+            } else if entity.shape?.root.members[field] == nil {
+                converted[field] = entity.catalog.coerce(value, toField: field)
+            }
+        }
         try writeRecord(try placing(converted, in: RecordValues(entity: entity)), id: id, mode: .upsert)
     }
 

@@ -200,7 +200,8 @@ public final class ReplicaFollower {
                 }
                 for change in commit.changes {
                     if let fields = change.fields {
-                        try tx.put(entity: change.entity, id: change.id, fields: fields)
+                        // The origin kept these fields; the replica keeps what the origin has.
+                        try tx.put(entity: change.entity, id: change.id, fields: fields, keepingUndeclaredFields: true)
                     } else {
                         _ = try tx.delete(entity: change.entity, id: change.id)
                     }
@@ -224,8 +225,11 @@ public final class ReplicaFollower {
         for (name, entity) in received {
             schemas[name] = entity
             let current = catalog.entities[name]
-            if current?.primaryKeyKind == entity.primaryKeyKind, current?.indexes.map(\.definition) == entity.indexes.map(\.definition) { continue }
-            try replica.declare(entity: name, primaryKeyKind: entity.primaryKeyKind, indexes: entity.indexes.map(\.definition))
+            if current?.primaryKeyKind == entity.primaryKeyKind, current?.indexes.map(\.definition) == entity.indexes.map(\.definition),
+               current?.declaredFields == entity.declaredFields, current?.declaredKinds == entity.declaredKinds { continue }
+            // The origin's declared fields and kinds come along, so that the replica holds what
+            // it applies to what the origin's types read.
+            try replica.declare(like: entity)
         }
     }
 }
