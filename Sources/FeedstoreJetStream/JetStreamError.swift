@@ -70,3 +70,8 @@ public enum JetStreamError: Error, Sendable, Equatable, CustomStringConvertible 
         }
     }
 }
+
+extension JetStreamError: LocalizedError {
+    /// The same one-line message as ``description``, for `localizedDescription` and alerts.
+    public var errorDescription: String? { description }
+}

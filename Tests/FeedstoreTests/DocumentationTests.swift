@@ -1,3 +1,4 @@
+import Feedstore
 import FeedstoreTestSupport
 import Foundation
 import Testing
@@ -13,5 +14,16 @@ import Testing
         }
         #expect(result.status == 0, "Tools/docs failed:\n\(diagnostics.joined(separator: "\n"))\n\(result.stderr.suffix(2_000))")
         #expect(diagnostics.isEmpty, "\(diagnostics.joined(separator: "\n"))")
+    }
+
+    /// The newest release in CHANGELOG.md is the version the library reports (and `storectl
+    /// --version`, whose test compares it with ``feedstoreVersion``).
+    @Test func theChangelogsNewestReleaseIsThisVersion() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let changelog = try String(contentsOf: root.appendingPathComponent("CHANGELOG.md"), encoding: .utf8)
+        let releases = changelog.split(separator: "\n").filter { $0.hasPrefix("## ") }.map { $0.dropFirst(3).split(separator: " ")[0] }
+        #expect(releases.first.map(String.init) == feedstoreVersion, "\(releases)")
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        #expect(readme.contains("from: \"\(feedstoreVersion)\""), "the README's dependency line names this version")
     }
 }

@@ -144,4 +144,34 @@ import Testing
             await MainActor.run { results.stop() }
         }
     }
+
+    /// Main-actor state a view controller holds: a mirror that delivery applies batches to directly.
+    @MainActor final class MainActorDataSource {
+        var mirror = SectionedMirror<Message>()
+        var batches = 0
+    }
+
+    /// Delivery on the main actor hands each batch to main-actor code as it is, in order, and
+    /// the mirror it keeps ends equal to the query.
+    @Test func mainActorDeliveryKeepsAMainActorMirrorInStep() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try populatedDemoStore(at: dir + "/s", seed: 12, messages: 200, contacts: 5)
+            defer { store.close() }
+            let query = Query(Message.self, index: "byFolderDate")
+            let source = await MainActorDataSource()
+            let subscription = store.watch(query, options: WatchOptions(sectionBy: 1)).deliverOnMainActor { batch in
+                MainActor.assertIsolated()
+                do { try source.mirror.apply(batch) } catch { Issue.record("the batch did not apply: \(error)") }
+                source.batches += 1
+            }
+            defer { subscription.cancel() }
+            try Self.mutate(store, seed: 13, commits: 30)
+            let want = try await store.read { try $0.objects(in: query) }
+            let deadline = Date().addingTimeInterval(10)
+            func rows() async -> [Message] { await MainActor.run { source.mirror.sections.flatMap(\.rows) } }
+            while await rows() != want && Date() < deadline { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(await rows() == want)
+            #expect(await MainActor.run { source.batches } >= 2, "the snapshot, then changes")
+        }
+    }
 }

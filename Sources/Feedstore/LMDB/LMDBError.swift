@@ -1,4 +1,5 @@
 internal import CFeedstoreLMDB
+import Foundation
 
 /// An error returned by LMDB, with the operation that returned it.
 ///
@@ -16,10 +17,16 @@ public struct LMDBError: Error, Hashable, Sendable, CustomStringConvertible {
         self.operation = operation
     }
 
-    /// LMDB's message (`mdb_strerror`) with the operation and code.
+    /// LMDB's message (`mdb_strerror`) with the operation and code; for a damaged page, where
+    /// to look next.
     public var description: String {
-        "\(operation) failed: \(String(cString: mdb_strerror(code))) (code \(code))"
+        let message = "\(operation) failed: \(String(cString: mdb_strerror(code))) (code \(code))"
+        guard Self.damagedPageCodes.contains(code) else { return message }
+        return message + "; the store's file looks damaged: `storectl verify` checks every page and names what is wrong"
     }
+
+    /// Codes LMDB returns when it meets a page that is not what the tree says.
+    private static let damagedPageCodes: Set<Int32> = [MDB_CORRUPTED, MDB_PAGE_NOTFOUND]
 
     /// `MDB_MAP_FULL`: the environment's map size was reached.
     public static let mapFull: Int32 = MDB_MAP_FULL
@@ -50,6 +57,11 @@ public struct LMDBError: Error, Hashable, Sendable, CustomStringConvertible {
     var isForeignOrCorruptFile: Bool {
         [Self.invalid, Self.versionMismatch, Self.corrupted, Self.pageNotFound, Self.panic].contains(code)
     }
+}
+
+extension LMDBError: LocalizedError {
+    /// The same message as ``description``.
+    public var errorDescription: String? { description }
 }
 
 /// Turns an LMDB return code into a thrown ``LMDBError``; every call site passes its code here.

@@ -15,7 +15,7 @@ import Foundation
 ///   with records as fields by name.
 ///
 /// Deliveries: ``poll()``, blocking ``next(timeout:)``, `for try await`, or a callback on a
-/// queue (``deliver(on:onError:_:)``).
+/// queue (``deliver(on:onError:_:)``) or on the main actor (``deliverOnMainActor(onError:_:)``).
 ///
 /// ```swift
 /// let inbox = store.watch(Query(Message.self, index: "byFolderDate", range: .prefix(1)))
@@ -150,6 +150,24 @@ public final class BatchWatcher<Batch: Sendable, Row>: AsyncSequence, @unchecked
                 }
             } catch {
                 queue.async { onError?(error) }
+            }
+        }
+        return WatchSubscription(task: task, stop: { [self] in cancel() })
+    }
+
+    /// Calls `handler` on the main actor with each batch: the form for a view controller, whose
+    /// data source and table view are main-actor state the handler may touch directly. The next
+    /// batch is computed off the main actor after the handler returns, so a slow handler
+    /// receives coalesced batches. Errors (the store closing, damaged data) go to `onError`,
+    /// after which deliveries stop. Cancel the subscription, or let it go, to stop.
+    public func deliverOnMainActor(onError: (@MainActor (any Error) -> Void)? = nil,
+                                   _ handler: @escaping @MainActor (Batch) -> Void) -> WatchSubscription
+    {
+        let task = Task { @MainActor [self] in
+            do {
+                for try await batch in self { handler(batch) }
+            } catch {
+                onError?(error)
             }
         }
         return WatchSubscription(task: task, stop: { [self] in cancel() })

@@ -1,3 +1,5 @@
+import Foundation
+
 /// An array of sections kept in step with a watcher by applying its batches: the adapter for
 /// lists that hold their own copy of the rows, and the contract checker of the tests. One mirror
 /// applies every kind of batch (``RowChangeBatch``): typed values, records by name, or positions
@@ -117,6 +119,11 @@ public struct SectionedMirror<Row> {
         }
         sequence = batch.toSequence
     }
+}
+
+extension SectionedMirror.InvalidBatch: LocalizedError {
+    /// The same message as ``description``.
+    public var errorDescription: String? { description }
 }
 
 extension SectionedMirror: Sendable where Row: Sendable {}

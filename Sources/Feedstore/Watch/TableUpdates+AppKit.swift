@@ -16,12 +16,12 @@ extension NSCollectionView {
             return
         }
         performBatchUpdates({
-            deleteItems(at: Set(updates.deletedRows))
-            deleteSections(updates.deletedSections)
-            insertSections(updates.insertedSections)
-            insertItems(at: Set(updates.insertedRows))
-            for move in updates.movedRows { moveItem(at: move.from, to: move.to) }
-            reloadItems(at: Set(updates.reloadedRows))
+            self.deleteItems(at: Set(updates.deletedRows))
+            self.deleteSections(updates.deletedSections)
+            self.insertSections(updates.insertedSections)
+            self.insertItems(at: Set(updates.insertedRows))
+            for move in updates.movedRows { self.moveItem(at: move.from, to: move.to) }
+            self.reloadItems(at: Set(updates.reloadedRows))
         }, completionHandler: { finished in
             if !updates.reconfigure.isEmpty { self.reloadItems(at: Set(updates.reconfigure)) }
             completion?(finished)

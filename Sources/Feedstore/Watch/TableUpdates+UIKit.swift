@@ -18,12 +18,12 @@ extension UITableView {
             return
         }
         performBatchUpdates({
-            deleteRows(at: updates.deletedRows, with: animation)
-            deleteSections(updates.deletedSections, with: animation)
-            insertSections(updates.insertedSections, with: animation)
-            insertRows(at: updates.insertedRows, with: animation)
-            for move in updates.movedRows { moveRow(at: move.from, to: move.to) }
-            reloadRows(at: updates.reloadedRows, with: .none)
+            self.deleteRows(at: updates.deletedRows, with: animation)
+            self.deleteSections(updates.deletedSections, with: animation)
+            self.insertSections(updates.insertedSections, with: animation)
+            self.insertRows(at: updates.insertedRows, with: animation)
+            for move in updates.movedRows { self.moveRow(at: move.from, to: move.to) }
+            self.reloadRows(at: updates.reloadedRows, with: .none)
         }, completion: { finished in
             if !updates.reconfigure.isEmpty {
                 if #available(iOS 15, tvOS 15, *) { self.reconfigureRows(at: updates.reconfigure) } else { self.reloadRows(at: updates.reconfigure, with: .none) }
@@ -44,12 +44,12 @@ extension UICollectionView {
             return
         }
         performBatchUpdates({
-            deleteItems(at: updates.deletedRows)
-            deleteSections(updates.deletedSections)
-            insertSections(updates.insertedSections)
-            insertItems(at: updates.insertedRows)
-            for move in updates.movedRows { moveItem(at: move.from, to: move.to) }
-            reloadItems(at: updates.reloadedRows)
+            self.deleteItems(at: updates.deletedRows)
+            self.deleteSections(updates.deletedSections)
+            self.insertSections(updates.insertedSections)
+            self.insertItems(at: updates.insertedRows)
+            for move in updates.movedRows { self.moveItem(at: move.from, to: move.to) }
+            self.reloadItems(at: updates.reloadedRows)
         }, completion: { finished in
             if !updates.reconfigure.isEmpty {
                 if #available(iOS 15, tvOS 15, *) { self.reconfigureItems(at: updates.reconfigure) } else { self.reloadItems(at: updates.reconfigure) }

@@ -1,0 +1,181 @@
+import FeedstoreTestSupport
+import Foundation
+import Testing
+
+/// Every Swift code block of README.md and of the DocC catalog compiles against the library, in
+/// Swift 6 language mode, with UIKit and SwiftUI from the stand-ins in `Tests/Samples/StandIns`.
+/// The markers a block may carry are described in `Tests/Samples/README.md`.
+@Suite struct SampleTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    @Test func everyCodeSampleCompiles() throws {
+        let documents = ["README.md"] + (try FileManager.default.contentsOfDirectory(atPath: Self.root.path + "/Sources/Feedstore/Feedstore.docc"))
+            .filter { $0.hasSuffix(".md") }.sorted().map { "Sources/Feedstore/Feedstore.docc/" + $0 }
+        let samples = try documents.flatMap { try CodeSample.all(in: String(contentsOf: Self.root.appendingPathComponent($0), encoding: .utf8), file: $0) }
+        #expect(samples.count >= 20, "the documents hold about two dozen samples")
+        #expect(documents.allSatisfy { document in samples.contains { $0.file == document } || !Self.hasSwiftBlock(document) })
+        try withTemporaryDirectory { dir in
+            let compiler = try SampleCompiler(root: Self.root, directory: dir)
+            for sample in samples {
+                let failure = try compiler.check(sample)
+                if let failure { Issue.record("\(sample.file):\(sample.line) does not compile:\n\(failure)") }
+            }
+        }
+    }
+
+    /// Feedstore's UIKit and AppKit adapters, which the package builds only where those
+    /// frameworks exist, compile against the stand-ins.
+    @Test(arguments: [("UIKit", "UITableView"), ("UIKit", "UICollectionView"), ("AppKit", "NSCollectionView")])
+    func theFrameworkAdaptersCompile(framework: String, view: String) throws {
+        try withTemporaryDirectory { dir in
+            let compiler = try SampleCompiler(root: Self.root, directory: dir)
+            let failure = try compiler.checkAdapter("TableUpdates+\(framework).swift", view: view)
+            #expect(failure == nil, "\(failure ?? "")")
+        }
+    }
+
+    /// A sample that does not compile is reported: the check can fail.
+    @Test func aSampleThatDoesNotCompileIsReported() throws {
+        let markdown = """
+            <!-- sample: context entities store -->
+            ```swift
+            let count: Int = try store.read { tx in try tx.count(Message.self) }
+            ```
+
+            ```swift
+            import Feedstore
+            let store = try Store(path: "x", entities: [Message.self])
+            ```
+            """
+        let samples = CodeSample.all(in: markdown, file: "test.md")
+        #expect(samples.map(\.line) == [2, 6])
+        try withTemporaryDirectory { dir in
+            let compiler = try SampleCompiler(root: Self.root, directory: dir)
+            #expect(try compiler.check(samples[0]) == nil)
+            let failure = try compiler.check(samples[1])
+            #expect(failure?.contains("Message") == true, "\(failure ?? "compiled")")
+        }
+    }
+
+    private static func hasSwiftBlock(_ document: String) -> Bool {
+        ((try? String(contentsOf: root.appendingPathComponent(document), encoding: .utf8)) ?? "").contains("```swift")
+    }
+}
+
+/// A Swift code block of a document, with the markers that went before it.
+struct CodeSample {
+    var file: String
+    /// The line of the block's opening fence.
+    var line: Int
+    var code: String
+    /// Files of `Tests/Samples/Contexts` compiled beside the block (what it refers to).
+    var contexts: [String] = []
+    /// A fragment of a `Package.swift`: the arguments of `Package(name:…)`.
+    var isManifest = false
+
+    /// The blocks of `markdown`; a block marked `continues` is joined to the one before it.
+    static func all(in markdown: String, file: String) -> [CodeSample] {
+        var samples: [CodeSample] = []
+        var markers: [String] = []
+        var current: (sample: CodeSample, indent: Int, lines: [String])?
+        for (number, line) in markdown.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if var block = current {
+                if trimmed == "```" {
+                    block.sample.code = block.lines.joined(separator: "\n") + "\n"
+                    if markers.contains("continues"), var previous = samples.popLast() {
+                        previous.code += block.sample.code
+                        previous.contexts += block.sample.contexts
+                        samples.append(previous)
+                    } else {
+                        samples.append(block.sample)
+                    }
+                    current = nil
+                    markers = []
+                } else {
+                    block.lines.append(String(line.dropFirst(min(block.indent, line.prefix { $0 == " " }.count))))
+                    current = block
+                }
+            } else if trimmed.hasPrefix("<!-- sample:"), trimmed.hasSuffix("-->") {
+                markers += trimmed.dropFirst("<!-- sample:".count).dropLast(3).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            } else if trimmed == "```swift" {
+                var sample = CodeSample(file: file, line: number + 1, code: "")
+                sample.contexts = markers.filter { $0.hasPrefix("context ") }.flatMap { $0.dropFirst("context ".count).split(separator: " ").map(String.init) }
+                sample.isManifest = markers.contains("manifest")
+                current = (sample, line.prefix { $0 == " " }.count, [])
+            }
+        }
+        return samples
+    }
+}
+
+/// Type-checks samples with the toolchain's `swiftc` against the modules of this test build.
+struct SampleCompiler {
+    let root: URL
+    let directory: String
+    let swiftc: URL
+    let modules: String
+
+    init(root: URL, directory: String) throws {
+        self.root = root
+        self.directory = directory
+        let path = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map { "\($0)/swiftc" }
+        guard let found = path.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+            throw CompilerMissing()
+        }
+        swiftc = URL(fileURLWithPath: found)
+        modules = buildProductsDirectory.appendingPathComponent("Modules").path
+        // The stand-ins, as modules of their own.
+        let standIns = root.path + "/Tests/Samples/StandIns/"
+        for (module, shared) in [("UIKit", ["NSDiffableDataSourceSnapshot"]), ("AppKit", ["NSDiffableDataSourceSnapshot"]), ("SwiftUI", [])] {
+            let built = try runTool(swiftc, ["-emit-module", "-parse-as-library", "-swift-version", "6", "-module-name", module,
+                                             "-emit-module-path", "\(directory)/\(module).swiftmodule"]
+                                        + ([module] + shared).map { standIns + $0 + ".swift" })
+            guard built.status == 0 else { throw StandInFailed(output: built.stderr) }
+        }
+    }
+
+    struct CompilerMissing: Error {}
+    struct StandInFailed: Error { var output: String }
+
+    /// Nil when the adapter `file` of `Sources/Feedstore/Watch` compiles, as a module of its own
+    /// that imports Feedstore, and applies `TableUpdates` to a `view`; else the compiler's
+    /// messages. (The call fails to compile if the adapter's `#if` left it out.)
+    func checkAdapter(_ file: String, view: String) throws -> String? {
+        let source = try String(contentsOfFile: root.path + "/Sources/Feedstore/Watch/" + file, encoding: .utf8)
+        let probe = "\n@MainActor func probe(_ updates: TableUpdates, _ view: \(view)) { view.performBatchUpdates(updates) }\n"
+        let path = "\(directory)/\(file)"
+        try ("import Feedstore\n" + source + probe).write(toFile: path, atomically: true, encoding: .utf8)
+        let result = try runTool(swiftc, ["-typecheck", "-swift-version", "6", "-parse-as-library", "-I", modules, "-I", directory,
+                                          "-I", root.path + "/Sources/CFeedstoreLMDB", path], timeout: 300)
+        return result.status == 0 ? nil : result.stderr + result.stdout
+    }
+
+    /// Nil when `sample` compiles; else the compiler's messages.
+    func check(_ sample: CodeSample) throws -> String? {
+        let name = "\(directory)/\(sample.file.replacingOccurrences(of: "/", with: "_"))-\(sample.line)"
+        try FileManager.default.createDirectory(atPath: name, withIntermediateDirectories: true)
+        var arguments = ["-typecheck", "-swift-version", "6"]
+        if sample.isManifest {
+            let manifest = "import PackageDescription\n\nlet package = Package(\n    name: \"App\",\n" + sample.code + ")\n"
+            try manifest.write(toFile: name + "/Package.swift", atomically: true, encoding: .utf8)
+            let api = swiftc.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("lib/swift/pm/ManifestAPI").path
+            arguments += ["-I", api, "-package-description-version", "6.2", name + "/Package.swift"]
+        } else {
+            try sample.code.write(toFile: name + "/main.swift", atomically: true, encoding: .utf8)
+            arguments += ["-I", modules, "-I", directory, "-I", root.path + "/Sources/CFeedstoreLMDB", "-I", root.path + "/Sources/CFeedstoreNATS",
+                          name + "/main.swift"]
+            arguments += sample.contexts.map { root.path + "/Tests/Samples/Contexts/\($0).swift" }
+            // Feedstore's UIKit adapter, compiled as it is where UIKit exists.
+            let usesUIKit = ([sample.code] + (try sample.contexts.map { try String(contentsOfFile: root.path + "/Tests/Samples/Contexts/\($0).swift", encoding: .utf8) }))
+                .contains { $0.contains("import UIKit") }
+            if usesUIKit {
+                let adapter = try String(contentsOfFile: root.path + "/Sources/Feedstore/Watch/TableUpdates+UIKit.swift", encoding: .utf8)
+                try ("import Feedstore\n" + adapter).write(toFile: name + "/TableUpdates+UIKit.swift", atomically: true, encoding: .utf8)
+                arguments.append(name + "/TableUpdates+UIKit.swift")
+            }
+        }
+        let result = try runTool(swiftc, arguments, timeout: 300)
+        return result.status == 0 ? nil : result.stderr + result.stdout
+    }
+}
