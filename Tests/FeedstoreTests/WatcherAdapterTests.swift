@@ -165,10 +165,12 @@ import Testing
                 source.batches += 1
             }
             defer { subscription.cancel() }
+            func rows() async -> [Message] { await MainActor.run { source.mirror.sections.flatMap(\.rows) } }
+            // The snapshot first, then the changes.
+            let deadline = Date().addingTimeInterval(10)
+            while await MainActor.run(body: { source.batches }) == 0 && Date() < deadline { try await Task.sleep(for: .milliseconds(5)) }
             try Self.mutate(store, seed: 13, commits: 30)
             let want = try await store.read { try $0.objects(in: query) }
-            let deadline = Date().addingTimeInterval(10)
-            func rows() async -> [Message] { await MainActor.run { source.mirror.sections.flatMap(\.rows) } }
             while await rows() != want && Date() < deadline { try await Task.sleep(for: .milliseconds(5)) }
             #expect(await rows() == want)
             #expect(await MainActor.run { source.batches } >= 2, "the snapshot, then changes")

@@ -83,7 +83,8 @@ import Testing
     }
 
     /// Seeds crossed with store sizes: a small store empties and creates sections often.
-    static let runs: [(seed: UInt64, messages: Int)] = testSeeds(2).flatMap { [($0, 400), ($0 &+ 1, 25)] }
+    /// One seed in the quick run, four with `Tools/test --long`.
+    static let runs: [(seed: UInt64, messages: Int)] = testSeeds(TestSize.choose(quick: 1, long: 4)).flatMap { [($0, 400), ($0 &+ 1, 25)] }
 
     @Test(arguments: configurations, runs.indices)
     func batchesKeepAMirrorEqualToAFreshQuery(configuration c: Configuration, run: Int) throws {

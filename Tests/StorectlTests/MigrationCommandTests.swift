@@ -4,11 +4,14 @@ import FeedstoreTestSupport
 import Foundation
 import Testing
 
-/// A migration of a million records killed in the middle (SIGKILL, no cleanup) leaves a
-/// consistent store with its progress at the last committed step, and the next run finishes it.
+/// A migration of a million records (`Tools/test --long`; a hundred thousand in the quick run)
+/// killed in the middle (SIGKILL, no cleanup) leaves a consistent store with its progress at the
+/// last committed step, and the next run finishes it.
 @Suite struct MigrationCommandTests {
     @Test func aKilledMigrationOfAMillionRecordsResumesAndFinishes() throws {
-        let messages = 1_000_000
+        let messages = TestSize.choose(quick: 100_000, long: 1_000_000)
+        // A hundred steps, so that the kill after 25 of them lands a quarter of the way.
+        let step = messages / 100
         try withTemporaryDirectory { dir in
             let path = dir + "/s"
             do {
@@ -18,7 +21,7 @@ import Testing
                 try store.sync()
                 store.close()
             }
-            let migration = try RunningTool(storectlURL, ["demo", "migrate", path, "--records-per-transaction", "10000"])
+            let migration = try RunningTool(storectlURL, ["demo", "migrate", path, "--records-per-transaction", "\(step)"])
             // The first line comes once the new index is built; kill it some steps later.
             #expect(migration.waitForLines(25, timeout: 600))
             migration.kill()
@@ -28,8 +31,8 @@ import Testing
             let store = try Store(path: path, entities: [Contact.self, MessageV2.self])
             let stopped = try #require(try store.migrationProgress(of: MessageV2.self, name: "title-to-subject"))
             print("migration killed after \(stopped.processed) of \(stopped.total) records")
-            #expect(!stopped.finished && stopped.processed >= 250_000 && stopped.processed < messages)
-            #expect(stopped.processed % 10_000 == 0)
+            #expect(!stopped.finished && stopped.processed >= messages / 4 && stopped.processed < messages)
+            #expect(stopped.processed % step == 0)
             // Records up to the last committed step are migrated; the ones after are untouched.
             let last = UInt64(stopped.processed)
             try store.read { (tx) throws in
@@ -43,10 +46,10 @@ import Testing
             try expectIndexesAgree(store, records: messages)
             store.close()
 
-            let resumed = try runTool(storectlURL, ["demo", "migrate", path, "--records-per-transaction", "10000"])
+            let resumed = try runTool(storectlURL, ["demo", "migrate", path, "--records-per-transaction", "\(step)"])
             #expect(resumed.status == 0)
             let lines = resumed.stdout.split(separator: "\n")
-            #expect(lines.first == "migrated \(stopped.processed + 10_000) of \(messages)")
+            #expect(lines.first == "migrated \(stopped.processed + step) of \(messages)")
             #expect(lines.last?.hasPrefix("finished: \(messages) rewritten, 0 deleted") == true)
             #expect(try runTool(storectlURL, ["demo", "migrate", path]).stdout == "already finished\n")
 

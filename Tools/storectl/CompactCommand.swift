@@ -9,7 +9,7 @@ struct CompactCommand: ParsableCommand {
         discussion: """
         The copy is a consistent snapshot without free pages, with the store's own file modes \
         (0600 for files and 0700 for the directory unless the store was made otherwise). DEST must \
-        not exist or be an empty directory (one holding only a copy cut short by a crash counts as empty); with --force it may also be a store, which is replaced \
+        not exist (its parent directory must) or be an empty directory (one holding only a copy cut short by a crash counts as empty); with --force it may also be a store, which is replaced \
         (no process may have it open). The source is only read.
 
         Example:

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Feedstore
+import Foundation
 
 struct CountCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -8,7 +9,8 @@ struct CountCommand: ParsableCommand {
         discussion: """
         Counts come from LMDB's statistics (a whole entity) or from the index's counted tree (a \
         range), so they take microseconds on any size of store. A range needs --index: the \
-        primary-key order has no counts.
+        primary-key order has no counts. With --format, the count prints as a row of entity, \
+        index and count.
 
         Examples:
           storectl count ./demo-store --entity Message
@@ -30,17 +32,26 @@ struct CountCommand: ParsableCommand {
 
     @OptionGroup var keys: RangeOptions
 
+    @OptionGroup var output: FormatOption
+
     func run() throws {
         try StoreAccess.withReadOnlyStore(path, immutable: access.immutable) { store in
             let entityInfo = try StoreAccess.entity(entity, in: store)
             guard let index else {
                 if keys.isGiven { StoreAccess.fail("--prefix, --from and --to need --index: the primary-key order has no counts") }
-                Output.line(String(try store.read { try $0.count(entity: entity) }))
+                show(try store.read { try $0.count(entity: entity) })
                 return
             }
             _ = StoreAccess.index(index, of: entityInfo)
             let range = keys.range(of: entityInfo, index: index)
-            Output.line(String(try store.read { try $0.count(entity: entity, index: index, range: range) }))
+            show(try store.read { try $0.count(entity: entity, index: index, range: range) })
         }
+    }
+
+    private func show(_ count: Int) {
+        guard output.chosen != .text else { return Output.line(String(count)) }
+        let printer = RowPrinter(format: output.chosen, columns: ["entity", "index", "count"])
+        printer.row([Cell(.string(entity)), Cell(index.map { .string($0) } ?? .null), Cell(.int(Int64(count)))])
+        printer.finish()
     }
 }

@@ -60,11 +60,16 @@ struct DumpCommand: ParsableCommand {
             case .csv, .table: RowPrinter(format: format, columns: (index == nil ? [] : ["key"]) + fields)
             }
             var visited = 0
+            // An index skips to the offset through its counts; the primary-key order has none, so
+            // the records before the offset are walked here, releasing their pages as they pass.
+            let walkedOffset = index == nil ? offset : 0
             try store.read { tx in
-                try tx.forEachEntry(entity: entity, index: index, range: range, reverse: reverse, offset: offset, limit: limit) { entry in
+                try tx.forEachEntry(entity: entity, index: index, range: range, reverse: reverse, offset: offset - walkedOffset,
+                                    limit: limit.flatMap { $0 <= Int.max - walkedOffset ? $0 + walkedOffset : nil }) { entry in
                     // Pages read stay resident (and counted in RSS) until released.
                     visited += 1
                     if visited % Self.recordsPerRelease == 0 { try store.releaseMappedPages() }
+                    if visited <= walkedOffset { return }
                     let id = try entry.id()
                     let key: FieldValue? = index == nil ? nil : .array(try entry.key())
                     guard let printer else {

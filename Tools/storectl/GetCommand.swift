@@ -5,14 +5,17 @@ import Foundation
 struct GetCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "get",
-        abstract: "Print one record by primary key.",
+        abstract: "Print records by primary key.",
         discussion: """
-        The id is JSON when it parses as JSON (42, -7, "a b"), else taken as a string. An id of \
-        the wrong kind for the entity's keys (a string for integer keys) is an error. A record \
-        that is not there exits with status 3.
+        Each id is JSON when it parses as JSON (42, -7, "a b"), else taken as a string. An id of \
+        the wrong kind for the entity's keys (a string for integer keys) is an error. The records \
+        print in the order of the ids, read in one snapshot; with several ids, --format json \
+        prints an array. An id with no record is named on standard error, and the command then \
+        exits with status 3 after printing the others.
 
         Examples:
           storectl get ./demo-store --entity Message 42
+          storectl get ./demo-store --entity Message 42 43 44 --format table
           storectl get ./demo-store --entity Contact 7 --format json
         """
     )
@@ -26,52 +29,64 @@ struct GetCommand: ParsableCommand {
     var entity: String
 
     // An array that takes unrecognized words, so that a negative key (-1) is an id, not an option.
-    @Argument(parsing: .allUnrecognized, help: ArgumentHelp("The primary key.", valueName: "id"))
+    @Argument(parsing: .allUnrecognized, help: ArgumentHelp("The primary keys.", valueName: "id"))
     var id: [String] = []
 
     @OptionGroup var output: FormatOption
 
-    @Flag(help: "The same as --format json: {\"id\", \"record\"} on one line.")
-    var json = false
-
-    /// The words given for the id, without a `--` that ends the options.
+    /// The words given for the ids, without a `--` that ends the options.
     private var idWords: [String] { id.filter { $0 != "--" } }
 
     func validate() throws {
-        let words = idWords
-        guard words.count == 1 else {
-            throw ValidationError(words.isEmpty ? "Missing expected argument '<id>'" : "Give one id; got \(words.count): \(words.joined(separator: " "))")
-        }
+        if idWords.isEmpty { throw ValidationError("Missing expected argument '<id> ...'") }
     }
 
     func run() throws {
-        let format = json ? .json : output.chosen
+        let format = output.chosen
         try StoreAccess.withReadOnlyStore(path, immutable: access.immutable) { store in
             let info = try StoreAccess.entity(entity, in: store)
-            let word = idWords[0]
-            let given = (try? FieldValue(jsonText: word)) ?? .string(word)
-            let key: FieldValue
-            do {
-                key = try info.primaryKeyComponent(given)
-            } catch {
-                StoreAccess.fail("\(entity) keys are stored as \(info.primaryKeyKind); \(given.jsonText) is not one")
+            let keys = idWords.map { word in
+                let given = (try? FieldValue(jsonText: word)) ?? .string(word)
+                do {
+                    return try info.primaryKeyComponent(given)
+                } catch {
+                    StoreAccess.fail("\(entity) keys are stored as \(info.primaryKeyKind); \(given.jsonText) is not one")
+                }
             }
-            switch format {
-            case .text, .json, .jsonl:
-                // Written straight from the stored bytes.
-                guard let record = try store.read({ try $0.recordJSON(entity: entity, id: key) }) else { Self.notFound(entity, key) }
-                Output.line(format == .text ? record : "{\"id\":\(key.jsonText),\"record\":\(record)}")
-            case .csv, .table:
-                guard let record = try store.read({ try $0.record(entity: entity, id: key) }) else { Self.notFound(entity, key) }
-                let columns = ["id"] + info.fields.map(\.name).filter { $0 != "id" }
-                let printer = RowPrinter(format: format, columns: columns)
-                printer.row(columns.map { Cell(record[$0] ?? .null) })
-                printer.finish()
+            var missing: [FieldValue] = []
+            try store.read { tx in
+                switch format {
+                case .text, .json, .jsonl:
+                    // Written straight from the stored bytes; one id in JSON is one object, as before.
+                    let array = format == .json && keys.count > 1
+                    var printed = 0
+                    for key in keys {
+                        guard let record = try tx.recordJSON(entity: entity, id: key) else {
+                            missing.append(key)
+                            continue
+                        }
+                        let line = format == .text ? record : "{\"id\":\(key.jsonText),\"record\":\(record)}"
+                        Output.line(array ? (printed == 0 ? "[" : ",") + line : line)
+                        printed += 1
+                    }
+                    if array { Output.line(printed == 0 ? "[]" : "]") }
+                case .csv, .table:
+                    let columns = ["id"] + info.fields.map(\.name).filter { $0 != "id" }
+                    let printer = RowPrinter(format: format, columns: columns)
+                    for key in keys {
+                        guard let record = try tx.record(entity: entity, id: key) else {
+                            missing.append(key)
+                            continue
+                        }
+                        printer.row(columns.map { Cell(record[$0] ?? .null) })
+                    }
+                    printer.finish()
+                }
+            }
+            if !missing.isEmpty {
+                let names = missing.map(\.jsonText).joined(separator: ", ")
+                StoreAccess.fail("\(entity) \(names) not found", status: StoreAccess.notFoundStatus)
             }
         }
-    }
-
-    static func notFound(_ entity: String, _ key: FieldValue) -> Never {
-        StoreAccess.fail("\(entity) \(key.jsonText) not found", status: StoreAccess.notFoundStatus)
     }
 }

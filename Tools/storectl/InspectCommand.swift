@@ -11,7 +11,8 @@ struct InspectCommand: ParsableCommand {
 
         Examples:
           storectl inspect ./demo-store
-          storectl inspect ./demo-store --json | jq .journal.lastSequence
+          storectl inspect ./demo-store --format json
+          storectl inspect ./demo-store --jsonl
         """
     )
 
@@ -20,14 +21,20 @@ struct InspectCommand: ParsableCommand {
 
     @OptionGroup var access: ImmutableOption
 
-    @Flag(help: "Print JSON (the schema is in the command-line tool's documentation).")
-    var json = false
+    /// text, or the report as JSON (its schema is in the command-line tool's documentation):
+    /// indented, or on one line with jsonl.
+    @OptionGroup var output: FormatOption
+
+    func validate() throws {
+        try output.require([.text, .json, .jsonl], because: "inspect prints one nested report, not rows")
+    }
 
     func run() throws {
         let report = try StoreAccess.withReadOnlyStore(path, immutable: access.immutable) { try $0.inspect() }
-        if json {
+        if output.chosen != .text {
             let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+            encoder.outputFormatting = output.chosen == .json ? [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+                : [.sortedKeys, .withoutEscapingSlashes]
             Output.line(String(decoding: try encoder.encode(report), as: UTF8.self))
             return
         }

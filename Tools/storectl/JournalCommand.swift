@@ -8,9 +8,10 @@ struct JournalCommand: ParsableCommand {
         abstract: "Print journal entries: one line per changed record, with its commit's sequence and time.",
         discussion: """
         Entries are read one at a time, so memory stays the same however long the journal. \
-        --tail N prints the newest N commits, newest first; with --follow it prints them oldest \
-        first and then the commits that follow, as tail -f does. --keys adds each entry's index \
-        keys before and after the change.
+        Commits print oldest first, each commit's entries in the order they were written. \
+        --tail N prints the newest N commits, as tail does; with --follow it then prints the \
+        commits that follow, as tail -f does. --limit N stops after N commits. --keys adds each \
+        entry's index keys before and after the change.
 
         Examples:
           storectl journal ./demo-store --after 100 --limit 20
@@ -27,10 +28,10 @@ struct JournalCommand: ParsableCommand {
     @Option(help: "Print commits after this sequence (default: from the oldest retained).")
     var after: UInt64?
 
-    @Option(help: "Print the newest N commits, newest first (oldest first with --follow).")
+    @Option(help: "Print the newest N commits (oldest first, as tail does).")
     var tail: Int?
 
-    @Option(help: "Most entries to print (then stop, also with --follow).")
+    @Option(help: "Most commits to print (then stop, also with --follow).")
     var limit: Int?
 
     @Flag(help: "Keep printing new commits as they come (stop with Ctrl-C).")
@@ -46,7 +47,7 @@ struct JournalCommand: ParsableCommand {
 
     func validate() throws {
         if let tail, tail < 0 { throw ValidationError("--tail takes a number of commits, 0 or more") }
-        if let limit, limit < 0 { throw ValidationError("--limit takes a number of entries, 0 or more") }
+        if let limit, limit < 0 { throw ValidationError("--limit takes a number of commits, 0 or more") }
         if tail != nil, after != nil { throw ValidationError("--tail and --after both choose where to start; give one") }
         // A JSON array ends, and a table sizes its columns, only once the output is complete.
         if follow, [.json, .table].contains(output.chosen) {
@@ -58,56 +59,66 @@ struct JournalCommand: ParsableCommand {
         let format = output.chosen
         let printer = format == .text ? nil : RowPrinter(format: format, columns: Self.columns(keys: keys))
         defer { printer?.finish() }
-        var printed = 0
-        func show(_ entry: JournalEntry, _ time: Date) {
+        var printedEntries = 0
+        var printedCommits = 0
+        var lastSequence: UInt64?
+        /// Prints an entry; false, printing nothing, once it would begin a commit past --limit.
+        func show(_ entry: JournalEntry, _ time: Date) -> Bool {
+            if entry.sequence != lastSequence {
+                if let limit, printedCommits >= limit { return false }
+                printedCommits += 1
+                lastSequence = entry.sequence
+            }
             if let printer {
                 printer.row(Self.cells(entry, time: time, keys: keys))
             } else {
                 for line in Self.lines(entry, time: time, keys: keys) { Output.line(line) }
             }
-            printed += 1
-        }
-        /// Prints a commit's entries; false once --limit is reached.
-        func emit(_ commit: JournalCommit) -> Bool {
-            for entry in commit.entries {
-                if let limit, printed >= limit { return false }
-                show(entry, commit.timestamp)
-            }
+            printedEntries += 1
             return true
         }
         try StoreAccess.withReadOnlyStore(path, immutable: access.immutable) { store in
             var position = try after ?? store.read { tx in max(try tx.journalBounds().first, 1) - 1 }
             if let tail {
+                // The newest N commits, printed from the oldest of them as the walk below does.
                 let newest = try store.read { try $0.journal(newest: tail) }
-                for commit in follow ? newest.reversed() : newest {
-                    guard emit(commit) else { return }
+                guard let oldest = newest.last else {
+                    guard follow else { return }
+                    position = try store.read { try $0.journalBounds().last }
+                    return try printCommits(after: position, store: store, show: show)
                 }
-                guard follow else { return }
-                position = try newest.first?.sequence ?? store.read { try $0.journalBounds().last }
+                position = oldest.sequence - 1
             }
-            while true {
-                var stopped = false
-                let finished = try store.read { tx in
-                    try tx.forEachJournalEntry(after: position) { entry, time in
-                        if let limit, printed >= limit {
-                            stopped = true
-                            return false
-                        }
-                        show(entry, time)
-                        // Pages read stay resident (and counted in RSS) until released.
-                        if printed % Self.entriesPerRelease == 0 { try store.releaseMappedPages() }
-                        return true
+            try printCommits(after: position, store: store, show: show)
+        }
+    }
+
+    /// Prints every commit after `position`, and with --follow the commits that come later.
+    private func printCommits(after start: UInt64, store: Store, show: (JournalEntry, Date) -> Bool) throws {
+        var position = start
+        var shown = 0
+        while true {
+            var stopped = false
+            let finished = try store.read { tx in
+                try tx.forEachJournalEntry(after: position) { entry, time in
+                    guard show(entry, time) else {
+                        stopped = true
+                        return false
                     }
+                    shown += 1
+                    // Pages read stay resident (and counted in RSS) until released.
+                    if shown % Self.entriesPerRelease == 0 { try store.releaseMappedPages() }
+                    return true
                 }
-                if stopped { return }
-                if finished > position {
-                    position = finished
-                    continue
-                }
-                guard follow else { return }
-                Output.flush()
-                usleep(20_000)
             }
+            if stopped { return }
+            if finished > position {
+                position = finished
+                continue
+            }
+            guard follow else { return }
+            Output.flush()
+            usleep(20_000)
         }
     }
 

@@ -17,25 +17,34 @@ enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
 }
 
 /// One cell: its JSON text, and the plain text that tables and CSV show (strings and dates
-/// without quotes, null as nothing).
+/// without quotes, null as nothing), each made only when asked for.
 struct Cell {
-    let json: String
-    let plain: String
+    private let value: FieldValue?
+    /// JSON text written elsewhere (a record read straight from its bytes).
+    private let text: String?
 
     init(_ value: FieldValue) {
-        json = value.jsonText
-        switch value {
-        case let .string(s): plain = s
-        case .null: plain = ""
-        case .date, .uuid, .bytes: plain = String(json.dropFirst().dropLast())
-        default: plain = json
-        }
+        self.value = value
+        text = nil
     }
 
-    /// JSON text written elsewhere (a record read straight from its bytes).
     init(json: String) {
-        self.json = json
-        plain = json
+        value = nil
+        text = json
+    }
+
+    var json: String { text ?? value!.jsonText }
+
+    var plain: String {
+        guard let value else { return text! }
+        switch value {
+        case let .string(s): return s
+        case .null: return ""
+        case .date, .uuid, .bytes:
+            let json = value.jsonText
+            return String(json.dropFirst().dropLast())
+        default: return value.jsonText
+        }
     }
 }
 
@@ -70,7 +79,10 @@ final class RowPrinter {
         case .json: Output.text((rows == 0 ? "[\n" : ",\n") + object(cells))
         case .csv: Output.line(cells.map { Self.csvField($0.plain) }.joined(separator: ","))
         case .table:
-            let plain = cells.map { $0.plain.replacingOccurrences(of: "\n", with: " ") }
+            let plain = cells.map { cell in
+                let text = cell.plain
+                return text.utf8.contains(0x0A) ? text.replacingOccurrences(of: "\n", with: " ") : text
+            }
             if let widths {
                 Output.line(Self.tableLine(plain, widths))
             } else {
@@ -102,7 +114,7 @@ final class RowPrinter {
 
     private func printSample() {
         let widths = columns.indices.map { c in
-            min(Self.widestColumn, ([columns[c]] + sample.map { $0[c] }).map(\.count).max() ?? 0)
+            min(Self.widestColumn, ([columns[c]] + sample.map { $0[c] }).map(DisplayWidth.of).max() ?? 0)
         }
         self.widths = widths
         Output.line(Self.tableLine(columns, widths))
@@ -111,10 +123,18 @@ final class RowPrinter {
         sample = []
     }
 
+    /// A row's cells, each padded or cut to its column's display width; the last is not padded.
     private static func tableLine(_ cells: [String], _ widths: [Int]) -> String {
-        zip(cells, widths).map { text, width in
-            text.count > width ? text.prefix(width - 1) + "…" : text + String(repeating: " ", count: width - text.count)
-        }.joined(separator: "  ").trimmingTrailingSpaces()
+        var line = ""
+        line.reserveCapacity(widths.reduce(0, +) + 2 * widths.count)
+        for (i, (text, width)) in zip(cells, widths).enumerated() {
+            if i > 0 { line += "  " }
+            var shown = text, columns = DisplayWidth.of(text)
+            if columns > width { (shown, columns) = DisplayWidth.truncated(text, to: width) }
+            line += shown
+            if i < widths.count - 1 && columns < width { line += String(repeating: " ", count: width - columns) }
+        }
+        return line.trimmingTrailingSpaces()
     }
 
     /// A CSV field, quoted when it holds a comma, a quote or a line break.
@@ -137,9 +157,23 @@ struct FormatOption: ParsableArguments {
     @Option(help: "Output format: text (readable lines), table, csv, jsonl or json.")
     var format: OutputFormat = .text
 
+    @Flag(help: "The same as --format json.")
+    var json = false
+
     @Flag(help: "The same as --format jsonl.")
     var jsonl = false
 
     /// The format asked for.
-    var chosen: OutputFormat { jsonl ? .jsonl : format }
+    var chosen: OutputFormat { json ? .json : jsonl ? .jsonl : format }
+
+    func validate() throws {
+        if json && jsonl { throw ValidationError("--json and --jsonl each choose a format; give one") }
+    }
+
+    /// Refuses a format the command cannot print, saying which it can and why.
+    func require(_ allowed: [OutputFormat], because reason: String) throws {
+        guard allowed.contains(chosen) else {
+            throw ValidationError("--format \(chosen.rawValue): \(reason); use \(allowed.map(\.rawValue).joined(separator: ", "))")
+        }
+    }
 }

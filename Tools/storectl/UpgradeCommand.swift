@@ -22,9 +22,19 @@ struct UpgradeCommand: ParsableCommand {
         guard FileManager.default.fileExists(atPath: path + "/data.mdb") else {
             StoreAccess.fail("\(path) holds no store (no data.mdb)")
         }
+        // The format before: a read-only handle refuses an older one, naming it.
+        let before: UInt32
+        do {
+            let store = try Store(path: path, options: StoreOptions(readOnly: true))
+            before = try store.catalog.formatVersion
+            store.close()
+        } catch let FeedstoreError.formatUpgradeNeeded(_, found, _) {
+            before = found
+        }
         let store = try Store(path: path)
-        let version = try store.catalog.formatVersion
+        let after = try store.catalog.formatVersion
         store.close()
-        Output.line("\(path) is in format \(version)")
+        Output.line(before == after ? "\(path) is already in format \(after); nothing to upgrade"
+                                    : "upgraded \(path) from format \(before) to format \(after)")
     }
 }

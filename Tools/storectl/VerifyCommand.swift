@@ -13,7 +13,12 @@ struct VerifyCommand: ParsableCommand {
         unique where declared; every index's counts agree with its entries at every position; the \
         journal is contiguous and complete.
 
-        Example: storectl verify ./demo-store --json
+        With --format json the report is {"consistent": bool, "issues": [{"location", \
+        "problem"}]}; jsonl, table and csv print one row per finding (none when consistent).
+
+        Examples:
+          storectl verify ./demo-store
+          storectl verify ./demo-store --format json
         """
     )
 
@@ -22,8 +27,7 @@ struct VerifyCommand: ParsableCommand {
 
     @OptionGroup var access: ImmutableOption
 
-    @Flag(help: "Print {\"consistent\": bool, \"issues\": [{\"location\", \"problem\"}]}.")
-    var json = false
+    @OptionGroup var output: FormatOption
 
     /// Set in the child that does the scan.
     @Flag(name: .customLong("in-process"), help: .hidden)
@@ -31,7 +35,7 @@ struct VerifyCommand: ParsableCommand {
 
     func run() throws {
         guard inProcess else { return try scanInChild() }
-        let bar = json || isatty(STDERR_FILENO) == 0 ? nil : ProgressBar()
+        let bar = output.chosen != .text || isatty(STDERR_FILENO) == 0 ? nil : ProgressBar()
         var issues: [VerificationIssue]
         do {
             // Opening reads trees; with damaged pages, that alone could crash.
@@ -52,7 +56,7 @@ struct VerifyCommand: ParsableCommand {
     private func scanInChild() throws {
         let child = Process()
         child.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        child.arguments = ["verify", path, "--in-process"] + (json ? ["--json"] : []) + (access.immutable ? ["--immutable"] : [])
+        child.arguments = ["verify", path, "--in-process", "--format", output.chosen.rawValue] + (access.immutable ? ["--immutable"] : [])
         // A crash is expected news here: no backtrace on the terminal.
         child.environment = ProcessInfo.processInfo.environment.merging(["SWIFT_BACKTRACE": "enable=no"]) { $1 }
         try child.run()
@@ -66,14 +70,19 @@ struct VerifyCommand: ParsableCommand {
     }
 
     private func report(_ issues: [VerificationIssue]) throws {
-        if json {
+        switch output.chosen {
+        case .json:
             Output.line(FieldValue.object([
                 "consistent": .bool(issues.isEmpty),
                 "issues": .array(issues.map { .object(["location": .string($0.location), "problem": .string($0.problem)]) }),
             ]).jsonText)
-        } else if issues.isEmpty {
-            Output.line("consistent: records, indexes, counts and journal agree")
-        } else {
+        case .jsonl, .table, .csv:
+            let printer = RowPrinter(format: output.chosen, columns: ["location", "problem"])
+            for issue in issues { printer.row([Cell(.string(issue.location)), Cell(.string(issue.problem))]) }
+            printer.finish()
+        case .text where issues.isEmpty:
+            Output.line("consistent: records, types, indexes, counts and journal agree")
+        case .text:
             for issue in issues { Output.line("\(issue)") }
             Output.line("\(issues.count) finding\(issues.count == 1 ? "" : "s")")
         }

@@ -66,8 +66,11 @@ struct WatchCommand: ParsableCommand {
     /// The mode asked for, or the one that reads no rows the output does not show.
     var effectiveMode: Mode { mode ?? (jsonl || limit != nil ? .objects : .indexes) }
 
-    @Flag(help: "One JSON object per batch (format in the README).")
-    var jsonl = false
+    /// text, or jsonl: one JSON object per batch (its format is in the command-line tool's
+    /// documentation).
+    @OptionGroup var output: FormatOption
+
+    private var jsonl: Bool { output.chosen == .jsonl }
 
     @Option(name: .customLong("max-batches"), help: "Stop after this many batches (the initial one included).")
     var maxBatches: Int?
@@ -81,6 +84,7 @@ struct WatchCommand: ParsableCommand {
         if let limit, limit < 0 { throw ValidationError("--limit must be 0 or more") }
         if offset != nil && limit == nil { throw ValidationError("--offset needs --limit (a window is offset and limit)") }
         if let maxBatches, maxBatches < 1 { throw ValidationError("--max-batches must be 1 or more") }
+        try output.require([.text, .jsonl], because: "watch prints batches as they come")
     }
 
     func run() throws {

@@ -11,12 +11,13 @@ extension Store {
     /// survives a power loss.
     ///
     /// - Parameters:
-    ///   - destination: a new path or an empty directory (one that holds only a copy cut short
-    ///     counts as empty); with `replace`, also an existing store.
+    ///   - destination: a new path in an existing directory, or an empty directory (one that
+    ///     holds only a copy cut short counts as empty); with `replace`, also an existing store.
     ///   - compact: leaves out free pages, so the copy is as small as its data.
     ///   - replace: replaces a store already at `destination`, which no process may have open.
     /// - Throws: ``FeedstoreError/destinationExists(path:reason:)`` when `destination` exists
-    ///   and may not be replaced; LMDB errors otherwise. The source is only read.
+    ///   and may not be replaced, or its parent directory is missing; LMDB errors otherwise. The
+    ///   source is only read.
     public func copy(to destination: String, compact: Bool, replace: Bool = false) throws {
         let fm = FileManager.default
         let dataFile = destination + "/data.mdb"
@@ -43,7 +44,14 @@ extension Store {
             }
             created = false
         } else {
-            try fm.createDirectory(atPath: destination, withIntermediateDirectories: true,
+            // As cp does: a missing parent is a mistyped path more often than a wish for new
+            // directories.
+            let parent = (destination as NSString).deletingLastPathComponent
+            var parentIsDirectory: ObjCBool = false
+            guard parent.isEmpty || (fm.fileExists(atPath: parent, isDirectory: &parentIsDirectory) && parentIsDirectory.boolValue) else {
+                throw FeedstoreError.destinationExists(path: destination, reason: "its parent directory \(parent) does not exist")
+            }
+            try fm.createDirectory(atPath: destination, withIntermediateDirectories: false,
                                    attributes: [.posixPermissions: Int(try Self.mode(of: path))])
             created = true
         }

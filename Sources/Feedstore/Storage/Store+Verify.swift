@@ -26,7 +26,8 @@ extension Store {
     /// found (empty when consistent).
     /// - Parameter progress: called now and then with what is being checked (a database name),
     ///   how many of its items are done, and how many there are.
-    /// - Complexity: O(n log n) time and O(n) memory for n index entries.
+    /// - Complexity: O(i · n log n) time for n records and i indexes, and O(n) memory for the
+    ///   entries of one index.
     public func verify(progress: ((_ stage: String, _ done: Int, _ total: Int) -> Void)? = nil) throws -> [VerificationIssue] {
         for _ in 0..<100 {
             let issues: [VerificationIssue]? = try read { tx in
@@ -71,51 +72,65 @@ struct StoreVerifier {
         return issues
     }
 
+    /// The records are walked once per index, building that index's wanted keys only, so that
+    /// memory holds one index's keys, not every index's; pages walked are released as `dump`
+    /// releases them. The first walk also checks that each record decodes and that its type
+    /// can read it.
     private func verify(entity name: String) throws -> [VerificationIssue] {
         var entity = try tx.schema.entity(name)
         var issues: [VerificationIssue] = []
-        var expected = [KeyList](repeating: KeyList(), count: entity.indexes.count)
         let recordCount = try tx.count(entity: name)
-        var scanned = 0
         var refused = 0
         let unmigrated = try tx.unmigratedRecordsStart(of: name)
-        try tx.scan(entity: name, index: nil, range: .all, reverse: false, offset: 0, limit: nil) { key, value in
-            scanned += 1
-            reportProgress(entity.catalog.recordsDatabaseName, scanned, recordCount)
-            let primaryKey = Array(key)
-            let fields: [String: FieldValue]
-            do {
-                fields = try tx.decodeFields(value, of: &entity, id: nil)
-            } catch {
-                issues.append(VerificationIssue(location: entity.catalog.recordsDatabaseName, problem: "\(error)"))
-                return
-            }
-            // Records an unfinished migration has not reached yet keep their old shape.
-            let migrated = unmigrated.map { primaryKey.lexicographicallyPrecedes($0) || primaryKey == $0 } ?? true
-            if migrated, let problem = entity.shape?.problem(in: fields) {
-                refused += 1
-                if refused <= maximumPerCheck {
-                    let id = (try? KeyDecoder.decode(primaryKey).first?.value) ?? .null
-                    issues.append(VerificationIssue(location: entity.catalog.recordsDatabaseName,
-                                                    problem: "\(name) \(id.jsonText): \(problem.reason.describing(field: problem.field)), "
-                                                        + "so the entity's type cannot read it"))
+        for pass in 0..<max(entity.indexes.count, 1) {
+            let index = pass < entity.indexes.count ? entity.indexes[pass] : nil
+            var expected = KeyList()
+            var scanned = 0
+            try tx.scan(entity: name, index: nil, range: .all, reverse: false, offset: 0, limit: nil) { key, value in
+                scanned += 1
+                if pass == 0 { reportProgress(entity.catalog.recordsDatabaseName, scanned, recordCount) }
+                if scanned % pagesReleasedEvery == 0 { releasePages() }
+                let primaryKey = Array(key)
+                let fields: [String: FieldValue]
+                do {
+                    fields = try tx.decodeFields(value, of: &entity, id: nil)
+                } catch {
+                    if pass == 0 { issues.append(VerificationIssue(location: entity.catalog.recordsDatabaseName, problem: "\(error)")) }
+                    return
                 }
+                if pass == 0 {
+                    // Records an unfinished migration has not reached yet keep their old shape.
+                    let migrated = unmigrated.map { primaryKey.lexicographicallyPrecedes($0) || primaryKey == $0 } ?? true
+                    if migrated, let problem = entity.shape?.problem(in: fields) {
+                        refused += 1
+                        if refused <= maximumPerCheck {
+                            let id = (try? KeyDecoder.decode(primaryKey).first?.value) ?? .null
+                            issues.append(VerificationIssue(location: entity.catalog.recordsDatabaseName,
+                                                            problem: "\(name) \(id.jsonText): \(problem.reason.describing(field: problem.field)), "
+                                                                + "so the entity's type cannot read it"))
+                        }
+                    }
+                }
+                if let index, let key = try? index.key(of: fields, primaryKey: primaryKey) { expected.append(key) }
             }
-            for (i, index) in entity.indexes.enumerated() {
-                if let key = try? index.key(of: fields, primaryKey: primaryKey) { expected[i].append(key) }
+            if pass == 0 && refused > maximumPerCheck {
+                issues.append(VerificationIssue(location: entity.catalog.recordsDatabaseName,
+                                                problem: "\(refused - maximumPerCheck) more records its type cannot read"))
             }
-        }
-        if refused > maximumPerCheck {
-            issues.append(VerificationIssue(location: entity.catalog.recordsDatabaseName,
-                                            problem: "\(refused - maximumPerCheck) more records its type cannot read"))
-        }
-        for (i, index) in entity.indexes.enumerated() {
-            expected[i].sort()
-            issues += try compare(index, with: expected[i])
-            expected[i] = KeyList()  // free it before the next index
+            if let index {
+                expected.sort()
+                issues += try compare(index, with: expected)
+            }
         }
         return issues
     }
+
+    /// Items walked between releases of the pages read.
+    private let pagesReleasedEvery = 8_192
+
+    /// Lets go of the pages of the map read so far (they stay in the page cache): a walk of a
+    /// large store keeps its resident memory flat. The transaction holds the map in place.
+    private func releasePages() { tx.core.environment.releaseResidentPages() }
 
     /// Walks the index in order beside the sorted keys its records call for: entries missing,
     /// entries without a record, counts, and unique keys held twice. O(n) beyond the sort.
@@ -158,6 +173,7 @@ struct StoreVerifier {
                     }
                     seen += 1
                     reportProgress(location, seen, total)
+                    if seen % pagesReleasedEvery == 0 { releasePages() }
                     more = try cursor.next()
                 }
             }

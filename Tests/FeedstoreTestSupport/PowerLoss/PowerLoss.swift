@@ -166,7 +166,7 @@ public struct PowerLoss {
         }
         let acknowledgments = log.acknowledgments
         let cursorAcknowledgments = log.cursorAcknowledgments
-        let upgradeReported = log.firstLine(startingWith: "\(store) is in format \(Catalog.currentFormatVersion)")
+        let upgradeReported = log.firstLine(startingWith: "upgraded \(store) from format ")
         switch workload.writer {
         case .upgrade:
             guard upgradeReported != nil else { throw Failure(description: "\(workload): storectl upgrade did not report the upgrade: \(writer.stdout)") }
