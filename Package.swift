@@ -90,7 +90,7 @@ let package = Package(
         ),
         .testTarget(
             name: "StorectlTests",
-            dependencies: ["Feedstore", "FeedstoreDemo", "FeedstoreTestSupport"],
+            dependencies: ["Feedstore", "FeedstoreDemo", "FeedstoreTestSupport", "NATSTestServer"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
     ]

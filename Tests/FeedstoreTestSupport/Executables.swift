@@ -87,6 +87,17 @@ public final class RunningTool: @unchecked Sendable {
         return true
     }
 
+    /// Waits up to `timeout` seconds until the tool prints anything, on either output.
+    public func waitForOutput(timeout: TimeInterval) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        lock.lock()
+        defer { lock.unlock() }
+        while output.isEmpty && errors.isEmpty {
+            if finishedReading == 2 || !lock.wait(until: deadline) { return false }
+        }
+        return true
+    }
+
     /// Waits for the tool to exit (killing it after `timeout` seconds) and returns its exit
     /// status, standard output and standard error.
     public func finish(timeout: TimeInterval) -> (status: Int32, stdout: String, stderr: String) {

@@ -369,7 +369,7 @@ struct Everything: Entity, Equatable {
     @Test func dumpMemoryStaysFlatFromAHundredThousandToAMillionRows() throws {
         let sizes = TestSize.choose(quick: [25_000, 250_000], long: [100_000, 1_000_000])
         try withTemporaryDirectory { dir in
-            var peaks: [Int: Int] = [:]
+            var peaks: [Int: Int] = [:], offsetPeaks: [Int: Int] = [:]
             for messages in sizes {
                 let path = dir + "/s\(messages)"
                 let populate = try runTool(storectlURL, ["demo", "populate", path, "--messages", "\(messages)", "--load-durability", "none"])
@@ -381,10 +381,17 @@ struct Everything: Entity, Equatable {
                 #expect(size > messages * 80, "the dump holds every record")
                 try FileManager.default.removeItem(atPath: output)
                 peaks[messages] = run.peakMemory
+                // An offset in primary-key order walks the records before it, releasing their pages.
+                let skipping = try runMeasuringPeakMemory(storectlURL, ["dump", path, "--entity", "Message", "--offset", "\(messages * 9 / 10)",
+                                                                        "--limit", "10", "--format", "jsonl"])
+                #expect(skipping.status == 0)
+                offsetPeaks[messages] = skipping.peakMemory
             }
             let small = peaks[sizes[0]]!, large = peaks[sizes[1]]!
             print("storectl dump peak memory: \(small / 1_048_576) MiB at \(sizes[0]) rows, \(large / 1_048_576) MiB at \(sizes[1])")
             #expect(large < small + small / 4, "peak memory \(small) bytes at \(sizes[0]) rows, \(large) at \(sizes[1])")
+            let skipSmall = offsetPeaks[sizes[0]]!, skipLarge = offsetPeaks[sizes[1]]!
+            #expect(skipLarge < skipSmall + skipSmall / 4, "dump --offset peak memory \(skipSmall) bytes at \(sizes[0]) rows, \(skipLarge) at \(sizes[1])")
         }
     }
 }

@@ -14,8 +14,10 @@ struct CountCommand: ParsableCommand {
 
         Examples:
           storectl count ./demo-store --entity Message
-          storectl count ./demo-store --entity Message --index byFolderDate --prefix '[1]'
-          storectl count ./demo-store --entity Message --index byFolderDate --prefix '[1]' --from '["2026-01-01T00:00:00Z"]'
+          storectl count ./demo-store --entity Message --index byFolderDate \\
+            --prefix '[1]'
+          storectl count ./demo-store --entity Message --index byFolderDate \\
+            --prefix '[1]' --from '["2027-01-01T00:00:00Z"]'
         """
     )
 

@@ -53,7 +53,7 @@ struct DemoRun: ParsableCommand {
         the first folder boundary) while a second writer commits random changes; each batch is \
         printed with its index paths and how long it took to compute.
 
-        Example: storectl demo run ./demo-store --messages 100000 --commits 10
+        Example: storectl demo run ./demo-store --commits 10
         """
     )
 
@@ -170,7 +170,7 @@ struct DemoPopulate: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "populate",
         abstract: "Write the demo feed into a store (ids from 1; existing records with those ids are replaced).",
-        discussion: "Example: storectl demo populate ./demo-store --messages 1000000 --seed 7"
+        discussion: "Example: storectl demo populate ./demo-store --messages 20000 --seed 7"
     )
 
     @Argument(help: "The store directory (created when missing).")
@@ -192,7 +192,7 @@ struct DemoMutate: ParsableCommand {
         Changes: inserts, deletes, folder moves, date changes, read/unread flips, contact renames \
         and swaps of two messages' dates, K per commit.
 
-        Example: storectl demo mutate ./demo-store --commits 100 --per-commit 5 --seed 3
+        Example: storectl demo mutate ./demo-store --commits 100 --per-commit 5
         """
     )
 

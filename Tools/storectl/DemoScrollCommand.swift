@@ -14,7 +14,7 @@ struct DemoScroll: ParsableCommand {
         every section, while another thread commits random changes. Prints the time of each screen, \
         the rows decoded and the memory the process holds besides the mapped store.
 
-        Example: storectl demo scroll ./demo-store --messages 10000000
+        Example: storectl demo scroll ./demo-store --screens 100
         """
     )
 

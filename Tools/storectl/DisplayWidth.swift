@@ -4,15 +4,19 @@
 enum DisplayWidth {
     /// The columns `text` takes.
     static func of(_ text: String) -> Int {
-        var ascii = true
-        for byte in text.utf8 where byte >= 0x80 {
-            ascii = false
-            break
-        }
-        if ascii { return text.utf8.count }
+        if isASCII(text) { return text.utf8.count }
         var columns = 0
         for scalar in text.unicodeScalars { columns += of(scalar) }
         return columns
+    }
+
+    /// Whether `text` is ASCII only (read from its contiguous UTF-8 where it has one).
+    static func isASCII(_ text: String) -> Bool {
+        text.utf8.withContiguousStorageIfAvailable { bytes in
+            var any: UInt8 = 0
+            for byte in bytes { any |= byte }
+            return any < 0x80
+        } ?? text.utf8.allSatisfy { $0 < 0x80 }
     }
 
     /// The columns one character takes.

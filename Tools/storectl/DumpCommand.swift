@@ -16,7 +16,8 @@ struct DumpCommand: ParsableCommand {
 
         Examples:
           storectl dump ./demo-store --entity Message --limit 5
-          storectl dump ./demo-store --entity Message --index byFolderDate --prefix '[1]' --limit 10 --format table
+          storectl dump ./demo-store --entity Message --index byFolderDate \\
+            --prefix '[1]' --limit 10 --format table
         """
     )
 
@@ -45,7 +46,7 @@ struct DumpCommand: ParsableCommand {
     @OptionGroup var output: FormatOption
 
     /// Records between releases of the pages read.
-    static let recordsPerRelease = 4_096
+    static let recordsPerRelease = 1_024
 
     func run() throws {
         let format = output.chosen
@@ -77,8 +78,7 @@ struct DumpCommand: ParsableCommand {
                         return
                     }
                     if printer.format == .csv || printer.format == .table {
-                        let record = try entry.fields()
-                        printer.row((key.map { [Cell($0)] } ?? []) + fields.map { Cell(record[$0] ?? .null) })
+                        printer.row((key.map { [Cell($0)] } ?? []) + (try entry.values(of: fields)).map(Cell.init))
                     } else {
                         printer.row([Cell(id)] + (key.map { [Cell($0)] } ?? []) + [Cell(json: try entry.recordJSON())])
                     }

@@ -43,7 +43,7 @@ struct JournalCommand: ParsableCommand {
     @OptionGroup var output: FormatOption
 
     /// Entries between releases of the pages read.
-    static let entriesPerRelease = 4_096
+    static let entriesPerRelease = 1_024
 
     func validate() throws {
         if let tail, tail < 0 { throw ValidationError("--tail takes a number of commits, 0 or more") }

@@ -8,22 +8,29 @@ struct LoadCommand: ParsableCommand {
         abstract: "Write records from JSON lines into a store: the inverse of dump --format jsonl.",
         discussion: """
         Each line is one record: a line of dump's JSON lines ({"id", "key", "record"}) or the \
-        record's fields alone, with its primary key in "id". Values are converted to the kinds \
-        the store's catalog keeps for their fields (ISO 8601 strings to dates, base64 to bytes); \
-        fields the catalog lacks join it, with the kinds the store given to --like keeps for them \
-        (else with JSON's kinds: a date is then a string). A record with an id already stored \
+        record's fields alone, with its primary key in "id". A record with an id already stored \
         replaces it.
+
+        Records are held to what the entity's Swift type reads: the fields and kinds its store \
+        learned when the application opened it, or those of the store given to --like. Values \
+        convert where nothing is lost (ISO 8601 text to dates, base64 to bytes, UUID text to \
+        UUIDs, integral numbers between integer and double fields); a value of another kind, a \
+        required field that is missing, or a field the type does not declare refuses the line \
+        (--keep-undeclared-fields stores such fields). An entity without a Swift type holds \
+        each field to the kind its records gave it first.
 
         Records are written in transactions of --batch records, each all or nothing: a line \
         that does not parse or a record that is refused stops the load, the transactions before \
         it stay, and the message names the line. An entity the store does not have yet is \
-        declared as in the store given to --like (its key kind and indexes); without --like it \
-        gets the kind of the first id and no indexes.
+        declared as in the store given to --like (its key kind, indexes, fields and kinds); \
+        without --like it gets the kind of the first id and no indexes.
 
         Examples:
-          storectl dump ./demo-store --entity Message --format jsonl > messages.jsonl
-          storectl load ./copy --entity Message --like ./demo-store --input messages.jsonl
-          storectl dump ./demo-store --entity Contact --format jsonl | storectl load ./copy --entity Contact --like ./demo-store
+          storectl dump ./demo-store --entity Message --jsonl > messages.jsonl
+          storectl load ./copy --entity Message --like ./demo-store \\
+            --input messages.jsonl
+          storectl dump ./demo-store --entity Contact --jsonl \\
+            | storectl load ./copy --entity Contact --like ./demo-store --input -
         """
     )
 

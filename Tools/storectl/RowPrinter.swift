@@ -35,14 +35,25 @@ struct Cell {
 
     var json: String { text ?? value!.jsonText }
 
+    /// Whether a table may cut the cell to its column: text may, while a cut number, date or
+    /// id would show something else, so those overflow their column instead.
+    var mayBeCut: Bool {
+        switch value {
+        case .string?, .array?, .object?, .bytes?: true
+        case nil: true
+        default: false
+        }
+    }
+
     var plain: String {
         guard let value else { return text! }
         switch value {
         case let .string(s): return s
         case .null: return ""
         case .date, .uuid, .bytes:
-            let json = value.jsonText
-            return String(json.dropFirst().dropLast())
+            // The JSON string without its quotes (these never need escapes).
+            let json = value.jsonText.utf8
+            return String(decoding: json.dropFirst().dropLast(), as: UTF8.self)
         default: return value.jsonText
         }
     }
@@ -56,7 +67,7 @@ final class RowPrinter {
     /// Each column's name as a JSON object key with its colon.
     private let keys: [String]
     private var rows = 0
-    private var sample: [[String]] = []
+    private var sample: [(cells: [String], cuttable: [Bool])] = []
     private var widths: [Int]?
 
     /// Rows a table sizes its columns from; later cells longer than their column are cut.
@@ -81,12 +92,15 @@ final class RowPrinter {
         case .table:
             let plain = cells.map { cell in
                 let text = cell.plain
-                return text.utf8.contains(0x0A) ? text.replacingOccurrences(of: "\n", with: " ") : text
+                // A line break would break the row; ASCII-only text is checked byte-wise.
+                let breaks = text.utf8.withContiguousStorageIfAvailable { $0.contains(0x0A) } ?? text.utf8.contains(0x0A)
+                return breaks ? text.replacingOccurrences(of: "\n", with: " ") : text
             }
+            let cuttable = cells.map(\.mayBeCut)
             if let widths {
-                Output.line(Self.tableLine(plain, widths))
+                Output.line(Self.tableLine(plain, widths, cuttable: cuttable))
             } else {
-                sample.append(plain)
+                sample.append((plain, cuttable))
                 if sample.count == Self.tableSample { printSample() }
             }
         }
@@ -114,32 +128,47 @@ final class RowPrinter {
 
     private func printSample() {
         let widths = columns.indices.map { c in
-            min(Self.widestColumn, ([columns[c]] + sample.map { $0[c] }).map(DisplayWidth.of).max() ?? 0)
+            min(Self.widestColumn, ([columns[c]] + sample.map { $0.cells[c] }).map(DisplayWidth.of).max() ?? 0)
         }
         self.widths = widths
-        Output.line(Self.tableLine(columns, widths))
-        Output.line(Self.tableLine(widths.map { String(repeating: "-", count: $0) }, widths))
-        for row in sample { Output.line(Self.tableLine(row, widths)) }
+        let cutNothing = [Bool](repeating: false, count: widths.count)
+        Output.line(Self.tableLine(columns, widths, cuttable: cutNothing))
+        Output.line(Self.tableLine(widths.map { String(repeating: "-", count: $0) }, widths, cuttable: cutNothing))
+        for row in sample { Output.line(Self.tableLine(row.cells, widths, cuttable: row.cuttable)) }
         sample = []
     }
 
-    /// A row's cells, each padded or cut to its column's display width; the last is not padded.
-    private static func tableLine(_ cells: [String], _ widths: [Int]) -> String {
+    /// A row's cells, each padded to its column's display width, or cut to it where
+    /// `cuttable` allows (else it overflows); the last is not padded.
+    private static func tableLine(_ cells: [String], _ widths: [Int], cuttable: [Bool]) -> String {
         var line = ""
         line.reserveCapacity(widths.reduce(0, +) + 2 * widths.count)
         for (i, (text, width)) in zip(cells, widths).enumerated() {
-            if i > 0 { line += "  " }
-            var shown = text, columns = DisplayWidth.of(text)
-            if columns > width { (shown, columns) = DisplayWidth.truncated(text, to: width) }
-            line += shown
-            if i < widths.count - 1 && columns < width { line += String(repeating: " ", count: width - columns) }
+            if i > 0 { appendSpaces(2, to: &line) }
+            let columns = DisplayWidth.of(text)
+            if columns > width && cuttable[i] {
+                let cut = DisplayWidth.truncated(text, to: width)
+                line += cut.text
+                if i < widths.count - 1 { appendSpaces(width - cut.columns, to: &line) }
+            } else {
+                line += text
+                if i < widths.count - 1 { appendSpaces(width - columns, to: &line) }
+            }
         }
-        return line.trimmingTrailingSpaces()
+        return line.utf8.last == UInt8(ascii: " ") ? line.trimmingTrailingSpaces() : line
+    }
+
+    private static let spaces = String(repeating: " ", count: widestColumn + 2)
+
+    private static func appendSpaces(_ count: Int, to line: inout String) {
+        if count > 0 { line += spaces.utf8.prefix(count).withContiguousStorageIfAvailable { String(decoding: $0, as: UTF8.self) } ?? "" }
     }
 
     /// A CSV field, quoted when it holds a comma, a quote or a line break.
     static func csvField(_ text: String) -> String {
-        guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
+        func special(_ byte: UInt8) -> Bool { byte == 0x2C || byte == 0x22 || byte == 0x0A || byte == 0x0D }
+        let quoted = text.utf8.withContiguousStorageIfAvailable { $0.contains(where: special) } ?? text.utf8.contains(where: special)
+        guard quoted else { return text }
         return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
 }

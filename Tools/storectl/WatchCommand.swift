@@ -17,9 +17,12 @@ struct WatchCommand: ParsableCommand {
         Ctrl-C.
 
         Examples:
-          storectl watch ./demo-store --entity Message --index byFolderDate --section-by 1
-          storectl watch ./demo-store --entity Message --index unreadByDate --limit 20 --jsonl
-          storectl watch ./demo-store --entity Message --index byFolderDate --prefix '[2]' --mode indexes
+          storectl watch ./demo-store --entity Message --index byFolderDate \\
+            --section-by 1
+          storectl watch ./demo-store --entity Message --index unreadByDate \\
+            --limit 20 --jsonl
+          storectl watch ./demo-store --entity Message --index byFolderDate \\
+            --prefix '[2]' --mode indexes
         """
     )
 

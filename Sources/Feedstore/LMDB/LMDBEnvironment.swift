@@ -85,10 +85,17 @@ final class LMDBEnvironment: @unchecked Sendable {
 
     /// Drops the map's pages from this process's resident set (`MADV_DONTNEED`). The map is
     /// shared and read-only (writes go through `pwrite`), so the pages stay in the system's page
-    /// cache and the next read maps them again; nothing is lost. LMDB does not tell where its
-    /// map lies, so the kernel's list of this process's mappings does (Linux; elsewhere this
-    /// does nothing). The caller keeps the map from moving meanwhile.
+    /// cache and the next read maps them again; nothing is lost. The caller keeps the map from
+    /// moving meanwhile.
     func releaseResidentPages() {
+        #if os(Linux)
+        advise(MADV_DONTNEED)
+        #endif
+    }
+
+    /// Applies `advice` to the map. LMDB does not tell where its map lies, so the kernel's list
+    /// of this process's mappings does (Linux; elsewhere callers do nothing).
+    private func advise(_ advice: Int32) {
         #if os(Linux)
         let dataFile = URL(fileURLWithPath: path + "/data.mdb").resolvingSymlinksInPath().path
         guard let maps = try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8) else { return }
@@ -98,7 +105,7 @@ final class LMDBEnvironment: @unchecked Sendable {
             guard fields.count >= 6, fields[1].hasSuffix("s") else { continue }
             let bounds = fields[0].split(separator: "-").compactMap { UInt(String($0), radix: 16) }
             guard bounds.count == 2, bounds[1] > bounds[0], let start = UnsafeMutableRawPointer(bitPattern: bounds[0]) else { continue }
-            madvise(start, Int(bounds[1] - bounds[0]), MADV_DONTNEED)
+            madvise(start, Int(bounds[1] - bounds[0]), advice)
         }
         #endif
     }

@@ -5,7 +5,10 @@ extension CountedIndex {
     /// (optionally) `rank` and `entry(at:)` agree with the entries' order at every position.
     /// Returns what is wrong.
     /// - Complexity: O(n log n) with every position, O(n) without.
-    func check(in txn: borrowing LMDBTransaction, checkEveryPosition: Bool = true) throws -> [String] {
+    /// - Parameter periodically: called after every 1,024 entries walked (a verifier releases
+    ///   the pages read there).
+    func check(in txn: borrowing LMDBTransaction, checkEveryPosition: Bool = true, periodically: (() -> Void)? = nil) throws -> [String] {
+        let walkedBetweenCalls = 1_024
         var problems: [String] = []
         let height: Int
         do { height = try self.height(in: txn) } catch { return ["\(error)"] }
@@ -43,38 +46,54 @@ extension CountedIndex {
         let stored = try txn.statistics(counts).entries
         if stored != nodes + 1 { problems.append("\(stored - 1) nodes stored, \(nodes) reachable from the root") }
 
-        var keys: [[UInt8]] = []
+        // The entries against the buckets, walked together (nothing gathered): each bucket
+        // holds the entries from its fence up to the next bucket's.
+        var entryCount = 0
+        var complete = true
         try txn.withCursor(entries) { cursor in
             var found = try cursor.first()
+            for (i, bucket) in buckets.enumerated() {
+                let end = i + 1 < buckets.count ? buckets[i + 1].fence : nil
+                if found, Array(cursor.key).sortsBefore(bucket.fence) { problems.append("entry before bucket \(i)'s fence") }
+                var n = 0
+                while found, end.map({ Array(cursor.key).sortsBefore($0) }) ?? true {
+                    n += 1
+                    entryCount += 1
+                    if entryCount % walkedBetweenCalls == 0 { periodically?() }
+                    found = try cursor.next()
+                }
+                if n != bucket.count { problems.append("bucket \(i) counts \(bucket.count), holds \(n)") }
+                if n > limits.maximumBucket { problems.append("bucket \(i) holds \(n) entries") }
+                if problems.count > 20 {
+                    complete = false
+                    return
+                }
+            }
             while found {
-                keys.append(Array(cursor.key))
+                entryCount += 1
                 found = try cursor.next()
             }
         }
-        if total != keys.count { problems.append("the root counts \(total) entries; the index holds \(keys.count)") }
-        var k = 0
-        for (i, bucket) in buckets.enumerated() {
-            let end = i + 1 < buckets.count ? buckets[i + 1].fence : nil
-            if k < keys.count, keys[k].sortsBefore(bucket.fence) { problems.append("entry before bucket \(i)'s fence") }
-            var n = 0
-            while k < keys.count, end.map({ keys[k].sortsBefore($0) }) ?? true {
-                n += 1
-                k += 1
-            }
-            if n != bucket.count { problems.append("bucket \(i) counts \(bucket.count), holds \(n)") }
-            if n > limits.maximumBucket { problems.append("bucket \(i) holds \(n) entries") }
-            if problems.count > 20 { return problems }
-        }
+        guard complete else { return problems }
+        if total != entryCount { problems.append("the root counts \(total) entries; the index holds \(entryCount)") }
         if checkEveryPosition && problems.isEmpty {
-            for (i, key) in keys.enumerated() {
-                let r = try rank(of: key, in: txn)
-                let e = try entry(at: i, in: txn)
-                if r != i || e != key {
-                    problems.append("position \(i): rank says \(r), entry(at:) \(e == key ? "agrees" : "disagrees")")
-                    if problems.count > 20 { break }
+            var position = 0
+            try txn.withCursor(entries) { cursor in
+                var found = try cursor.first()
+                while found {
+                    let key = Array(cursor.key)
+                    let r = try rank(of: key, in: txn)
+                    let e = try entry(at: position, in: txn)
+                    if r != position || e != key {
+                        problems.append("position \(position): rank says \(r), entry(at:) \(e == key ? "agrees" : "disagrees")")
+                        if problems.count > 20 { return }
+                    }
+                    position += 1
+                    if position % walkedBetweenCalls == 0 { periodically?() }
+                    found = try cursor.next()
                 }
             }
-            if try entry(at: keys.count, in: txn) != nil { problems.append("entry(at: count) is not nil") }
+            if try entry(at: entryCount, in: txn) != nil { problems.append("entry(at: count) is not nil") }
         }
         return problems
     }

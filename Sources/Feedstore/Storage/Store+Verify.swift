@@ -26,8 +26,7 @@ extension Store {
     /// found (empty when consistent).
     /// - Parameter progress: called now and then with what is being checked (a database name),
     ///   how many of its items are done, and how many there are.
-    /// - Complexity: O(i · n log n) time for n records and i indexes, and O(n) memory for the
-    ///   entries of one index.
+    /// - Complexity: O(i · n log n) time for n records and i indexes, in constant memory.
     public func verify(progress: ((_ stage: String, _ done: Int, _ total: Int) -> Void)? = nil) throws -> [VerificationIssue] {
         for _ in 0..<100 {
             let issues: [VerificationIssue]? = try read { tx in
@@ -72,99 +71,96 @@ struct StoreVerifier {
         return issues
     }
 
-    /// The records are walked once per index, building that index's wanted keys only, so that
-    /// memory holds one index's keys, not every index's; pages walked are released as `dump`
-    /// releases them. The first walk also checks that each record decodes and that its type
-    /// can read it.
+    /// One walk of the records checks that each decodes and that its type can read it, and
+    /// counts the records each index should hold; each index is then walked in order, and each
+    /// entry must be the key its record calls for. Memory stays flat whatever the store's size:
+    /// nothing is gathered, and the pages walked are released as `dump` releases them.
     private func verify(entity name: String) throws -> [VerificationIssue] {
         var entity = try tx.schema.entity(name)
         var issues: [VerificationIssue] = []
         let recordCount = try tx.count(entity: name)
         var refused = 0
+        var members = [Int](repeating: 0, count: entity.indexes.count)
         let unmigrated = try tx.unmigratedRecordsStart(of: name)
-        for pass in 0..<max(entity.indexes.count, 1) {
-            let index = pass < entity.indexes.count ? entity.indexes[pass] : nil
-            var expected = KeyList()
-            var scanned = 0
-            try tx.scan(entity: name, index: nil, range: .all, reverse: false, offset: 0, limit: nil) { key, value in
-                scanned += 1
-                if pass == 0 { reportProgress(entity.catalog.recordsDatabaseName, scanned, recordCount) }
-                if scanned % pagesReleasedEvery == 0 { releasePages() }
-                let primaryKey = Array(key)
-                let fields: [String: FieldValue]
-                do {
-                    fields = try tx.decodeFields(value, of: &entity, id: nil)
-                } catch {
-                    if pass == 0 { issues.append(VerificationIssue(location: entity.catalog.recordsDatabaseName, problem: "\(error)")) }
-                    return
+        var scanned = 0
+        try tx.scan(entity: name, index: nil, range: .all, reverse: false, offset: 0, limit: nil) { key, value in
+            scanned += 1
+            reportProgress(entity.catalog.recordsDatabaseName, scanned, recordCount)
+            if scanned % pagesReleasedEvery == 0 { releasePages() }
+            let primaryKey = Array(key)
+            let fields: [String: FieldValue]
+            do {
+                fields = try tx.decodeFields(value, of: &entity, id: nil)
+            } catch {
+                issues.append(VerificationIssue(location: entity.catalog.recordsDatabaseName, problem: "\(error)"))
+                return
+            }
+            // Records an unfinished migration has not reached yet keep their old shape.
+            let migrated = unmigrated.map { primaryKey.lexicographicallyPrecedes($0) || primaryKey == $0 } ?? true
+            if migrated, let problem = entity.shape?.problem(in: fields) {
+                refused += 1
+                if refused <= maximumPerCheck {
+                    let id = (try? KeyDecoder.decode(primaryKey).first?.value) ?? .null
+                    issues.append(VerificationIssue(location: entity.catalog.recordsDatabaseName,
+                                                    problem: "\(name) \(id.jsonText): \(problem.reason.describing(field: problem.field)), "
+                                                        + "so the entity's type cannot read it"))
                 }
-                if pass == 0 {
-                    // Records an unfinished migration has not reached yet keep their old shape.
-                    let migrated = unmigrated.map { primaryKey.lexicographicallyPrecedes($0) || primaryKey == $0 } ?? true
-                    if migrated, let problem = entity.shape?.problem(in: fields) {
-                        refused += 1
-                        if refused <= maximumPerCheck {
-                            let id = (try? KeyDecoder.decode(primaryKey).first?.value) ?? .null
-                            issues.append(VerificationIssue(location: entity.catalog.recordsDatabaseName,
-                                                            problem: "\(name) \(id.jsonText): \(problem.reason.describing(field: problem.field)), "
-                                                                + "so the entity's type cannot read it"))
-                        }
-                    }
-                }
-                if let index, let key = try? index.key(of: fields, primaryKey: primaryKey) { expected.append(key) }
             }
-            if pass == 0 && refused > maximumPerCheck {
-                issues.append(VerificationIssue(location: entity.catalog.recordsDatabaseName,
-                                                problem: "\(refused - maximumPerCheck) more records its type cannot read"))
+            for (i, index) in entity.indexes.enumerated() where (try? index.key(of: fields, primaryKey: primaryKey)) != nil {
+                members[i] += 1
             }
-            if let index {
-                expected.sort()
-                issues += try compare(index, with: expected)
-            }
+        }
+        if refused > maximumPerCheck {
+            issues.append(VerificationIssue(location: entity.catalog.recordsDatabaseName,
+                                            problem: "\(refused - maximumPerCheck) more records its type cannot read"))
+        }
+        for (i, index) in entity.indexes.enumerated() {
+            issues += try compare(index, members: members[i], of: &entity)
         }
         return issues
     }
 
     /// Items walked between releases of the pages read.
-    private let pagesReleasedEvery = 8_192
+    private let pagesReleasedEvery = 256
 
     /// Lets go of the pages of the map read so far (they stay in the page cache): a walk of a
     /// large store keeps its resident memory flat. The transaction holds the map in place.
     private func releasePages() { tx.core.environment.releaseResidentPages() }
 
-    /// Walks the index in order beside the sorted keys its records call for: entries missing,
-    /// entries without a record, counts, and unique keys held twice. O(n) beyond the sort.
-    private func compare(_ index: IndexSchema, with wanted: KeyList) throws -> [VerificationIssue] {
+    /// Walks the index in order: each entry must name a record whose key in the index is that
+    /// entry (else it is an entry without a matching record), unique keys may not repeat, and the
+    /// index's counts must agree with its entries. Entries are then as many as the records that
+    /// belong in the index (`members`) exactly when none is missing, since each valid entry is
+    /// its record's one key; when some are, a walk of the records names them.
+    /// - Complexity: O(n log n) for n entries, in constant memory.
+    private func compare(_ index: IndexSchema, members: Int, of entity: inout EntitySchema) throws -> [VerificationIssue] {
         let location = index.catalog.databaseName
-        var missing: [VerificationIssue] = [], extra: [VerificationIssue] = [], duplicates: [VerificationIssue] = []
+        var extra: [VerificationIssue] = [], duplicates: [VerificationIssue] = []
         let componentCount = index.definition.components.count
         var previous: [FieldValue]?
+        var valid = 0
+        let records = entity.records
         try tx.access { txn in
             let total = try txn.statistics(index.database).entries
-            var w = 0, seen = 0
+            var seen = 0
             try txn.withCursor(index.database) { cursor in
                 var more = try cursor.first()
-                while more || w < wanted.count {
-                    let order: Int  // < 0: the wanted key is missing; > 0: the entry is extra; 0: both agree
-                    if !more {
-                        order = -1
-                    } else if w == wanted.count {
-                        order = 1
-                    } else {
-                        order = wanted.sorted(w).withUnsafeBytes { $0.compare(with: cursor.key) }
+                while more {
+                    let entryKey = cursor.key
+                    var matches = false
+                    if let start = try? KeyDecoder.lengthOfComponents(componentCount, in: entryKey),
+                       let record = try txn.borrowedValue(records, key: UnsafeRawBufferPointer(rebasing: entryKey[start...])),
+                       let fields = try? tx.decodeFields(record, of: &entity, id: nil),
+                       let wanted = try? index.key(of: fields, primaryKey: Array(entryKey[start...]))
+                    {
+                        matches = wanted.withUnsafeBytes { $0.compare(with: entryKey) } == 0
                     }
-                    if order < 0 {
-                        if missing.count < maximumPerCheck {
-                            missing.append(VerificationIssue(location: location, problem: "missing entry \(describe(Array(wanted.sorted(w))))"))
-                        }
-                        w += 1
-                        continue
+                    if matches {
+                        valid += 1
+                    } else if extra.count < maximumPerCheck {
+                        extra.append(VerificationIssue(location: location, problem: "entry without a matching record \(describe(Array(entryKey)))"))
                     }
-                    if order > 0, extra.count < maximumPerCheck {
-                        extra.append(VerificationIssue(location: location, problem: "entry without a matching record \(describe(Array(cursor.key)))"))
-                    }
-                    if order == 0 { w += 1 }
-                    if index.definition.unique, let components = try? KeyDecoder.decode(Array(cursor.key)).map(\.value) {
+                    if index.definition.unique, let components = try? KeyDecoder.decode(Array(entryKey)).map(\.value) {
                         let values = Array(components.prefix(componentCount))
                         if values == previous, !values.contains(.null), duplicates.count < maximumPerCheck {
                             duplicates.append(VerificationIssue(location: location, problem: "unique key \(FieldValue.array(values).jsonText) held twice"))
@@ -178,9 +174,26 @@ struct StoreVerifier {
                 }
             }
         }
-        let countProblems = try tx.accessCounts(of: index) { try $0.check(in: $1) }
+        let missing = valid < members ? try missingEntries(of: index, in: &entity) : []
+        let countProblems = try tx.accessCounts(of: index) { try $0.check(in: $1, periodically: releasePages) }
         let found = missing + extra + countProblems.map { VerificationIssue(location: index.catalog.countsDatabaseName, problem: $0) } + duplicates
         return Array(found.prefix(maximumPerCheck))
+    }
+
+    /// The keys records call for in `index` that it does not hold (the first few).
+    private func missingEntries(of index: IndexSchema, in entity: inout EntitySchema) throws -> [VerificationIssue] {
+        var missing: [VerificationIssue] = []
+        var scanned = 0
+        try tx.scan(entity: entity.name, index: nil, range: .all, reverse: false, offset: 0, limit: nil) { key, value in
+            scanned += 1
+            if scanned % pagesReleasedEvery == 0 { releasePages() }
+            guard missing.count < maximumPerCheck, let fields = try? tx.decodeFields(value, of: &entity, id: nil),
+                  let wanted = try? index.key(of: fields, primaryKey: Array(key)) else { return }
+            if try tx.access({ try $0.get(index.database, key: wanted) }) == nil {
+                missing.append(VerificationIssue(location: index.catalog.databaseName, problem: "missing entry \(describe(wanted))"))
+            }
+        }
+        return missing
     }
 
     private func verifyJournal() throws -> [VerificationIssue] {
@@ -191,6 +204,7 @@ struct StoreVerifier {
         // from the first retained commit on (trimmed commits' keys may wait there to be removed).
         var sequences: [UInt64] = []
         var entries: (sequence: UInt64, count: Int)?
+        var walked = 0
         try tx.access { txn in
             try txn.withCursor(tx.core.system.journal) { cursor in
                 var more = try cursor.seek(atOrAfter: JournalKeys.sequenceKey(bounds.first))
@@ -211,6 +225,8 @@ struct StoreVerifier {
                         entries = nil
                     } else {
                         entries = (sequence, (entries?.count ?? 0) + 1)
+                        walked += 1
+                        if walked % pagesReleasedEvery == 0 { releasePages() }
                         do { _ = try JournalRecord.decode(cursor.value) } catch { report("entry of commit \(sequence): \(error)") }
                     }
                     more = try cursor.next()
