@@ -14,6 +14,10 @@
 //   8 unmodelled (the call's name): an fallocate or posix_fallocate on a data file, or any msync.
 //     Feedstore's writers make none (LMDB extends files by writing, and Feedstore does not map
 //     them writable); the checker refuses a log that holds one rather than model it wrongly.
+//   9 directory made (its path): a mkdir that succeeded; its entry in its parent is durable once
+//     the parent is synced
+//  10 file made (its path): an open that created a data file; its entry in its directory is
+//     durable once the directory is synced
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -22,11 +26,13 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
-enum { KIND_WRITE = 1, KIND_SYNC = 2, KIND_TRUNCATE = 3, KIND_OUTPUT = 4, KIND_RENAME = 5, KIND_DIRECTORY_SYNC = 6, KIND_FILE = 7, KIND_UNMODELLED = 8 };
+enum { KIND_WRITE = 1, KIND_SYNC = 2, KIND_TRUNCATE = 3, KIND_OUTPUT = 4, KIND_RENAME = 5, KIND_DIRECTORY_SYNC = 6, KIND_FILE = 7, KIND_UNMODELLED = 8,
+       KIND_DIRECTORY_MADE = 9, KIND_FILE_MADE = 10 };
 enum { MAX_FD = 4096 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -53,6 +59,8 @@ static off_t (*real_lseek)(int, off_t, int);
 static int (*real_fallocate)(int, int, off_t, off_t);
 static int (*real_posix_fallocate)(int, off_t, off_t);
 static int (*real_msync)(void *, size_t, int);
+static int (*real_mkdir)(const char *, mode_t);
+static int (*real_mkdirat)(int, const char *, mode_t);
 
 static void resolve(void) {
     if (real_write) return;
@@ -72,6 +80,8 @@ static void resolve(void) {
     real_fallocate = dlsym(RTLD_NEXT, "fallocate");
     real_posix_fallocate = dlsym(RTLD_NEXT, "posix_fallocate");
     real_msync = dlsym(RTLD_NEXT, "msync");
+    real_mkdir = dlsym(RTLD_NEXT, "mkdir");
+    real_mkdirat = dlsym(RTLD_NEXT, "mkdirat");
     real_write = dlsym(RTLD_NEXT, "write");
 }
 
@@ -128,6 +138,18 @@ static void opened(int fd, const char *path, int flags) {
 
 static int is_tracked(int fd) { return fd >= 0 && fd < MAX_FD && tracked[fd]; }
 
+// Whether an open of `path` with `flags` may create a data file that is not there yet.
+static int creates_data_file(const char *path, int flags) {
+    return (flags & O_CREAT) && is_data_file(path) && access(path, F_OK) != 0;
+}
+
+// A path that a call made: noted with its kind.
+static void made(int kind, const char *path) {
+    pthread_mutex_lock(&lock);
+    note(kind, 0, path, strlen(path));
+    pthread_mutex_unlock(&lock);
+}
+
 // A write of `n` bytes at `offset` went through: note it, and a sync for a synchronous descriptor.
 static void wrote(int fd, const void *bytes, ssize_t n, off_t offset) {
     if (n <= 0) return;
@@ -140,7 +162,9 @@ int open(const char *path, int flags, ...) {
     resolve();
     mode_t mode = 0;
     if (flags & (O_CREAT | O_TMPFILE)) { va_list a; va_start(a, flags); mode = va_arg(a, mode_t); va_end(a); }
+    int creating = creates_data_file(path, flags);
     int fd = real_open(path, flags, mode);
+    if (fd >= 0 && creating) made(KIND_FILE_MADE, path);
     opened(fd, path, flags);
     return fd;
 }
@@ -149,7 +173,9 @@ int open64(const char *path, int flags, ...) {
     resolve();
     mode_t mode = 0;
     if (flags & (O_CREAT | O_TMPFILE)) { va_list a; va_start(a, flags); mode = va_arg(a, mode_t); va_end(a); }
+    int creating = creates_data_file(path, flags);
     int fd = real_open64 ? real_open64(path, flags, mode) : real_open(path, flags, mode);
+    if (fd >= 0 && creating) made(KIND_FILE_MADE, path);
     opened(fd, path, flags);
     return fd;
 }
@@ -158,7 +184,9 @@ int openat(int dir, const char *path, int flags, ...) {
     resolve();
     mode_t mode = 0;
     if (flags & (O_CREAT | O_TMPFILE)) { va_list a; va_start(a, flags); mode = va_arg(a, mode_t); va_end(a); }
+    int creating = creates_data_file(path, flags);
     int fd = real_openat(dir, path, flags, mode);
+    if (fd >= 0 && creating) made(KIND_FILE_MADE, path);
     opened(fd, path, flags);
     return fd;
 }
@@ -325,4 +353,19 @@ int msync(void *address, size_t length, int flags) {
     resolve();
     unmodelled("msync");
     return real_msync(address, length, flags);
+}
+
+int mkdir(const char *path, mode_t mode) {
+    resolve();
+    int result = real_mkdir(path, mode);
+    if (result == 0) made(KIND_DIRECTORY_MADE, path);
+    return result;
+}
+
+int mkdirat(int dir, const char *path, mode_t mode) {
+    resolve();
+    int result = real_mkdirat(dir, path, mode);
+    // Paths relative to another directory are not followed; Feedstore makes absolute ones.
+    if (result == 0 && path[0] == '/') made(KIND_DIRECTORY_MADE, path);
+    return result;
 }

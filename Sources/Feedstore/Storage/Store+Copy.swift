@@ -81,18 +81,8 @@ extension Store {
         }
         // The rename lives in the directory: synced, the copy survives a power loss once this
         // returns (and a new directory's own name lives in its parent).
-        try Self.syncDirectory(destination)
-        if created { try Self.syncDirectory((destination as NSString).deletingLastPathComponent) }
-    }
-
-    /// Makes the entries of the directory at `path` durable (fsync on the directory).
-    private static func syncDirectory(_ path: String) throws {
-        let descriptor = open(path.isEmpty ? "." : path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            throw FeedstoreError.accessDenied(path: path, reason: String(cString: strerror(errno)))
-        }
-        defer { Glibc.close(descriptor) }
-        guard fsync(descriptor) == 0 else { throw FeedstoreError.diskFull(path: path) }
+        try DirectorySync.sync(destination)
+        if created { try DirectorySync.sync((destination as NSString).deletingLastPathComponent) }
     }
 
     /// The permission bits of the file or directory at `path`.

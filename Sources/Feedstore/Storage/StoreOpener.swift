@@ -29,12 +29,21 @@ enum StoreOpener {
             if options.opensReadOnly { throw FeedstoreError.notAStore(path: path, reason: "it does not exist") }
             // Directory permissions follow the file mode, plus search permission where readable.
             let mode = options.fileMode | ((options.fileMode & 0o444) >> 2)
+            // The directories about to be made, outermost first.
+            var made: [String] = []
+            var missing = URL(fileURLWithPath: path).standardizedFileURL.path
+            while !missing.isEmpty, missing != "/", !fm.fileExists(atPath: missing) {
+                made.insert(missing, at: 0)
+                missing = (missing as NSString).deletingLastPathComponent
+            }
             do {
                 try fm.createDirectory(atPath: path, withIntermediateDirectories: true,
                                        attributes: [.posixPermissions: NSNumber(value: mode)])
             } catch {
                 throw FeedstoreError.notAStore(path: path, reason: "cannot create the directory: \(error.localizedDescription)")
             }
+            // Their names survive a power loss before the store's first commit is acknowledged.
+            try DirectorySync.syncParents(of: made)
         }
         return URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path
     }
@@ -70,6 +79,14 @@ enum StoreOpener {
             throw FeedstoreError.lmdb(error, path: path)
         }
         if isNew, let lockMode = options.lockFileMode { chmod(path + "/lock.mdb", lockMode) }
+        if isNew && !flags.contains(.readOnly) {
+            // LMDB made data.mdb: its name must survive a power loss with the first commit, and
+            // LMDB syncs only the file.
+            do { try DirectorySync.sync(path) } catch {
+                environment.close()
+                throw error
+            }
+        }
         do {
             try checkNotTruncated(environment, path: path)
             // Opening reads the main database and the metadata: their pages are always checked

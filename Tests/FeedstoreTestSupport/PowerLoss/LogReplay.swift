@@ -1,4 +1,5 @@
 import FeedstoreDemo
+import Foundation
 
 /// A write log replayed up to a crash point: for each data file followed, what a power loss keeps
 /// of it for certain and what it may keep, and the renames and directory syncs so far.
@@ -68,6 +69,8 @@ struct LogReplay {
     /// Renames and directory syncs replayed so far, with their log indexes.
     var renames: [(index: Int, from: String, to: String)] = []
     var directorySyncs: [(index: Int, path: String)] = []
+    /// Directories and data files made so far, with their log indexes.
+    var made: [(index: Int, path: String)] = []
     /// The next operation to replay: a crash "at i" happens after operations 0..<i.
     private(set) var next = 0
     private var file = ""
@@ -76,6 +79,18 @@ struct LogReplay {
         operations = log.operations
         self.files = files
     }
+
+    /// The entries made so far (directories and files) that lead to `path`, and whether each
+    /// is durable: its parent directory was synced after it was made.
+    func entries(leadingTo path: String) -> [(path: String, durable: Bool)] {
+        let target = Self.normalized(path)
+        return made.filter { target == Self.normalized($0.path) || target.hasPrefix(Self.normalized($0.path) + "/") }.map { entry in
+            let parent = (Self.normalized(entry.path) as NSString).deletingLastPathComponent
+            return (entry.path, directorySyncs.contains { $0.index > entry.index && Self.normalized($0.path) == parent })
+        }
+    }
+
+    static func normalized(_ path: String) -> String { (path as NSString).standardizingPath }
 
     /// Replays the operations before `point`.
     mutating func advance(to point: Int) {
@@ -87,6 +102,7 @@ struct LogReplay {
             case let .truncate(size): files[file]?.pendingSize = size
             case let .rename(from, to): renames.append((next, from, to))
             case let .directorySync(path): directorySyncs.append((next, path))
+            case let .directoryMade(path), let .fileMade(path): made.append((next, path))
             case .output, .unmodelled: break
             }
             next += 1

@@ -17,6 +17,9 @@ import Foundation
 ///   once `storectl upgrade` reported the upgrade, only in the new one;
 /// - a compaction leaves either no copy or a whole one, and once `storectl compact` returned,
 ///   the whole one (see `runCompaction`);
+/// - a store made by the writer (in directories it makes too) may be missing only while no
+///   commit was acknowledged: the entries of its directories and data file, each kept or lost
+///   until the directory holding it is synced, must be durable by the first acknowledgment;
 /// - the store opens for writing, takes a write and verifies clean again.
 /// Used by the test suite (a short run) and by `crash-loop --power-loss` (soaks).
 public struct PowerLoss {
@@ -33,6 +36,8 @@ public struct PowerLoss {
             case upgrade(fixture: String)
             /// `storectl compact` of the demo feed into a new directory.
             case compact
+            /// `storectl demo mutate` on a store it makes, in directories it makes.
+            case create
         }
 
         public var name: String
@@ -48,6 +53,9 @@ public struct PowerLoss {
         /// Replays the log as if the writer had synced nothing (no file or directory sync), to
         /// show what the checker finds when syncs are missing.
         public var withoutSyncs = false
+        /// Replays the log as if the writer had synced no directory (files still synced), to
+        /// show what the checker finds when only the directory syncs are missing.
+        public var withoutDirectorySyncs = false
 
         public var description: String { name }
 
@@ -58,7 +66,8 @@ public struct PowerLoss {
         public static let formatOneUpgrade = Workload(name: "format 1 upgrade", writer: .upgrade(fixture: "format-1-store"))
         public static let formatTwoUpgrade = Workload(name: "format 2 upgrade", writer: .upgrade(fixture: "format-2-store"))
         public static let compaction = Workload(name: "compaction", writer: .compact)
-        public static let all = [oneRowCommits, bulkCommits, journalTrimming, mapGrowth, formatOneUpgrade, formatTwoUpgrade, compaction]
+        public static let creation = Workload(name: "store creation", writer: .create, perCommit: 8, commits: 30)
+        public static let all = [oneRowCommits, bulkCommits, journalTrimming, mapGrowth, formatOneUpgrade, formatTwoUpgrade, compaction, creation]
     }
 
     /// What a crash state must hold.
@@ -135,13 +144,15 @@ public struct PowerLoss {
         try FileManager.default.createDirectory(atPath: run, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: run) }
         let recorder = try Self.buildRecorder(in: run)
-        let store = run + "/store"
-        try prepare(store, for: workload)
-        let initial = try [UInt8](Data(contentsOf: URL(fileURLWithPath: store + "/data.mdb")))
-        let before = try Facts(ofCopyOf: store, in: run)
+        let creates = if case .create = workload.writer { true } else { false }
+        // A made store lies two directories below any that exist.
+        let store = run + (creates ? "/new/parent/store" : "/store")
+        if !creates { try prepare(store, for: workload) }
+        let initial = creates ? [] : try [UInt8](Data(contentsOf: URL(fileURLWithPath: store + "/data.mdb")))
+        let before = creates ? Facts(lastCommit: 0, counts: [:]) : try Facts(ofCopyOf: store, in: run)
         var arguments: [String]
         switch workload.writer {
-        case .mutate:
+        case .mutate, .create:
             arguments = ["demo", "mutate", store, "--commits", String(workload.commits), "--per-commit", String(workload.perCommit),
                          "--seed", String(seed), "--durability", durability.rawValue]
             if let keep = workload.keepCommits { arguments += ["--keep-commits", String(keep)] }
@@ -160,6 +171,9 @@ public struct PowerLoss {
         }
         if workload.withoutSyncs {
             log.operations.removeAll { if case .sync = $0 { true } else if case .directorySync = $0 { true } else { false } }
+        }
+        if workload.withoutDirectorySyncs {
+            log.operations.removeAll { if case .directorySync = $0 { true } else { false } }
         }
         if case .compact = workload.writer {
             return try checkCompaction(log, of: store, into: run + "/copies/copy", before: before, states: wanted, rng: &rng, report: &report)
@@ -189,6 +203,9 @@ public struct PowerLoss {
         for point in points {
             replay.advance(to: point)
             let file = replay.files[dataFile]!
+            // A made store's directories and data file: any entry not durable yet may be lost,
+            // and the store with it.
+            let entries = creates ? replay.entries(leadingTo: dataFile) : []
             let acknowledged = acknowledgments.last { $0.operation < point }?.sequence ?? 0
             let synced = acknowledgments.last { $0.operation < file.lastSync }?.sequence ?? 0
             // What must survive; with `.none`, what was acknowledged, to record what is lost.
@@ -202,10 +219,27 @@ public struct PowerLoss {
                 // `storectl upgrade` opens the store with full durability, whatever is checked.
                 expected.upgraded = upgradeReported.map { $0 < point } ?? false
             }
+            if creates && (entries.count < Self.madeEntries || entries.contains { !$0.durable }) {
+                // Lost (or not made yet): nothing may have been acknowledged.
+                report.states += 1
+                let missing = entries.count < Self.madeEntries ? "not made yet" : "lost with \(entries.filter { !$0.durable }.map(\.path))"
+                checkMissing(expected, context: "\(workload), crash after \(point) of \(count) writes and syncs, the store \(missing)",
+                             report: &report)
+                // Entries not yet durable may reach the disk anyway: the states with them follow.
+                if entries.count < Self.madeEntries { continue }
+            }
             // Where every crash point is taken (a short log), more page subsets are sampled.
             for image in file.images(samples: max(2, wanted / points.count), using: &rng) {
+                if creates && image.isEmpty {
+                    // A data file with nothing in it yet is a store not made.
+                    report.states += 1
+                    checkMissing(expected, context: "\(workload), crash after \(point) of \(count) writes and syncs, the data file empty",
+                                 report: &report)
+                    continue
+                }
                 report.states += 1
-                try check(image, context: "\(workload), crash after \(point) of \(count) writes and syncs", expected, in: run, report: &report)
+                try check(image, context: "\(workload), crash after \(point) of \(count) writes and syncs", expected, in: run,
+                          made: creates, report: &report)
             }
         }
     }
@@ -241,6 +275,11 @@ public struct PowerLoss {
         var lastCommit: UInt64
         var counts: [String: Int]
 
+        init(lastCommit: UInt64, counts: [String: Int]) {
+            self.lastCommit = lastCommit
+            self.counts = counts
+        }
+
         init(_ store: Store) throws {
             (lastCommit, counts) = try store.read { tx in
                 (try tx.journalBounds().last,
@@ -264,8 +303,22 @@ public struct PowerLoss {
     /// The durable journal cursor a workload's writer moves.
     static let cursorName = "consumer"
 
+    /// The entries a made store needs: its two new parent directories, its own, and its data file.
+    static let madeEntries = 4
+
+    /// A state where a power loss took the store's data file (or a directory above it): only
+    /// right when nothing was acknowledged.
+    func checkMissing(_ expected: Expectation, context: String, report: inout Report) {
+        if expected.lastCommit > 0 {
+            report.acknowledgedLost += Int(expected.lastCommit)
+            report.describe("\(context): acknowledged commits 1…\(expected.lastCommit) lost")
+        }
+    }
+
     /// Writes `image` as a store's data file and checks it against `expected`.
-    func check(_ image: [UInt8], context: String, _ expected: Expectation, in run: String, report: inout Report) throws {
+    /// - Parameter made: the writer made the store, so a state may hold LMDB's new file before
+    ///   Feedstore wrote anything into it.
+    func check(_ image: [UInt8], context: String, _ expected: Expectation, in run: String, made: Bool = false, report: inout Report) throws {
         let path = run + "/state-\(report.states)"
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: path) }
@@ -288,6 +341,10 @@ public struct PowerLoss {
                 // Not upgraded yet: allowed until the upgrade was reported. Opened for writing
                 // here, it upgrades, and is checked in the current format.
                 if expected.upgraded == true { return failed("the upgrade was reported, yet the store is in format \(found)") }
+                first = try Store(path: path, options: StoreOptions(durability: .none))
+            } catch let FeedstoreError.notAStore(_, reason) where made && expected.lastCommit == 0 && reason.hasSuffix("without Feedstore metadata") {
+                // LMDB made its file and Feedstore had written nothing yet: an empty environment,
+                // which opening for writing makes the store.
                 first = try Store(path: path, options: StoreOptions(durability: .none))
             }
             do {

@@ -22,6 +22,10 @@ public struct WriteLog {
         case file(String)
         /// A call the crash states do not model (fallocate, msync), by name.
         case unmodelled(String)
+        /// A directory made: its entry in its parent is durable once the parent is synced.
+        case directoryMade(String)
+        /// A data file made: its entry in its directory is durable once the directory is synced.
+        case fileMade(String)
     }
 
     public var operations: [Operation]
@@ -48,6 +52,8 @@ public struct WriteLog {
             case 6: operations.append(.directorySync(String(decoding: data[at..<at + length], as: UTF8.self)))
             case 7: operations.append(.file(String(decoding: data[at..<at + length], as: UTF8.self)))
             case 8: operations.append(.unmodelled(String(decoding: data[at..<at + length], as: UTF8.self)))
+            case 9: operations.append(.directoryMade(String(decoding: data[at..<at + length], as: UTF8.self)))
+            case 10: operations.append(.fileMade(String(decoding: data[at..<at + length], as: UTF8.self)))
             default: throw PowerLoss.Failure(description: "write log \(path): unknown record kind \(kind) at byte \(at - 17)")
             }
             if carriesBytes { at += length }
