@@ -174,6 +174,19 @@ import Testing
         #expect(missing.localizedDescription == "Message 7 was refused: field date (date) is required and missing")
     }
 
+    /// LMDB's errors about damaged pages say where to look next; every public error type is a
+    /// LocalizedError whose description an alert can show.
+    @Test func errorsDescribeThemselvesAndDamagedPagesPointToVerify() {
+        for code in [LMDBError.pageNotFound, LMDBError.corrupted] {
+            let error = LMDBError(code: code, operation: "mdb_get")
+            #expect(error.description.contains("storectl verify"), "\(error)")
+            #expect((error as any Error).localizedDescription == error.description)
+        }
+        #expect(!LMDBError(code: LMDBError.mapFull, operation: "mdb_put").description.contains("verify"))
+        let invalid = SectionedMirror<Int>.InvalidBatch(description: "delete 3 of 2 rows")
+        #expect((invalid as any Error).localizedDescription == "delete 3 of 2 rows")
+    }
+
     @Test func entitiesWithoutTypesHoldTheKindsTheirRecordsGave() throws {
         try withTemporaryDirectory { dir in
             let store = try Store(path: dir + "/s", options: StoreOptions(durability: .none))

@@ -1,0 +1,13 @@
+import FeedstoreJetStream
+import Foundation
+import Testing
+
+/// JetStream's errors are LocalizedErrors: an alert shows the same one-line message.
+@Suite struct JetStreamErrorTests {
+    @Test func errorsDescribeThemselves() {
+        for error in [JetStreamError.timedOut("publishing commit 7"), .serverUnavailable("nats://127.0.0.1:4222", reason: "connection refused")] {
+            #expect((error as any Error).localizedDescription == error.description)
+            #expect(!error.description.isEmpty)
+        }
+    }
+}
