@@ -150,8 +150,8 @@ struct StoreVerifier {
                     var matches = false
                     if let start = try? KeyDecoder.lengthOfComponents(componentCount, in: entryKey),
                        let record = try txn.borrowedValue(records, key: UnsafeRawBufferPointer(rebasing: entryKey[start...])),
-                       let fields = try? tx.decodeFields(record, of: &entity, id: nil),
-                       let wanted = try? index.key(of: fields, primaryKey: Array(entryKey[start...]))
+                       let values = try? tx.decodeValues(record, of: &entity, id: nil),
+                       let wanted = try? index.key(of: values, primaryKey: Array(entryKey[start...]))
                     {
                         matches = wanted.withUnsafeBytes { $0.compare(with: entryKey) } == 0
                     }
@@ -187,8 +187,8 @@ struct StoreVerifier {
         try tx.scan(entity: entity.name, index: nil, range: .all, reverse: false, offset: 0, limit: nil) { key, value in
             scanned += 1
             if scanned % pagesReleasedEvery == 0 { releasePages() }
-            guard missing.count < maximumPerCheck, let fields = try? tx.decodeFields(value, of: &entity, id: nil),
-                  let wanted = try? index.key(of: fields, primaryKey: Array(key)) else { return }
+            guard missing.count < maximumPerCheck, let values = try? tx.decodeValues(value, of: &entity, id: nil),
+                  let wanted = try? index.key(of: values, primaryKey: Array(key)) else { return }
             if try tx.access({ try $0.get(index.database, key: wanted) }) == nil {
                 missing.append(VerificationIssue(location: index.catalog.databaseName, problem: "missing entry \(describe(wanted))"))
             }
