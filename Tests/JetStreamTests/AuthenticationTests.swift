@@ -67,7 +67,9 @@ import Testing
             let last = try store2.read { try $0.journalBounds().last }
             let shipped = try runTool(storectlURL, ["ship", path, "--nats", server.url, "--stream", Self.stream, "--until-sequence", String(last), "--quiet"],
                                       environment: ["NATS_USER": "feed", "NATS_PASSWORD": Self.password], timeout: 30)
-            #expect(shipped.status == 0 && shipped.stdout.contains("shipped through commit \(last)"), "\(shipped.stderr)")
+            // Everything was shipped before; the run says so.
+            #expect(shipped.status == 0, "\(shipped.stderr)")
+            #expect(shipped.stdout == "nothing to publish: stream \(Self.stream) already holds every commit through \(last)\n", "\(shipped.stdout)")
         }
     }
 

@@ -50,6 +50,35 @@ struct Event: Entity, Equatable {
 
     /// Seeded mixed commits: inserts, updates and deletes of `Item`s and `Note`s, one to five
     /// changes each.
+    /// `storectl ship` says what it published, or why nothing: commits made before the store's
+    /// first shipper are named at once, with the way to seed replicas.
+    @Test func shipSaysWhatItPublished() throws {
+        try withTemporaryDirectory { dir in
+            let server = try NATSServer(directory: dir)
+            let path = dir + "/primary"
+            var rng = SeededGenerator(seed: 3)
+            let store = try Self.openStore(path)
+            try Self.commit(store, 5, rng: &rng)
+            let before = try store.read { try $0.journalBounds().last }
+            try store.sync()
+            func ship(until sequence: UInt64) throws -> (status: Int32, stdout: String, stderr: String) {
+                try runTool(storectlURL, ["ship", path, "--nats", server.url, "--stream", Self.stream, "--until-sequence", String(sequence)], timeout: 60)
+            }
+            let first = try ship(until: before)
+            #expect(first.status == 0, "\(first.stderr)")
+            #expect(first.stdout.hasPrefix("nothing to publish: no commit was made since shipping began; commits 1–\(before) predate"), "\(first.stdout)")
+            #expect(first.stderr.contains("storectl compact"), "\(first.stderr)")
+            try Self.commit(store, 3, rng: &rng)
+            let last = try store.read { try $0.journalBounds().last }
+            try store.sync()
+            let second = try ship(until: last)
+            #expect(second.stdout == "shipped commits \(before + 1)–\(last) (\(last - before) commits) to stream \(Self.stream)\n", "\(second.stdout)")
+            let third = try ship(until: last)
+            #expect(third.stdout == "nothing to publish: stream \(Self.stream) already holds every commit through \(last)\n", "\(third.stdout)")
+            store.close()
+        }
+    }
+
     static func commit(_ store: Store, _ count: Int, rng: inout SeededGenerator) throws {
         for _ in 0..<count {
             try store.write { tx in

@@ -13,7 +13,9 @@ struct ShipCommand: ParsableCommand {
         durable journal cursor (jetstream:<stream>) moves once the server has acknowledged. \
         Killed at any moment, the next run continues after the stream's last commit. The first \
         shipper of a store makes its journal keep records and ships the commits after it: seed \
-        replicas from a copy (storectl compact) for what came before. Progress goes to stderr.
+        replicas from a copy (storectl compact) for what came before, which the first run names. \
+        Progress goes to stderr; the last line says which commits were published, or why none \
+        were.
 
         Example:
           storectl ship ./demo-store --nats nats://127.0.0.1:4222 --stream FEED
@@ -35,7 +37,14 @@ struct ShipCommand: ParsableCommand {
         let store = try Store(path: path)
         defer { store.close() }
         let shipper = try JournalShipper(store: store, connection: nats.connection, stream: nats.stream, subject: subject)
-        if !quiet { FileHandle.standardError.write(Data("shipping \(path) to stream \(nats.stream) on \(shipper.subject), after commit \(shipper.shippedSequence)\n".utf8)) }
+        let startedAfter = shipper.shippedSequence
+        // Commits made before the store's first shipper are not in the stream: say so at once.
+        let predating = shipper.streamSequence == 0 && startedAfter > 0
+            ? "; commits 1–\(startedAfter) predate this store's first shipper and are not in the stream (seed replicas from a copy: storectl compact)"
+            : ""
+        if !quiet {
+            FileHandle.standardError.write(Data("shipping \(path) to stream \(nats.stream) on \(shipper.subject), after commit \(startedAfter)\(predating)\n".utf8))
+        }
         var reported = shipper.shippedSequence
         var lastReport = Date()
         try shipper.run(until: nats.untilSequence, while: {
@@ -47,6 +56,13 @@ struct ShipCommand: ParsableCommand {
         }, onOutage: { error in
             FileHandle.standardError.write(Data("\(error); reconnecting\n".utf8))
         })
-        Output.line("shipped through commit \(shipper.shippedSequence)")
+        let shipped = shipper.shippedSequence
+        if shipped > startedAfter {
+            Output.line("shipped commits \(startedAfter + 1)–\(shipped) (\((shipped - startedAfter).formatted()) commits) to stream \(nats.stream)")
+        } else if shipper.streamSequence == 0 {
+            Output.line("nothing to publish: no commit was made since shipping began\(predating)")
+        } else {
+            Output.line("nothing to publish: stream \(nats.stream) already holds every commit through \(shipped)")
+        }
     }
 }

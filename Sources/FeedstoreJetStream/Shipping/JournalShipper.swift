@@ -36,6 +36,9 @@ public final class JournalShipper {
     private let lock: ExclusiveFileLock
     /// The stream's last sequence, as this shipper last saw or made it.
     private var streamLast: UInt64 = 0
+
+    /// The stream's last message (0 while it holds none), as of the shipper's last publish.
+    public var streamSequence: UInt64 { streamLast }
     /// The catalog entry of each entity as this shipper last sent it: an envelope carries an
     /// entity's entry the first time and whenever it changed.
     private var sentSchemas: [String: CatalogEntity] = [:]
