@@ -50,6 +50,40 @@ struct Event: Entity, Equatable {
 
     /// Seeded mixed commits: inserts, updates and deletes of `Item`s and `Note`s, one to five
     /// changes each.
+    /// The async forms ship and follow to a sequence, and run until their task is cancelled,
+    /// then return within a round.
+    @Test func asyncFormsRunUntilTheirTaskIsCancelled() async throws {
+        try await withTemporaryDirectory { dir in
+            let (server, connection, primary, shipper) = try Self.startPrimary(in: dir)
+            _ = server
+            var rng = SeededGenerator(seed: 9)
+            try Self.commit(primary, 20, rng: &rng)
+            let first = try await primary.read { try $0.journalBounds().last }
+            try await shipper.ship(until: first)
+            #expect(shipper.shippedSequence == first)
+            let follower = try ReplicaFollower(path: dir + "/replica", connection: connection, stream: Self.stream)
+            try await follower.follow(untilOriginSequence: first)
+            #expect(follower.state?.originSequence == first)
+
+            // Without a sequence, each runs until cancelled; meanwhile the commits flow through.
+            nonisolated(unsafe) let (runningShipper, runningFollower) = (shipper, follower)
+            let shipping = Task { try await runningShipper.ship() }
+            let following = Task { try await runningFollower.follow() }
+            try Self.commit(primary, 10, rng: &rng)
+            let last = try await primary.read { try $0.journalBounds().last }
+            let deadline = Date().addingTimeInterval(20)
+            while (runningFollower.state?.originSequence ?? 0) < last && Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(runningFollower.state?.originSequence == last)
+            let cancelled = Date()
+            shipping.cancel()
+            following.cancel()
+            try await shipping.value
+            try await following.value
+            #expect(Date().timeIntervalSince(cancelled) < 2, "both stop within a round of being cancelled")
+            follower.replica.close()
+        }
+    }
+
     /// `storectl ship` says what it published, or why nothing: commits made before the store's
     /// first shipper are named at once, with the way to seed replicas.
     @Test func shipSaysWhatItPublished() throws {

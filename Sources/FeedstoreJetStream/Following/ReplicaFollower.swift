@@ -150,6 +150,17 @@ public final class ReplicaFollower {
         }
     }
 
+    /// ``run(untilOriginSequence:while:)`` for Swift concurrency: applies commits on a thread of
+    /// its own until the one with origin sequence `sequence` is applied (or forever when nil),
+    /// and stops when the calling task is cancelled, after the round in progress (at most 100 ms).
+    public func follow(untilOriginSequence sequence: UInt64? = nil) async throws {
+        // The follower is used by one thread at a time: this call's own, until it returns.
+        nonisolated(unsafe) let follower = self
+        try await OwnThread.run(name: "feedstore follower") { keepGoing in
+            try follower.run(untilOriginSequence: sequence, while: keepGoing)
+        }
+    }
+
     /// Reads a message and checks that its commit is the one after `planned`; nil when the replica
     /// already has it.
     private func check(_ message: StreamMessage, after planned: ReplicaState?) throws -> (received: ChangeEnvelope.Received, next: ReplicaState)? {

@@ -191,6 +191,21 @@ public final class JournalShipper {
         }
     }
 
+    /// ``run(until:interval:while:onOutage:)`` for Swift concurrency: ships on a thread of its
+    /// own until every commit through `sequence` is in the stream (or forever when nil), and
+    /// stops when the calling task is cancelled, after the round in progress.
+    /// - Parameter onOutage: called on the shipper's thread with the error when the server is
+    ///   lost, before reconnecting.
+    public func ship(until sequence: UInt64? = nil, interval: Duration = idleInterval,
+                     onOutage: @escaping @Sendable (JetStreamError) -> Void = { _ in }) async throws
+    {
+        // The shipper is used by one thread at a time: this call's own, until it returns.
+        nonisolated(unsafe) let shipper = self
+        try await OwnThread.run(name: "feedstore shipper") { keepGoing in
+            try shipper.run(until: sequence, interval: interval, while: keepGoing, onOutage: onOutage)
+        }
+    }
+
     /// How long a running shipper waits between attempts to reach a lost server.
     public static let reconnectInterval: Duration = .milliseconds(250)
 
