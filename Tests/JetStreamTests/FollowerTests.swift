@@ -10,6 +10,30 @@ import Testing
 /// of the primary, ends equal to the primary (records, every index, the journal), verifies clean,
 /// refuses other writers, and its watchers end equal to a fresh query.
 @Suite(.serialized) struct FollowerTests {
+    /// A follower says how far behind the stream its replica is: the commits waiting, and how
+    /// long ago the origin made the last one applied while some wait.
+    @Test func lagCountsTheCommitsTheStreamHoldsPastTheReplica() throws {
+        try withTemporaryDirectory { dir in
+            let (server, connection, primary, shipper) = try ShipperTests.startPrimary(in: dir)
+            _ = server
+            var rng = SeededGenerator(seed: 31)
+            try ShipperTests.commit(primary, 10, rng: &rng)
+            let first = try primary.read { try $0.journalBounds().last }
+            try shipper.run(until: first)
+            let follower = try ReplicaFollower(path: dir + "/replica", connection: connection, stream: ShipperTests.stream)
+            defer { follower.replica.close() }
+            let waiting = try follower.lag()
+            #expect(waiting.commits == 10 && waiting.milliseconds == nil, "\(waiting)")
+            try follower.run(untilOriginSequence: first)
+            let caughtUp = try follower.lag()
+            #expect(caughtUp.commits == 0 && caughtUp.milliseconds == 0, "\(caughtUp)")
+            try ShipperTests.commit(primary, 4, rng: &rng)
+            try shipper.run(until: try primary.read { try $0.journalBounds().last })
+            let behind = try follower.lag()
+            #expect(behind.commits == 4 && (behind.milliseconds ?? -1) >= 0, "\(behind)")
+        }
+    }
+
     static let stream = ShipperTests.stream
 
     /// The replica holds the primary's entities, records, index entries and journal from

@@ -40,11 +40,21 @@ struct FollowCommand: ParsableCommand {
         let follower = try ReplicaFollower(path: replica, connection: nats.connection, stream: nats.stream, durability: level)
         defer { follower.replica.close() }
         let applied = { follower.state?.originSequence ?? 0 }
-        if !quiet { FileHandle.standardError.write(Data("following stream \(nats.stream) into \(replica), after commit \(applied())\n".utf8)) }
+        /// What the replica waits for: the commits the stream holds past it, or the next one.
+        func waiting() throws -> String {
+            let lag = try follower.lag()
+            guard lag.commits > 0 else { return "waiting for commit \(applied() + 1), which the stream does not hold yet" }
+            let age = lag.milliseconds.map { String(format: ", the last applied made %.0f ms ago", $0) } ?? ""
+            return "\(lag.commits.formatted()) commits behind the stream\(age)"
+        }
+        if !quiet {
+            FileHandle.standardError.write(Data("following stream \(nats.stream) into \(replica), after commit \(applied()); \(try waiting())\n".utf8))
+        }
         var lastReport = Date()
         try follower.run(untilOriginSequence: nats.untilSequence) {
             if !quiet, Date().timeIntervalSince(lastReport) >= 1 {
-                FileHandle.standardError.write(Data("applied through commit \(applied())\n".utf8))
+                let status = (try? waiting()) ?? "the server does not answer"
+                FileHandle.standardError.write(Data("applied through commit \(applied()); \(status)\n".utf8))
                 lastReport = Date()
             }
             return true

@@ -21,6 +21,8 @@ public final class ReplicaFollower {
     /// How far the replica has applied its origin's commits (nil before the first one, for a
     /// replica started from an empty store).
     public private(set) var state: ReplicaState?
+    /// When the origin made the last commit this follower applied (nil before it applied one).
+    public private(set) var appliedCommitTime: Date?
 
     private let connection: NATSConnection
     private let lock: ExclusiveFileLock
@@ -109,6 +111,18 @@ public final class ReplicaFollower {
     private struct PlannedCommit {
         var changes: [(entity: String, id: FieldValue, fields: [String: FieldValue]?)]
         var next: ReplicaState
+        var time: Date?
+    }
+
+    /// How far the replica is behind its stream: the messages the stream holds past the
+    /// replica's, and, when some are waiting, how long ago the origin made the last commit the
+    /// replica applied (an upper bound on how long the oldest waiting one has waited; 0 when
+    /// none is waiting, or nil when this follower has applied nothing yet).
+    public func lag() throws -> (commits: UInt64, milliseconds: Double?) {
+        guard let info = try connection.streamInfo(stream) else { return (0, nil) }
+        let behind = info.lastSequence > (state?.streamSequence ?? 0) ? info.lastSequence - (state?.streamSequence ?? 0) : 0
+        guard behind > 0 else { return (0, 0) }
+        return (behind, appliedCommitTime.map { Date().timeIntervalSince($0) * 1_000 })
     }
 
     /// How many commits share one of the replica's write transactions (and syncs) at most.
@@ -193,7 +207,7 @@ public final class ReplicaFollower {
                 for (name, value) in fields { fields[name] = schema.coerce(value, toField: name) }
             }
             return (entry.entity, entry.id, fields)
-        }, next: next)
+        }, next: next, time: envelope.time)
     }
 
     /// Writes the planned commits, each in a transaction of its own with the replica's state,
@@ -225,6 +239,7 @@ public final class ReplicaFollower {
         for (outcome, commit) in zip(outcomes, group) {
             try outcome.get()
             state = commit.next
+            appliedCommitTime = commit.time ?? appliedCommitTime
         }
         return group.count
     }

@@ -82,7 +82,20 @@ public enum ChangeEnvelope {
         var schemas: [String: CatalogEntity]
         /// The envelope's `source` and `entries` members, to compare commits.
         var commit: FieldValue
+        /// When the origin made the commit (`source.time`), when the envelope says.
+        var time: Date? {
+            guard case let .object(members) = commit, case let .object(source)? = members["source"],
+                  case let .string(text)? = source["time"] else { return nil }
+            return ChangeEnvelope.timeFormatter.date(from: text)
+        }
     }
+
+    /// Reads `source.time` (ISO 8601 with milliseconds, as ``FieldValue/jsonText`` writes dates).
+    nonisolated(unsafe) static let timeFormatter: ISO8601DateFormatter = {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter
+    }()
 
     /// Reads an envelope of this library's version.
     static func decode(_ data: [UInt8], streamSequence: UInt64) throws -> Received {
