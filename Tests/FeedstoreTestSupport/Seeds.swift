@@ -17,3 +17,14 @@ public enum TestSize {
     /// `quick` in the quick run, `long` in the long one.
     public static func choose<T>(quick: T, long: T) -> T { isLong ? long : quick }
 }
+
+/// Runs `body` on a thread of its own and waits for it. Swift Testing runs synchronous tests on
+/// Swift concurrency's shared threads, two on a 2-core machine: a soak that blocks one for
+/// minutes starves the async tests beside it. Soaks run their bodies here instead.
+public func onOwnThread<R: Sendable>(_ body: @escaping @Sendable () throws -> R) async throws -> R {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread {
+            continuation.resume(with: Result { try body() })
+        }.start()
+    }
+}

@@ -39,7 +39,12 @@ struct Point: Entity, Equatable {
     /// Twelve rounds of 10,000 writes (over a hundred thousand entries) with `Tools/test --long`,
     /// four in the quick run.
     @Test(arguments: testSeeds(2))
-    func countsFollowRandomWritesOverAHundredThousandEntries(seed: UInt64) throws {
+    func countsFollowRandomWritesOverAHundredThousandEntries(seed: UInt64) async throws {
+        try await onOwnThread { try self.countsFollowRandomWritesOverAHundredThousandEntriesOnItsThread(seed: seed) }
+    }
+
+    /// The body of ``countsFollowRandomWritesOverAHundredThousandEntries(seed:)``, on a thread of its own (``onOwnThread(_:)``).
+    func countsFollowRandomWritesOverAHundredThousandEntriesOnItsThread(seed: UInt64) throws {
         let rounds = TestSize.choose(quick: 4, long: 12)
         try withTemporaryDirectory { dir in
             let store = try Store(path: dir + "/s", entities: [Point.self], options: StoreOptions(durability: .none))

@@ -25,7 +25,12 @@ import Testing
     }
 
     @Test(arguments: testSeeds(1, base: 101))
-    func aShipperKilledTwentyTimesLeavesEveryCommitOnceInTheStream(seed: UInt64) throws {
+    func aShipperKilledTwentyTimesLeavesEveryCommitOnceInTheStream(seed: UInt64) async throws {
+        try await onOwnThread { try self.aShipperKilledTwentyTimesLeavesEveryCommitOnceInTheStreamOnItsThread(seed: seed) }
+    }
+
+    /// The body of ``aShipperKilledTwentyTimesLeavesEveryCommitOnceInTheStream(seed:)``, on a thread of its own (``onOwnThread(_:)``).
+    func aShipperKilledTwentyTimesLeavesEveryCommitOnceInTheStreamOnItsThread(seed: UInt64) throws {
         var rng = SeededGenerator(seed: seed)
         try withTemporaryDirectory { dir in
             let server = try NATSServer(directory: dir)
@@ -79,7 +84,12 @@ import Testing
     }
 
     @Test(arguments: testSeeds(1, base: 201))
-    func aFollowerKilledTwentyTimesEndsWithTheReplicaEqualToThePrimary(seed: UInt64) throws {
+    func aFollowerKilledTwentyTimesEndsWithTheReplicaEqualToThePrimary(seed: UInt64) async throws {
+        try await onOwnThread { try self.aFollowerKilledTwentyTimesEndsWithTheReplicaEqualToThePrimaryOnItsThread(seed: seed) }
+    }
+
+    /// The body of ``aFollowerKilledTwentyTimesEndsWithTheReplicaEqualToThePrimary(seed:)``, on a thread of its own (``onOwnThread(_:)``).
+    func aFollowerKilledTwentyTimesEndsWithTheReplicaEqualToThePrimaryOnItsThread(seed: UInt64) throws {
         var rng = SeededGenerator(seed: seed)
         try withTemporaryDirectory { dir in
             let (server, _, primary, shipper) = try ShipperTests.startPrimary(in: dir, keepingJournal: true)

@@ -9,7 +9,12 @@ import Testing
 /// (which would crash on it; the scan runs in a child process as a second line of defence), and
 /// a copy that verifies clean must read in full.
 @Suite struct CorruptionSweepTests {
-    @Test(arguments: testSeeds(1, base: 5)) func damagedDataFilesGiveFindingsOrErrorsNeverCrashes(seed: UInt64) throws {
+    @Test(arguments: testSeeds(1, base: 5)) func damagedDataFilesGiveFindingsOrErrorsNeverCrashes(seed: UInt64) async throws {
+        try await onOwnThread { try self.damagedDataFilesGiveFindingsOrErrorsNeverCrashesOnItsThread(seed: seed) }
+    }
+
+    /// The body of ``damagedDataFilesGiveFindingsOrErrorsNeverCrashes(seed:)``, on a thread of its own (``onOwnThread(_:)``).
+    func damagedDataFilesGiveFindingsOrErrorsNeverCrashesOnItsThread(seed: UInt64) throws {
         try withTemporaryDirectory { dir in
             let base = dir + "/base"
             let populate = try runTool(storectlURL, ["demo", "populate", base, "--messages", "3000", "--contacts", "20", "--seed", "4"])

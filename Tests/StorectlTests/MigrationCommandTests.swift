@@ -8,7 +8,12 @@ import Testing
 /// killed in the middle (SIGKILL, no cleanup) leaves a consistent store with its progress at the
 /// last committed step, and the next run finishes it.
 @Suite struct MigrationCommandTests {
-    @Test func aKilledMigrationOfAMillionRecordsResumesAndFinishes() throws {
+    @Test func aKilledMigrationOfAMillionRecordsResumesAndFinishes() async throws {
+        try await onOwnThread { try self.aKilledMigrationOfAMillionRecordsResumesAndFinishesOnItsThread() }
+    }
+
+    /// The body of ``aKilledMigrationOfAMillionRecordsResumesAndFinishes()``, on a thread of its own (``onOwnThread(_:)``).
+    func aKilledMigrationOfAMillionRecordsResumesAndFinishesOnItsThread() throws {
         let messages = TestSize.choose(quick: 100_000, long: 1_000_000)
         // A hundred steps, so that the kill after 25 of them lands a quarter of the way.
         let step = messages / 100

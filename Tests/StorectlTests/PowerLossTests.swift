@@ -18,7 +18,12 @@ import Testing
 
     /// With durability full, no state loses an acknowledged commit or fails to verify.
     @Test(arguments: testSeeds(1, base: 61))
-    func fullDurabilityLosesNothingAcknowledged(seed: UInt64) throws {
+    func fullDurabilityLosesNothingAcknowledged(seed: UInt64) async throws {
+        try await onOwnThread { try self.fullDurabilityLosesNothingAcknowledgedOnItsThread(seed: seed) }
+    }
+
+    /// The body of ``fullDurabilityLosesNothingAcknowledged(seed:)``, on a thread of its own (``onOwnThread(_:)``).
+    func fullDurabilityLosesNothingAcknowledgedOnItsThread(seed: UInt64) throws {
         let report = try Self.run(.full, states: 90, seed: seed)
         #expect(report.states >= 90)
         #expect(PowerLoss.Workload.all.allSatisfy { report.statesByWorkload[$0.name, default: 0] > 0 }, "\(report.statesByWorkload)")
@@ -28,7 +33,12 @@ import Testing
     /// With durability relaxed, every state is consistent and only commits after the last
     /// completed sync are missing.
     @Test(arguments: testSeeds(1, base: 71))
-    func relaxedDurabilityStaysConsistent(seed: UInt64) throws {
+    func relaxedDurabilityStaysConsistent(seed: UInt64) async throws {
+        try await onOwnThread { try self.relaxedDurabilityStaysConsistentOnItsThread(seed: seed) }
+    }
+
+    /// The body of ``relaxedDurabilityStaysConsistent(seed:)``, on a thread of its own (``onOwnThread(_:)``).
+    func relaxedDurabilityStaysConsistentOnItsThread(seed: UInt64) throws {
         let report = try Self.run(.relaxed, states: 90, seed: seed)
         #expect(report.states >= 90)
         #expect(report.acknowledgedLost == 0 && report.failedVerify == 0, "seed \(seed): \(report.problems)")
@@ -36,7 +46,12 @@ import Testing
 
     /// Without syncs the same checks find damaged stores and lost commits: the checker sees what
     /// a power loss breaks (and the store's page check turns the damage into typed errors).
-    @Test func withoutSyncsAPowerLossDamagesTheStore() throws {
+    @Test func withoutSyncsAPowerLossDamagesTheStore() async throws {
+        try await onOwnThread { try self.withoutSyncsAPowerLossDamagesTheStoreOnItsThread() }
+    }
+
+    /// The body of ``withoutSyncsAPowerLossDamagesTheStore()``, on a thread of its own (``onOwnThread(_:)``).
+    func withoutSyncsAPowerLossDamagesTheStoreOnItsThread() throws {
         let report = try Self.run(.none, states: 90, seed: 2)
         #expect(report.failedVerify > 0)
         #expect(report.problems.contains { $0.contains("damaged") || $0.contains("truncated") || $0.contains("verify") })
