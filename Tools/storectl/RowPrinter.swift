@@ -161,7 +161,7 @@ final class RowPrinter {
     private static let spaces = String(repeating: " ", count: widestColumn + 2)
 
     private static func appendSpaces(_ count: Int, to line: inout String) {
-        if count > 0 { line += spaces.utf8.prefix(count).withContiguousStorageIfAvailable { String(decoding: $0, as: UTF8.self) } ?? "" }
+        if count > 0 { line += spaces.prefix(count) }
     }
 
     /// A CSV field, quoted when it holds a comma, a quote or a line break.

@@ -111,7 +111,8 @@ public final class ReplicaFollower {
     private struct PlannedCommit {
         var changes: [(entity: String, id: FieldValue, fields: [String: FieldValue]?)]
         var next: ReplicaState
-        var time: Date?
+        /// When the origin made it, as the envelope writes it (parsed only for a group's last).
+        var timeText: String?
     }
 
     /// How far the replica is behind its stream: the messages the stream holds past the
@@ -207,7 +208,7 @@ public final class ReplicaFollower {
                 for (name, value) in fields { fields[name] = schema.coerce(value, toField: name) }
             }
             return (entry.entity, entry.id, fields)
-        }, next: next, time: envelope.time)
+        }, next: next, timeText: envelope.timeText)
     }
 
     /// Writes the planned commits, each in a transaction of its own with the replica's state,
@@ -239,8 +240,8 @@ public final class ReplicaFollower {
         for (outcome, commit) in zip(outcomes, group) {
             try outcome.get()
             state = commit.next
-            appliedCommitTime = commit.time ?? appliedCommitTime
         }
+        if let text = group.last?.timeText, let time = ChangeEnvelope.timeFormatter.date(from: text) { appliedCommitTime = time }
         return group.count
     }
 

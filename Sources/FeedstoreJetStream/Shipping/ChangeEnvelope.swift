@@ -82,11 +82,11 @@ public enum ChangeEnvelope {
         var schemas: [String: CatalogEntity]
         /// The envelope's `source` and `entries` members, to compare commits.
         var commit: FieldValue
-        /// When the origin made the commit (`source.time`), when the envelope says.
-        var time: Date? {
+        /// When the origin made the commit (`source.time`) as the envelope writes it, unparsed.
+        var timeText: String? {
             guard case let .object(members) = commit, case let .object(source)? = members["source"],
                   case let .string(text)? = source["time"] else { return nil }
-            return ChangeEnvelope.timeFormatter.date(from: text)
+            return text
         }
     }
 
