@@ -36,9 +36,28 @@ public enum JetStreamError: Error, Sendable, Equatable, CustomStringConvertible 
     /// A commit to ship lacks the record after a change: it was made before the store kept
     /// record images in its journal.
     case commitWithoutRecord(sequence: UInt64)
+    /// An object of a snapshot bucket is not what its description promises (chunks missing,
+    /// another size or digest), or its description is unreadable.
+    case badObject(bucket: String, name: String, reason: String)
+    /// The bucket holds no snapshot a replica can start from.
+    case noSnapshot(bucket: String, reason: String)
+    /// A replica could not be promoted.
+    case promotionFailed(stream: String, reason: String)
+    /// Reading or writing a local file of a snapshot failed.
+    case fileFailed(reason: String)
+    /// A replica was promoted in this store's place: the stream now carries another store's
+    /// commits, and this store's commits after `through` never reached it. They are not merged;
+    /// the store can rejoin only as a replica, seeded from a snapshot.
+    case supersededByPromotion(stream: String, promoted: UUID, through: UInt64, unshipped: ClosedRange<UInt64>?)
 
     /// Whether the error may pass once the server is reachable again (a timeout, a server that
     /// is down or restarting), as opposed to a refusal that retrying cannot change.
+    /// Whether the replica must be seeded again (from a snapshot) to continue.
+    public var needsSeed: Bool {
+        if case .replicaNeedsSeed = self { return true }
+        return false
+    }
+
     public var isTransient: Bool {
         switch self {
         case .timedOut, .serverUnavailable: true
@@ -63,8 +82,17 @@ public enum JetStreamError: Error, Sendable, Equatable, CustomStringConvertible 
             "stream \(stream) ends at commit \(streamLast), but the store's journal now starts at \(firstRetained): the commits between were trimmed"
         case let .anotherFollower(replica, reason): "another follower writes replica \(replica): \(reason)"
         case let .replicaNeedsSeed(stream, reason):
-            "the replica cannot continue from stream \(stream): \(reason); seed it again from a copy of the origin (storectl compact)"
+            "the replica cannot continue from stream \(stream): \(reason); seed it again from the newest snapshot (storectl follow --reseed)"
         case let .badEnvelope(sequence, reason): "message \(sequence) of the stream is not a change envelope: \(reason)"
+        case let .badObject(bucket, name, reason): "object \(name) of bucket \(bucket) is damaged: \(reason)"
+        case let .noSnapshot(bucket, reason): "bucket \(bucket) holds no snapshot to start a replica from: \(reason)"
+        case let .promotionFailed(stream, reason): "cannot promote the replica on stream \(stream): \(reason)"
+        case let .fileFailed(reason): "a snapshot file failed: \(reason)"
+        case let .supersededByPromotion(stream, promoted, through, unshipped):
+            "another store now ships to stream \(stream): store \(promoted.uuidString.lowercased()) was promoted after this store's commit \(through); "
+                + (unshipped.map { "this store's \($0.count) commits \($0.lowerBound)–\($0.upperBound) never reached the stream and are not merged; " }
+                    ?? "every commit of this store reached the stream; ")
+                + "rejoin as a replica from a snapshot (storectl follow --reseed)"
         case let .commitWithoutRecord(sequence):
             "commit \(sequence) was made before the store kept records in its journal; seed replicas from a copy taken after it"
         }

@@ -36,7 +36,7 @@ struct Event: Entity, Equatable {
     }
 
     /// A real server, a primary store of these tests' entities and its shipper (which makes the
-    /// journal keep records from the next commit on). `keepingJournal` adds a cursor that reads
+    /// journal keep records from the next commit on, and takes no snapshots). `keepingJournal` adds a cursor that reads
     /// nothing, so that retention keeps every commit to compare with.
     static func startPrimary(in dir: String, keepingJournal: Bool = false)
         throws -> (server: NATSServer, connection: JetStreamConnection, primary: Store, shipper: JournalShipper)
@@ -45,7 +45,8 @@ struct Event: Entity, Equatable {
         let connection = JetStreamConnection(url: server.url)
         let primary = try openStore(dir + "/primary")
         if keepingJournal { _ = try primary.journalCursor(named: "test", start: .oldest) }
-        return (server, connection, primary, try JournalShipper(store: primary, connection: connection, stream: stream))
+        // No snapshots: replicas of these tests start empty and follow the stream from commit 1.
+        return (server, connection, primary, try JournalShipper(store: primary, connection: connection, stream: stream, snapshots: nil))
     }
 
     /// Seeded mixed commits: inserts, updates and deletes of `Item`s and `Note`s, one to five

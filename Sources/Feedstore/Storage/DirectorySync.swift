@@ -3,11 +3,11 @@ import Foundation
 /// Makes a directory's entries durable. A file's data reaches the disk with its own sync, but its
 /// name lives in its directory: until the directory is synced, a power loss can take a new file
 /// (or a rename, or a new directory's name in its parent) with everything written to it.
-enum DirectorySync {
+@_spi(Replication) public enum DirectorySync {
     /// Syncs the directory at `path` (fsync on the directory).
     /// - Throws: ``FeedstoreError/accessDenied(path:reason:)`` when it cannot be opened;
     ///   ``FeedstoreError/diskFull(path:)`` when the sync fails.
-    static func sync(_ path: String) throws {
+    public static func sync(_ path: String) throws {
         let descriptor = open(path.isEmpty ? "." : path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard descriptor >= 0 else {
             throw FeedstoreError.accessDenied(path: path, reason: String(cString: strerror(errno)))

@@ -51,3 +51,24 @@ extension WriteTransaction {
         _ = try access { try $0.put(core.system.meta, key: MetaKey.replica, value: state.encoded) }
     }
 }
+
+extension WriteTransaction {
+    /// Makes a copy of another store (a snapshot, a `storectl compact` copy) a replica of its own
+    /// with `state`, in this transaction: it gets an identifier of its own, so that a promotion
+    /// tells it from its origin, and loses the copied store's durable journal cursors, which are
+    /// its origin's consumers and would keep the replica's journal from being trimmed.
+    @_spi(Replication) public func makeReplica(_ state: ReplicaState) throws {
+        try access { txn in
+            _ = try txn.put(core.system.meta, key: MetaKey.storeIdentifier, value: StoreOpener.newStoreIdentifier())
+            let cursors = DurableCursors(core: core)
+            for cursor in try cursors.all(in: txn) { try cursors.remove(cursor.name, in: txn) }
+            _ = try txn.put(core.system.meta, key: MetaKey.replica, value: state.encoded)
+        }
+    }
+
+    /// Makes a replica a store of its own (after its promotion), in this transaction. Handles
+    /// opened from then on take writes; those opened while it was a replica stay read-only.
+    @_spi(Replication) public func removeReplicaState() throws {
+        _ = try access { try $0.delete(core.system.meta, key: MetaKey.replica) }
+    }
+}

@@ -10,47 +10,165 @@ import Foundation
 /// deliver the batches the origin's deliver. Applications open a replica like any store, and
 /// every write of theirs is refused: only the follower writes it.
 ///
-/// A replica starts from an empty store (the stream must then begin with the origin's first
-/// commit) or from a copy of the origin (`storectl compact`), which holds the origin's commits
-/// up to some sequence; the follower continues with the next one.
+/// A replica starts from nothing: the follower restores the newest snapshot of the stream's
+/// bucket (``SnapshotBucket``) and continues with the commit after it. Without a snapshot, the
+/// stream must begin with the origin's first commit. A copy of the origin (`storectl compact`)
+/// also serves as a start. When the stream has promoted a replica in its origin's place, the
+/// follower reads the promotion record and follows the promoted store.
 public final class ReplicaFollower {
     /// The stream followed.
     public let stream: String
     /// The replica, open for its follower.
-    public let replica: Store
+    public private(set) var replica: Store
     /// How far the replica has applied its origin's commits (nil before the first one, for a
     /// replica started from an empty store).
     public private(set) var state: ReplicaState?
     /// When the origin made the last commit this follower applied (nil before it applied one).
     public private(set) var appliedCommitTime: Date?
 
+    /// What a follower does to start a replica from nothing, as it happens.
+    public enum SeedEvent: Sendable {
+        /// A snapshot is being fetched.
+        case restoring(Snapshot)
+        /// Bytes of the snapshot fetched so far, and its size.
+        case fetched(UInt64, of: UInt64)
+        /// The snapshot is in place, its digest checked.
+        case restored(Snapshot)
+        /// The replica starts empty: the stream holds the origin's whole history.
+        case startingEmpty
+    }
+
+    private let path: String
+    private let storeOptions: StoreOptions
     private let connection: NATSConnection
+    private let history: StreamHistory
     private let lock: ExclusiveFileLock
+    private let snapshots: SnapshotBucket?
+    private let bucketName: String
+    private let onSeed: (SeedEvent) -> Void
+    private let reseed: Bool
     private var subscription: OrderedSubscription?
     private var subject = ">"
     /// The catalog entries of the origin's entities, from the envelopes that carried them.
     private var schemas: [String: CatalogEntity] = [:]
 
-    /// Opens the replica at `path` (creating an empty one when there is none) and finds where in
-    /// the stream it continues.
+    /// Opens the replica at `path`, restoring it from the newest snapshot first when the
+    /// directory holds no store, and finds where in the stream it continues.
     /// - Parameters:
-    ///   - path: the replica's directory.
+    ///   - path: the replica's directory; missing or empty to start from nothing.
     ///   - connection: the NATS server and its credentials.
     ///   - stream: the stream a shipper fills.
     ///   - durability: the replica's durability. The stream holds every commit, so a replica
     ///     that loses its newest commits in a power loss applies them again: `.relaxed` by default.
-    /// - Throws: ``JetStreamError`` when the stream does not exist, holds another store's
-    ///   commits, or no longer holds the commits the replica needs next (re-seed it from a
-    ///   copy of the origin).
-    public init(path: String, connection: JetStreamConnection, stream: String, durability: Durability = .relaxed) throws {
+    ///   - bucket: the snapshots' bucket; ``SnapshotBucket/defaultName(forStream:)`` by default.
+    ///   - reseed: when the stream no longer holds the commit the replica needs next, replace
+    ///     the replica with the newest snapshot (no other process may have it open). Without it,
+    ///     that is ``JetStreamError/replicaNeedsSeed(stream:reason:)``.
+    ///   - onSeed: told what a start from nothing does (for progress lines).
+    /// - Throws: ``JetStreamError`` when the stream does not exist or holds another store's
+    ///   commits, when the replica cannot continue from it, or a start from nothing finds no
+    ///   snapshot and a stream that does not begin with the origin's first commit.
+    public init(path: String, connection: JetStreamConnection, stream: String, durability: Durability = .relaxed,
+                bucket: String? = nil, reseed: Bool = false, onSeed: @escaping (SeedEvent) -> Void = { _ in }) throws
+    {
         self.stream = stream
+        self.path = path
         var storeOptions = StoreOptions(durability: durability)
         storeOptions.writesReplica = true
+        self.storeOptions = storeOptions
+        self.onSeed = onSeed
+        self.reseed = reseed
+        let connection = try NATSConnection(connection)
+        self.connection = connection
+        history = StreamHistory(connection: connection, stream: stream)
+        bucketName = bucket ?? SnapshotBucket.defaultName(forStream: stream)
+        snapshots = try connection.streamInfo("OBJ_\(bucketName)") == nil ? nil : SnapshotBucket(connection, name: bucketName, create: false)
+        guard try connection.streamInfo(stream) != nil else {
+            throw JetStreamError.serverRefused("following stream \(stream)", reason: "there is no such stream")
+        }
+        let fm = FileManager.default
+        if !fm.fileExists(atPath: path) {
+            do { try fm.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700]) } catch {
+                throw JetStreamError.fileFailed(reason: "creating \(path): \(error.localizedDescription)")
+            }
+        }
+        lock = try ExclusiveFileLock(path: path + "/follower.lock", refusal: { .anotherFollower(replica: path, reason: $0) })
+        if !fm.fileExists(atPath: path + "/data.mdb") { try Self.seed(self.snapshots, history: history, into: path, replacing: false, onSeed: onSeed) }
         replica = try Store(path: path, options: storeOptions)
-        lock = try ExclusiveFileLock(path: replica.path + "/follower.lock", refusal: { .anotherFollower(replica: path, reason: $0) })
-        self.connection = try NATSConnection(connection)
         state = try replica.read { try $0.replicaState() }
+        do {
+            try start()
+        } catch let error as JetStreamError where reseed && error.needsSeed {
+            try reseedReplica()
+        }
+    }
+
+    /// Replaces the replica with the newest snapshot and starts again.
+    private func reseedReplica() throws {
+        guard state != nil else {
+            throw JetStreamError.replicaNeedsSeed(stream: stream, reason: "the store at \(path) is no replica, so re-seeding it would lose its own commits; follow into another directory")
+        }
+        subscription = nil
+        replica.close()
+        try Self.seed(snapshots, history: history, into: path, replacing: true, onSeed: onSeed)
+        replica = try Store(path: path, options: storeOptions)
+        state = try replica.read { try $0.replicaState() }
+        schemas = [:]
         try start()
+    }
+
+    /// Puts a store at `path`: the newest snapshot, with the replica's state set; or, when the
+    /// bucket has none and the stream begins with the origin's first commit, an empty store.
+    private static func seed(_ snapshots: SnapshotBucket?, history: StreamHistory, into path: String, replacing: Bool,
+                             onSeed: (SeedEvent) -> Void) throws
+    {
+        if let snapshots, let newest = try snapshots.snapshots().last {
+            onSeed(.restoring(newest))
+            try snapshots.restore(newest, into: path, prepare: { restored in
+                let store = try Store(path: restored, options: { var o = StoreOptions(durability: .full); o.writesReplica = true; return o }())
+                defer { store.close() }
+                let through = try store.read { try $0.journalBounds().last }
+                let streamSequence = try seedPosition(through: through, history: history, bucket: snapshots.name)
+                try store.write { try $0.makeReplica(ReplicaState(origin: newest.store, streamSequence: streamSequence, originSequence: through)) }
+                // The replaced store's lock file describes readers of the file being replaced.
+                if replacing { unlink(path + "/lock.mdb") }
+            }, progress: { onSeed(.fetched($0, of: $1)) })
+            onSeed(.restored(newest))
+            return
+        }
+        guard let info = try history.connection.streamInfo(history.stream) else { return }
+        let first = max(info.firstSequence, 1)
+        if info.lastSequence >= first, let id = try history.id(at: first), id.sequence != 1 || id.isPromotion {
+            throw JetStreamError.noSnapshot(bucket: snapshots?.name ?? SnapshotBucket.defaultName(forStream: history.stream),
+                                            reason: "the stream begins with commit \(id.sequence), so a replica starts from a snapshot; a shipper takes one when it starts")
+        }
+        guard !replacing else { throw JetStreamError.noSnapshot(bucket: snapshots?.name ?? "", reason: "there is none to re-seed from") }
+        onSeed(.startingEmpty)
+        // An empty store, made beside and moved in, so that the directory holds nothing else
+        // until it is whole.
+        let partial = path + "/restore.partial"
+        try? FileManager.default.removeItem(atPath: partial)
+        try Store(path: partial, options: StoreOptions(durability: .full)).close()
+        defer { try? FileManager.default.removeItem(atPath: partial) }
+        guard rename(partial + "/data.mdb", path + "/data.mdb") == 0 else {
+            throw JetStreamError.fileFailed(reason: "moving the new replica into \(path): \(String(cString: strerror(errno)))")
+        }
+        try DirectorySync.sync(path)
+    }
+
+    /// The stream sequence after which a store holding the origin's commits through `through`
+    /// continues: its last message at or before that commit (a promotion record right after it
+    /// comes next), or the stream's end.
+    private static func seedPosition(through: UInt64, history: StreamHistory, bucket: String) throws -> UInt64 {
+        guard let info = try history.connection.streamInfo(history.stream) else { return 0 }
+        let first = max(info.firstSequence, 1)
+        guard info.lastSequence >= first else { return info.lastSequence }
+        guard let firstID = try history.id(at: first), firstID.position <= (through + 1) * 2 else {
+            let begins = try history.id(at: first).map { "commit \($0.sequence)" } ?? "a message it dropped"
+            throw JetStreamError.replicaNeedsSeed(stream: history.stream,
+                                                  reason: "the start holds commits through \(through) and the stream begins with \(begins): the commits between are in neither")
+        }
+        return try history.lastSequence(atOrBefore: through * 2, in: first...info.lastSequence)
     }
 
     /// Sets the state of a replica seeded from a copy, and subscribes where the replica continues.
@@ -65,45 +183,15 @@ public final class ReplicaFollower {
                 throw JetStreamError.replicaNeedsSeed(stream: stream, reason: "the store has commits but no identifier")
             }
             let through = try replica.read { try $0.journalBounds().last }
-            let streamSequence = try streamSequence(holdingAtMost: through, of: origin, info: info)
+            let streamSequence = try Self.seedPosition(through: through, history: history, bucket: bucketName)
             let seeded = ReplicaState(origin: origin, streamSequence: streamSequence, originSequence: through)
-            try replica.write { try $0.setReplicaState(seeded) }
+            try replica.write { try $0.makeReplica(seeded) }
             state = seeded
         }
-        if let state, state.streamSequence > 0, info.firstSequence > state.streamSequence + 1 {
+        if let state, info.firstSequence > state.streamSequence + 1 {
             throw JetStreamError.replicaNeedsSeed(stream: stream, reason: "the stream starts at message \(info.firstSequence); the replica needs message \(state.streamSequence + 1)")
         }
         subscription = try connection.subscribe(stream: stream, subject: subject, from: (state?.streamSequence ?? 0) + 1)
-    }
-
-    /// The stream sequence of the last message holding an origin commit at or before `through`
-    /// (0 when the stream's first message comes after it), found by bisecting the stream.
-    private func streamSequence(holdingAtMost through: UInt64, of origin: UUID,
-                                info: (subjects: [String], lastSequence: UInt64, firstSequence: UInt64)) throws -> UInt64
-    {
-        func originSequence(at sequence: UInt64) throws -> UInt64 {
-            guard let message = try connection.message(stream, at: sequence), let id = message.id,
-                  let named = ChangeEnvelope.parseMessageID(id)
-            else { throw JetStreamError.badEnvelope(streamSequence: sequence, reason: "no Feedstore message id") }
-            guard named.store == origin.uuidString.lowercased() else {
-                throw JetStreamError.streamHoldsAnotherStore(stream: stream, found: named.store, expected: origin)
-            }
-            return named.sequence
-        }
-        guard info.lastSequence >= max(info.firstSequence, 1) else { return info.lastSequence }
-        let first = max(info.firstSequence, 1)
-        let firstOrigin = try originSequence(at: first)
-        guard firstOrigin <= through + 1 else {
-            throw JetStreamError.replicaNeedsSeed(stream: stream, reason: "the stream starts with commit \(firstOrigin); the copy ends at \(through)")
-        }
-        if firstOrigin > through { return first - 1 }
-        // The last stream sequence whose origin commit is at most `through`: in [first, last].
-        var low = first, high = info.lastSequence
-        while low < high {
-            let middle = low + (high - low + 1) / 2
-            if try originSequence(at: middle) <= through { low = middle } else { high = middle - 1 }
-        }
-        return low
     }
 
     /// A commit of the stream, checked and ready to write: its records' changes and the replica's
@@ -161,7 +249,11 @@ public final class ReplicaFollower {
     public func run(untilOriginSequence sequence: UInt64? = nil, while keepGoing: () -> Bool = { true }) throws {
         while keepGoing() {
             if let sequence, let state, state.originSequence >= sequence { return }
-            try applyAvailable()
+            do {
+                try applyAvailable()
+            } catch let error as JetStreamError where reseed && error.needsSeed {
+                try reseedReplica()
+            }
         }
     }
 
@@ -176,6 +268,71 @@ public final class ReplicaFollower {
         }
     }
 
+    /// How long a promotion tries to take the stream from a primary that keeps shipping.
+    public static let promotionPatience: Duration = .seconds(30)
+
+    /// Makes the replica a primary in its origin's place, writable and ready to ship on the
+    /// same stream after the last commit it holds.
+    ///
+    /// - The follower first applies every commit the stream holds.
+    /// - It then publishes a promotion record fenced by the stream (`Nats-Expected-Last-Sequence`
+    ///   is the replica's last message): the record is stored only if no commit reached the
+    ///   stream since, so every commit the stream acknowledged is in the promoted store. When
+    ///   the old primary shipped meanwhile, the follower applies that too and tries again.
+    /// - The record tells other replicas to follow the promoted store; the old primary's
+    ///   shipper is refused from then on (``JetStreamError/supersededByPromotion(stream:promoted:through:unshipped:)``).
+    /// - Snapshots of the bucket holding commits past the promotion (taken by the old primary
+    ///   before they shipped) are removed: no replica can follow the stream from them.
+    ///
+    /// Promoting again after a crash finishes the promotion the record already made. Handles
+    /// opened while the store was a replica stay read-only; open new ones.
+    /// - Parameter durability: the promoted store's.
+    /// - Returns: the promoted store, open for writing; ship it with ``JournalShipper``.
+    public func promote(durability: Durability = .full) throws -> Store {
+        let deadline = ContinuousClock.now + Self.promotionPatience
+        try catchUp(by: deadline)
+        guard let own = try replica.read({ try $0.storeIdentifier() }), state != nil else {
+            throw JetStreamError.promotionFailed(stream: stream, reason: "the replica has applied no commit of the stream")
+        }
+        while state!.origin != own {
+            guard ContinuousClock.now < deadline else {
+                throw JetStreamError.promotionFailed(stream: stream, reason: "the primary kept shipping for \(Self.promotionPatience); stop it first")
+            }
+            try catchUp(by: deadline)
+            let current = state!
+            let journalEnd = try replica.read { try $0.journalBounds().last }
+            guard journalEnd == current.originSequence else {
+                throw JetStreamError.promotionFailed(stream: stream, reason: "the replica's journal ends at commit \(journalEnd), not at its origin's \(current.originSequence)")
+            }
+            let stored = try connection.publish(subject: subject,
+                                                data: ChangeEnvelope.encodePromotion(store: own, from: current.origin, through: current.originSequence),
+                                                headers: ["Nats-Msg-Id": ChangeEnvelope.promotionMessageID(store: own, through: current.originSequence),
+                                                          "Nats-Expected-Last-Sequence": String(current.streamSequence)])
+            // Nil: the primary shipped meanwhile; apply that and try again. Otherwise the loop
+            // ends once the follower has applied the record.
+            if stored != nil { try catchUp(by: deadline) }
+        }
+        try replica.write { try $0.removeReplicaState() }
+        subscription = nil
+        let through = state!.originSequence
+        state = nil
+        if let snapshots {
+            for snapshot in try snapshots.snapshots() where snapshot.commit > through { try snapshots.remove(snapshot) }
+        }
+        return try Store(path: path, options: StoreOptions(durability: durability))
+    }
+
+    /// Applies commits until the replica holds every message the stream held when called.
+    private func catchUp(by deadline: ContinuousClock.Instant) throws {
+        guard let info = try connection.streamInfo(stream) else {
+            throw JetStreamError.serverRefused("following stream \(stream)", reason: "there is no such stream")
+        }
+        while (state?.streamSequence ?? 0) < info.lastSequence {
+            guard ContinuousClock.now < deadline else { throw JetStreamError.timedOut("applying the stream through message \(info.lastSequence)") }
+            try applyAvailable()
+        }
+    }
+
     /// Reads a message and checks that its commit is the one after `planned`; nil when the replica
     /// already has it.
     private func check(_ message: StreamMessage, after planned: ReplicaState?) throws -> (received: ChangeEnvelope.Received, next: ReplicaState)? {
@@ -183,6 +340,19 @@ public final class ReplicaFollower {
         let envelope = try ChangeEnvelope.decode(message.data, streamSequence: message.streamSequence)
         guard let origin = UUID(uuidString: envelope.store) else {
             throw JetStreamError.badEnvelope(streamSequence: message.streamSequence, reason: "store \(envelope.store) is not a UUID")
+        }
+        if let promotion = envelope.promotion {
+            // The origin changes; the history goes on. A replica seeded from the promoted
+            // store at the promotion's commit has that store as its origin already.
+            guard let planned else {
+                throw JetStreamError.replicaNeedsSeed(stream: stream, reason: "the stream begins with a promotion record, not the origin's first commit")
+            }
+            guard planned.originSequence == promotion.through, planned.origin == promotion.from || planned.origin == origin else {
+                throw JetStreamError.replicaNeedsSeed(stream: stream, reason: planned.origin == promotion.from && planned.originSequence > promotion.through
+                    ? "the replica holds commits \(promotion.through + 1)–\(planned.originSequence) of store \(promotion.from.uuidString.lowercased()), which never reached the stream before store \(envelope.store) was promoted"
+                    : "store \(envelope.store) was promoted after commit \(promotion.through) of store \(promotion.from.uuidString.lowercased()); the replica follows \(planned.origin.uuidString.lowercased()) at commit \(planned.originSequence)")
+            }
+            return (envelope, ReplicaState(origin: origin, streamSequence: message.streamSequence, originSequence: promotion.through))
         }
         let expected = (planned?.originSequence ?? 0) + 1
         if let planned {

@@ -93,6 +93,88 @@ final class NATSConnection {
         jsStreamInfo_Destroy(info)
     }
 
+    /// Creates a stream laid out as a NATS Object Store bucket holds its objects: on disk,
+    /// holding `subjects`, refusing new messages rather than dropping old ones when full, and
+    /// allowing rollups (a meta message replaces the one before it) and direct reads.
+    func addObjectStream(_ name: String, subjects: [String]) throws {
+        var config = jsStreamConfig()
+        jsStreamConfig_Init(&config)
+        var info: UnsafeMutablePointer<jsStreamInfo>?
+        var code = jsErrCode(0)
+        let names = subjects.map { strdup($0) }
+        defer { names.forEach { free($0) } }
+        var list = names.map { UnsafePointer<CChar>($0) }
+        let status = name.withCString { cName in
+            list.withUnsafeMutableBufferPointer { list in
+                config.Name = cName
+                config.Subjects = list.baseAddress
+                config.SubjectsLen = Int32(list.count)
+                config.Storage = js_FileStorage
+                config.Discard = js_DiscardNew
+                config.AllowRollup = true
+                config.AllowDirect = true
+                return js_AddStream(&info, jetStream, &config, nil, &code)
+            }
+        }
+        try check(status, "creating stream \(name)", code: code)
+        jsStreamInfo_Destroy(info)
+    }
+
+    /// The subjects of a stream that match `filter`, with how many messages each holds; nil when
+    /// there is no such stream.
+    func subjects(of stream: String, matching filter: String) throws -> [String: UInt64]? {
+        var options = jsOptions()
+        jsOptions_Init(&options)
+        var info: UnsafeMutablePointer<jsStreamInfo>?
+        var code = jsErrCode(0)
+        let status = filter.withCString { cFilter in
+            options.Stream.Info.SubjectsFilter = cFilter
+            return js_GetStreamInfo(&info, jetStream, stream, &options, &code)
+        }
+        if status == NATS_NOT_FOUND || code == JSStreamNotFoundErr { return nil }
+        try check(status, "reading stream \(stream)", code: code)
+        defer { jsStreamInfo_Destroy(info) }
+        guard let found = info!.pointee.State.Subjects else { return [:] }
+        var subjects: [String: UInt64] = [:]
+        for index in 0..<Int(found.pointee.Count) {
+            let entry = found.pointee.List[index]
+            subjects[String(cString: entry.Subject)] = entry.Msgs
+        }
+        return subjects
+    }
+
+    /// The last message of a stream on `subject`, or nil when the stream holds none there.
+    func lastMessage(_ stream: String, subject: String) throws -> StreamMessage? {
+        var message: OpaquePointer?
+        var code = jsErrCode(0)
+        let status = js_GetLastMsg(&message, jetStream, stream, subject, nil, &code)
+        if status == NATS_NOT_FOUND || code == JSNoMessageFoundErr { return nil }
+        try check(status, "reading the last message on \(subject) of stream \(stream)", code: code)
+        defer { natsMsg_Destroy(message) }
+        return StreamMessage(streamSequence: natsMsg_GetSequence(message), id: Self.header(message, "Nats-Msg-Id"), data: Self.data(message))
+    }
+
+    /// Removes a stream's messages before `sequence`, as its limits would.
+    func purge(_ stream: String, before sequence: UInt64) throws {
+        var options = jsOptions()
+        jsOptions_Init(&options)
+        options.Stream.Purge.Sequence = sequence
+        var code = jsErrCode(0)
+        try check(js_PurgeStream(jetStream, stream, &options, &code), "purging stream \(stream) before \(sequence)", code: code)
+    }
+
+    /// Removes every message of a stream on `subject`.
+    func purge(_ stream: String, subject: String) throws {
+        var options = jsOptions()
+        jsOptions_Init(&options)
+        var code = jsErrCode(0)
+        let status = subject.withCString { cSubject in
+            options.Stream.Purge.Subject = cSubject
+            return js_PurgeStream(jetStream, stream, &options, &code)
+        }
+        try check(status, "purging \(subject) from stream \(stream)", code: code)
+    }
+
     /// The message at `sequence` of a stream: its data and `Nats-Msg-Id`; nil when the stream
     /// holds none there (never written, or dropped by its retention).
     func message(_ stream: String, at sequence: UInt64) throws -> StreamMessage? {
@@ -107,24 +189,49 @@ final class NATSConnection {
 
     // MARK: Publishing
 
-    /// Publishes without waiting for the acknowledgment, which ``acknowledgments`` collects:
-    /// `id` becomes the message's `Nats-Msg-Id` and the server stores the message only if the
-    /// stream's last sequence is `expectedLastSequence` (0 for an empty stream).
-    func publishAsync(subject: String, data: [UInt8], id: String, expectedLastSequence: UInt64) throws {
+    /// Publishes without waiting for the acknowledgment, which ``acknowledgments`` collects, with
+    /// `headers` (`Nats-Msg-Id`, `Nats-Expected-Last-Sequence`, `Nats-Rollup` …).
+    func publishAsync(subject: String, data: [UInt8], headers: KeyValuePairs<String, String>) throws {
+        let message = try makeMessage(subject: subject, data: data, headers: headers)
+        acknowledgments.sent()
+        var pointer: OpaquePointer? = message
+        let status = js_PublishMsgAsync(jetStream, &pointer, nil)
+        if status != NATS_OK {
+            natsMsg_Destroy(pointer)
+            acknowledgments.failedToSend()
+            try check(status, "publishing")
+        }
+    }
+
+    /// Publishes and waits for the acknowledgment.
+    /// - Returns: the message's sequence in its stream, or nil when its headers named an expected
+    ///   last sequence (`Nats-Expected-Last-Sequence`) that the stream's is not.
+    @discardableResult
+    func publish(subject: String, data: [UInt8], headers: KeyValuePairs<String, String>) throws -> UInt64? {
+        let message = try makeMessage(subject: subject, data: data, headers: headers)
+        defer { natsMsg_Destroy(message) }
+        var acknowledgment: UnsafeMutablePointer<jsPubAck>?
+        var code = jsErrCode(0)
+        let status = js_PublishMsg(&acknowledgment, jetStream, message, nil, &code)
+        if code == JSStreamWrongLastSequenceErr { return nil }
+        try check(status, "publishing on \(subject)", code: code)
+        defer { jsPubAck_Destroy(acknowledgment) }
+        return acknowledgment!.pointee.Sequence
+    }
+
+    private func makeMessage(subject: String, data: [UInt8], headers: KeyValuePairs<String, String>) throws -> OpaquePointer? {
         var message: OpaquePointer?
         try check(data.withUnsafeBufferPointer { bytes in
             bytes.withMemoryRebound(to: CChar.self) { natsMsg_Create(&message, subject, nil, $0.baseAddress, Int32(bytes.count)) }
         }, "making a message")
-        // The expected sequence goes in as a header: the client's option takes 0 to mean none.
-        try check(natsMsgHeader_Set(message, "Nats-Msg-Id", id), "setting the message id")
-        try check(natsMsgHeader_Set(message, "Nats-Expected-Last-Sequence", String(expectedLastSequence)), "setting the expected sequence")
-        acknowledgments.sent()
-        let status = js_PublishMsgAsync(jetStream, &message, nil)
-        if status != NATS_OK {
-            natsMsg_Destroy(message)
-            acknowledgments.failedToSend()
-            try check(status, "publishing")
+        for (name, value) in headers {
+            let status = natsMsgHeader_Set(message, name, value)
+            if status != NATS_OK {
+                natsMsg_Destroy(message)
+                try check(status, "setting header \(name)")
+            }
         }
+        return message
     }
 
     /// Waits until every asynchronous publish is acknowledged (or refused); false on timeout.
@@ -194,6 +301,9 @@ struct StreamMessage {
     var streamSequence: UInt64
     var id: String?
     var data: [UInt8]
+    /// How many messages the subscription has yet to deliver after this one (nil when read by
+    /// sequence).
+    var pending: UInt64? = nil
 }
 
 /// An ordered consumer of a stream (the client recreates it past gaps and restarts).
@@ -220,7 +330,7 @@ final class OrderedSubscription {
         }
         defer { jsMsgMetaData_Destroy(metadata) }
         return StreamMessage(streamSequence: metadata.pointee.Sequence.Stream, id: NATSConnection.header(message, "Nats-Msg-Id"),
-                             data: NATSConnection.data(message))
+                             data: NATSConnection.data(message), pending: metadata.pointee.NumPending)
     }
 }
 

@@ -23,6 +23,16 @@ import Foundation
 /// also carry `"schema"`: the store's catalog entries (key kind, fields and their kinds, index
 /// definitions) of entities it changes, the first time a shipper sends them and whenever they
 /// change; a replica declares its entities from them.
+///
+/// When a replica is promoted, its first message is a promotion record: no entries, its `source`
+/// the promoted store and the sequence it continues after, and the store it replaces:
+///
+/// ```
+/// {"promotion": {"from": "<old primary's uuid>", "through": 1003},
+///  "source": {"store": "<promoted store's uuid>", "sequence": 1003, "time": "…"}, "v": 1}
+/// ```
+///
+/// Its `Nats-Msg-Id` is `promotion:<promoted store>:<sequence>`.
 public enum ChangeEnvelope {
     /// The envelope version this library writes and reads.
     public static let version = 1
@@ -64,6 +74,25 @@ public enum ChangeEnvelope {
         return Array(text.utf8)
     }
 
+    /// The promotion record of `store`, which continues the history of `from` after its commit
+    /// `through`.
+    static func encodePromotion(store: UUID, from: UUID, through: UInt64, time: Date = Date()) -> [UInt8] {
+        let promotion = FieldValue.object(["from": .string(from.uuidString.lowercased()), "through": .uint(through)])
+        let source = FieldValue.object(["store": .string(store.uuidString.lowercased()), "sequence": .uint(through), "time": .date(time)])
+        return Array(("{\"promotion\":" + promotion.jsonText + ",\"source\":" + source.jsonText + ",\"v\":\(version)}").utf8)
+    }
+
+    /// The `Nats-Msg-Id` of a promotion record.
+    static func promotionMessageID(store: UUID, through: UInt64) -> String {
+        "promotion:" + messageID(store: store, sequence: through)
+    }
+
+    /// What a promotion record says: the store replaced and its last commit in the stream.
+    struct Promotion: Equatable {
+        var from: UUID
+        var through: UInt64
+    }
+
     /// One entry of a received envelope.
     struct Entry {
         var entity: String
@@ -80,6 +109,8 @@ public enum ChangeEnvelope {
         var sequence: UInt64
         var entries: [Entry]
         var schemas: [String: CatalogEntity]
+        /// Set for a promotion record, which has no entries.
+        var promotion: Promotion? = nil
         /// The envelope's `source` and `entries` members, to compare commits.
         var commit: FieldValue
         /// When the origin made the commit (`source.time`) as the envelope writes it, unparsed.
@@ -107,6 +138,13 @@ public enum ChangeEnvelope {
         guard case let .object(source)? = members["source"], case let .string(store)? = source["store"],
               let sequence = source["sequence"].flatMap(Self.unsigned)
         else { throw bad("no source store and sequence") }
+        if case let .object(promotion)? = members["promotion"] {
+            guard case let .string(from)? = promotion["from"], let fromStore = UUID(uuidString: from),
+                  let through = promotion["through"].flatMap(Self.unsigned), through == sequence
+            else { throw bad("a promotion record without the store it replaces and the commit it continues after") }
+            return Received(store: store, sequence: sequence, entries: [], schemas: [:],
+                            promotion: Promotion(from: fromStore, through: through), commit: .object(["source": .object(source)]))
+        }
         guard case let .array(items)? = members["entries"] else { throw bad("no entries") }
         let entries = try items.map { item -> Entry in
             guard case let .object(entry) = item, case let .string(entity)? = entry["entity"], let id = entry["id"],
@@ -151,9 +189,25 @@ public enum ChangeEnvelope {
         "\(store.uuidString.lowercased()):\(sequence)"
     }
 
-    /// The store and sequence a `Nats-Msg-Id` names, or nil when it is not one of ours.
-    static func parseMessageID(_ id: String) -> (store: String, sequence: UInt64)? {
+    /// What a `Nats-Msg-Id` of ours names: the store and the sequence, and whether it is a
+    /// promotion record; nil when it is not one of ours.
+    static func parseMessageID(_ id: String) -> MessageID? {
         guard let colon = id.lastIndex(of: ":"), let sequence = UInt64(id[id.index(after: colon)...]) else { return nil }
-        return (String(id[..<colon]), sequence)
+        let store = id[..<colon]
+        if store.hasPrefix("promotion:") { return MessageID(store: String(store.dropFirst("promotion:".count)), sequence: sequence, isPromotion: true) }
+        return MessageID(store: String(store), sequence: sequence, isPromotion: false)
+    }
+
+    /// What a message id of ours names.
+    struct MessageID: Equatable {
+        /// The store that published it, lowercased.
+        var store: String
+        /// The commit it holds, or for a promotion record, the commit the promoted store continues after.
+        var sequence: UInt64
+        var isPromotion: Bool
+
+        /// Where the message belongs in a stream's history: commits in sequence order, and a
+        /// promotion record right after the commit it continues from. Increases along a stream.
+        var position: UInt64 { sequence * 2 + (isPromotion ? 1 : 0) }
     }
 }

@@ -23,7 +23,7 @@ public final class JournalShipper {
     /// The stream the journal goes to.
     public let stream: String
     /// The subject every message is published on.
-    public let subject: String
+    public private(set) var subject: String
     /// The store's identifier.
     public let storeIdentifier: UUID
     /// The newest commit the stream holds.
@@ -34,6 +34,8 @@ public final class JournalShipper {
     private let options: JetStreamConnection
     private let cursor: JournalCursor
     private let lock: ExclusiveFileLock
+    /// Whether the subject was given (else an existing stream's subject is taken).
+    private let subjectGiven: Bool
     /// The stream's last sequence, as this shipper last saw or made it.
     private var streamLast: UInt64 = 0
 
@@ -52,10 +54,16 @@ public final class JournalShipper {
     ///   - store: the primary store, opened for writing.
     ///   - connection: the NATS server and its credentials.
     ///   - stream: the stream's name; it is created holding only ``subject``.
-    ///   - subject: the subject to publish on; `feedstore.<store id>` by default.
+    ///   - subject: the subject to publish on; by default the stream's when it exists, and
+    ///     `feedstore.<store id>` for a new stream.
     /// - Throws: ``JetStreamError`` when the server cannot be reached, the stream holds another
     ///   store's commits or commits this store lacks, or another shipper runs.
-    public init(store: Store, connection: JetStreamConnection, stream: String, subject: String? = nil) throws {
+    ///   - snapshots: when to store snapshots of the store in the stream's bucket, from which
+    ///     replicas start (nil: never). By default the first when shipping starts.
+    ///   - onSnapshot: told what the snapshots do, on their thread.
+    public init(store: Store, connection: JetStreamConnection, stream: String, subject: String? = nil,
+                snapshots: SnapshotSchedule? = SnapshotSchedule(), onSnapshot: @escaping @Sendable (SnapshotEvent) -> Void = { _ in }) throws
+    {
         guard let identifier = try store.read({ try $0.storeIdentifier() }) else {
             throw FeedstoreError.readOnly(path: store.path, reason: "a store without an identifier (format 2, opened read-only) cannot be shipped")
         }
@@ -63,6 +71,7 @@ public final class JournalShipper {
         self.stream = stream
         self.storeIdentifier = identifier
         self.subject = subject ?? "feedstore.\(identifier.uuidString.lowercased())"
+        subjectGiven = subject != nil
         lock = try ExclusiveFileLock(path: store.path + "/jetstream-\(stream).lock",
                                      refusal: { .anotherShipper(stream: stream, reason: "a shipper of this store already runs: \($0)") })
         let imagesStart = try store.write { try $0.keepRecordImagesInJournal() }
@@ -72,6 +81,33 @@ public final class JournalShipper {
         self.connection = try NATSConnection(connection)
         shippedSequence = 0
         try resume()
+        if let snapshots {
+            let taker = SnapshotTaker(store: store, connection: connection, stream: stream, schedule: snapshots, onEvent: onSnapshot)
+            try taker.readBucket(over: self.connection)
+            snapshotTaker = taker
+            firstNeeded = try firstCommitNeeded()
+        }
+    }
+
+    private var snapshotTaker: SnapshotTaker?
+    /// The first commit a replica needs from the stream: its first message's, or the next to ship.
+    private var firstNeeded: UInt64 = 1
+    /// Bytes of envelopes this shipper has published.
+    public private(set) var shippedBytes: UInt64 = 0
+
+    private func firstCommitNeeded() throws -> UInt64 {
+        guard let info = try connection.streamInfo(stream), info.lastSequence >= max(info.firstSequence, 1),
+              let id = try StreamHistory(connection: connection, stream: stream).id(at: max(info.firstSequence, 1))
+        else { return shippedSequence + 1 }
+        return id.isPromotion ? id.sequence + 1 : id.sequence
+    }
+
+    /// Starts a snapshot when one is due (it runs on a thread of its own).
+    private func startSnapshotIfDue() {
+        guard let snapshotTaker,
+              snapshotTaker.isDue(firstNeeded: firstNeeded, shippedSequence: shippedSequence, shippedBytes: shippedBytes)
+        else { return }
+        snapshotTaker.start(shippedBytes: shippedBytes)
     }
 
     /// Reads the stream's state and sets where shipping continues.
@@ -82,6 +118,7 @@ public final class JournalShipper {
             shippedSequence = try cursor.position()
             return
         }
+        if !subjectGiven, info.subjects.count == 1 { subject = info.subjects[0] }
         guard info.subjects.contains(subject) else {
             throw JetStreamError.streamHoldsAnotherStore(stream: stream, found: "subjects \(info.subjects.joined(separator: ", "))",
                                                          expected: storeIdentifier)
@@ -97,9 +134,18 @@ public final class JournalShipper {
             throw JetStreamError.streamHoldsAnotherStore(stream: stream, found: "a message without a Feedstore id", expected: storeIdentifier)
         }
         guard named.store == storeIdentifier.uuidString.lowercased() else {
-            throw JetStreamError.streamHoldsAnotherStore(stream: stream, found: named.store, expected: storeIdentifier)
+            throw try supersession(info: info) ?? JetStreamError.streamHoldsAnotherStore(stream: stream, found: named.store, expected: storeIdentifier)
         }
         let newest = try store.read { try $0.journalBounds().last }
+        if named.isPromotion {
+            // This store's own promotion: it continues after the commit the record names.
+            guard named.sequence <= newest else {
+                throw JetStreamError.streamAheadOfStore(stream: stream, streamSequence: named.sequence, storeSequence: newest)
+            }
+            try cursor.acknowledge(through: named.sequence)
+            shippedSequence = named.sequence
+            return
+        }
         guard named.sequence <= newest else {
             throw JetStreamError.streamAheadOfStore(stream: stream, streamSequence: named.sequence, storeSequence: newest)
         }
@@ -114,6 +160,27 @@ public final class JournalShipper {
         // not move before a crash.
         try cursor.acknowledge(through: named.sequence)
         shippedSequence = named.sequence
+    }
+
+    /// The error that says a promotion replaced this store, when the stream's last message is
+    /// another store's; it names this store's commits that never reached the stream. Nil when
+    /// the stream's last message is this store's.
+    private func supersession(info: (subjects: [String], lastSequence: UInt64, firstSequence: UInt64)) throws -> JetStreamError? {
+        let history = StreamHistory(connection: connection, stream: stream)
+        let ours = storeIdentifier.uuidString.lowercased()
+        let first = max(info.firstSequence, 1)
+        guard info.lastSequence >= first, let lastID = try history.id(at: info.lastSequence), lastID.store != ours else { return nil }
+        // This store's last commit in the stream, then its commits after it that a crash kept
+        // the cursor from recording: the message after them is the promotion that replaced it.
+        var sequence = try history.lastSequence(atOrBefore: try cursor.position() * 2, in: first...info.lastSequence) + 1
+        while sequence <= info.lastSequence, let id = try history.id(at: sequence), id.store == ours, !id.isPromotion { sequence += 1 }
+        guard sequence <= info.lastSequence, let message = try connection.message(stream, at: sequence),
+              let promotion = try? ChangeEnvelope.decode(message.data, streamSequence: sequence), let record = promotion.promotion,
+              record.from == storeIdentifier, let promoted = UUID(uuidString: promotion.store)
+        else { return nil }
+        let newest = try store.read { try $0.journalBounds().last }
+        return .supersededByPromotion(stream: stream, promoted: promoted, through: record.through,
+                                      unshipped: newest > record.through ? (record.through + 1)...newest : nil)
     }
 
     /// Publishes the commits after ``shippedSequence``, at most `limit` of them, and waits for
@@ -131,6 +198,7 @@ public final class JournalShipper {
         _ = connection.acknowledgments.take()
         let catalog = try store.catalog
         var sending = sentSchemas
+        var bytes: UInt64 = 0
         for (offset, commit) in commits.enumerated() {
             var schemas: [CatalogEntity] = []
             for name in Set(commit.entries.map(\.entity)) {
@@ -138,15 +206,21 @@ public final class JournalShipper {
                 schemas.append(entity)
                 sending[name] = entity
             }
-            try connection.publishAsync(subject: subject, data: try ChangeEnvelope.encode(commit, store: storeIdentifier, schemas: schemas),
-                                        id: ChangeEnvelope.messageID(store: storeIdentifier, sequence: commit.sequence),
-                                        expectedLastSequence: streamLast + UInt64(offset))
+            let envelope = try ChangeEnvelope.encode(commit, store: storeIdentifier, schemas: schemas)
+            bytes += UInt64(envelope.count)
+            // The expected sequence goes in as a header: the client's option takes 0 to mean none.
+            try connection.publishAsync(subject: subject, data: envelope,
+                                        headers: ["Nats-Msg-Id": ChangeEnvelope.messageID(store: storeIdentifier, sequence: commit.sequence),
+                                                  "Nats-Expected-Last-Sequence": String(streamLast + UInt64(offset))])
         }
         let finished = connection.waitForAcknowledgments(timeout: connection.timeout)
         let answers = connection.acknowledgments.take()
         if let refusal = answers.refusal {
             // 10071: the stream's last sequence was not the expected one.
-            if refusal.code == 10071 { throw JetStreamError.anotherShipper(stream: stream, reason: refusal.reason) }
+            if refusal.code == 10071 {
+                if let info = try connection.streamInfo(stream), let superseded = try supersession(info: info) { throw superseded }
+                throw JetStreamError.anotherShipper(stream: stream, reason: refusal.reason)
+            }
             throw JetStreamError.serverRefused("a commit", reason: refusal.reason)
         }
         guard finished else { throw JetStreamError.timedOut("acknowledgments of \(commits.count) commits") }
@@ -156,6 +230,7 @@ public final class JournalShipper {
         }
         try cursor.acknowledge(through: newest.sequence)
         sentSchemas = sending
+        shippedBytes += bytes
         streamLast += UInt64(commits.count)
         shippedSequence = newest.sequence
         return commits.count
@@ -180,7 +255,10 @@ public final class JournalShipper {
     public func run(until sequence: UInt64? = nil, interval: Duration = idleInterval, while keepGoing: () -> Bool = { true },
                     onOutage: (JetStreamError) -> Void = { _ in }) throws
     {
+        // A snapshot in progress finishes before this returns.
+        defer { snapshotTaker?.wait() }
         while keepGoing() {
+            startSnapshotIfDue()
             if let sequence, shippedSequence >= sequence { return }
             do {
                 if try shipAvailable() == 0 { Thread.sleep(forTimeInterval: interval.seconds) }

@@ -1,0 +1,208 @@
+import Feedstore
+import FeedstoreDemo
+@testable import FeedstoreJetStream
+import FeedstoreTestSupport
+import NATSTestServer
+import Foundation
+import Testing
+
+/// Snapshots in a JetStream Object Store bucket, against a real `nats-server -js`: a replica
+/// starts from nothing and ends equal to its primary, a restore cut short starts over, and a
+/// replica the stream left behind re-seeds when asked.
+@Suite(.serialized) struct SnapshotTests {
+    static let stream = ShipperTests.stream
+
+    /// The digest matches FIPS 180-4's examples, fed whole or in uneven pieces.
+    @Test func sha256MatchesTheStandardsVectors() {
+        func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+        func digest(_ bytes: [UInt8], pieces: Int = 1) -> String {
+            var hash = SHA256()
+            let size = max(1, bytes.count / pieces)
+            var start = 0
+            while start < bytes.count {
+                hash.update(bytes[start..<min(bytes.count, start + size)])
+                start += size
+            }
+            return hex(hash.finish())
+        }
+        #expect(digest([]) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        #expect(digest(Array("abc".utf8)) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        let twoBlocks = Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8)
+        #expect(digest(twoBlocks) == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
+        let million = [UInt8](repeating: UInt8(ascii: "a"), count: 1_000_000)
+        for pieces in [1, 3, 7, 1_000] {
+            #expect(digest(million, pieces: pieces) == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0", "\(pieces) pieces")
+        }
+    }
+
+    /// A primary whose history predates shipping: commits made before the shipper, which the
+    /// stream never holds.
+    static func primaryWithHistory(in dir: String, commits: Int, rng: inout SeededGenerator)
+        throws -> (server: NATSServer, connection: JetStreamConnection, primary: Store)
+    {
+        let server = try NATSServer(directory: dir)
+        let primary = try ShipperTests.openStore(dir + "/primary")
+        try ShipperTests.commit(primary, commits, rng: &rng)
+        return (server, JetStreamConnection(url: server.url), primary)
+    }
+
+    /// The first snapshot, taken when shipping starts, covers the history from before shipping:
+    /// a follower into a missing directory restores it and ends equal to the primary.
+    @Test(arguments: testSeeds(1, base: 41))
+    func aReplicaFromNothingEndsEqualToAPrimaryWithOlderHistory(seed: UInt64) throws {
+        var rng = SeededGenerator(seed: seed)
+        try withTemporaryDirectory { dir in
+            let (server, connection, primary) = try Self.primaryWithHistory(in: dir, commits: 200, rng: &rng)
+            defer { server.stop() }
+            let shipper = try JournalShipper(store: primary, connection: connection, stream: Self.stream)
+            try ShipperTests.commit(primary, 50, rng: &rng)
+            try shipper.run(until: try primary.read { try $0.journalBounds().last })
+            let snapshots = try SnapshotBucket(connection: connection, name: SnapshotBucket.defaultName(forStream: Self.stream)).snapshots()
+            #expect(snapshots.count == 1 && snapshots[0].commit >= 200 && snapshots[0].name == "commit-\(snapshots[0].commit)", "\(snapshots)")
+            let primaryID = try primary.read { try $0.storeIdentifier() }
+            #expect(snapshots.first?.store == primaryID)
+
+            final class Events: @unchecked Sendable { var events: [ReplicaFollower.SeedEvent] = [] }
+            let seen = Events()
+            let follower = try ReplicaFollower(path: dir + "/replica/new", connection: connection, stream: Self.stream,
+                                               durability: .none, onSeed: { seen.events.append($0) })
+            defer { follower.replica.close() }
+            guard case .restoring(let restoring)? = seen.events.first, case .restored? = seen.events.last else {
+                Issue.record("seed events: \(seen.events)")
+                return
+            }
+            #expect(restoring == snapshots.last)
+            #expect(seen.events.contains { if case let .fetched(done, total) = $0 { return done == total } else { return false } })
+            try ShipperTests.commit(primary, 30, rng: &rng)
+            let last = try primary.read { try $0.journalBounds().last }
+            try shipper.run(until: last)
+            try follower.run(untilOriginSequence: last)
+            try FollowerTests.expectReplicaEqualsPrimary(primary, follower.replica, "seed \(seed)")
+            // The replica is a store of its own: another identifier, none of the primary's cursors.
+            #expect(try follower.replica.read { try $0.storeIdentifier() } != primaryID)
+            #expect(try follower.replica.read { try $0.journalCursors() }.isEmpty)
+            #expect(FileManager.default.fileExists(atPath: dir + "/replica/new/restore.partial") == false)
+        }
+    }
+
+    /// A restore cut short leaves its partial file, never a `data.mdb`: the next follower starts
+    /// over and ends equal. A damaged object is refused by its digest.
+    @Test func aRestoreCutShortStartsOverAndADamagedOneIsRefused() throws {
+        var rng = SeededGenerator(seed: 7)
+        try withTemporaryDirectory { dir in
+            let (server, connection, primary) = try Self.primaryWithHistory(in: dir, commits: 100, rng: &rng)
+            defer { server.stop() }
+            let shipper = try JournalShipper(store: primary, connection: connection, stream: Self.stream)
+            try shipper.run(until: try primary.read { try $0.journalBounds().last })
+            // What a killed restore leaves: the directory, its lock file, half a file.
+            let replicaPath = dir + "/replica"
+            try FileManager.default.createDirectory(atPath: replicaPath + "/restore.partial", withIntermediateDirectories: true)
+            FileManager.default.createFile(atPath: replicaPath + "/follower.lock", contents: nil)
+            FileManager.default.createFile(atPath: replicaPath + "/restore.partial/data.mdb", contents: Data(repeating: 7, count: 5_000))
+            #expect(throws: (any Error).self) { try Store(path: replicaPath, options: StoreOptions(readOnly: true)) }
+            let follower = try ReplicaFollower(path: replicaPath, connection: connection, stream: Self.stream, durability: .none)
+            try follower.run(untilOriginSequence: try primary.read { try $0.journalBounds().last })
+            try FollowerTests.expectReplicaEqualsPrimary(primary, follower.replica, "after a restore cut short")
+            follower.replica.close()
+
+            // A chunk whose bytes changed: the digest no longer matches.
+            let raw = try NATSConnection(connection)
+            let bucket = try ObjectStoreBucket(connection: raw, name: SnapshotBucket.defaultName(forStream: Self.stream), create: false)
+            var info = try #require(try bucket.list().first)
+            info.digest = "SHA-256=" + ObjectStoreBucket.base64URL([UInt8](repeating: 0, count: 32))
+            let meta = "$O.\(bucket.name).M.\(ObjectStoreBucket.base64URL(Array(info.name.utf8)))"
+            try raw.publish(subject: meta, data: Array(try JSONEncoder().encode(info)), headers: ["Nats-Rollup": "sub"])
+            #expect(throws: JetStreamError.self) {
+                _ = try ReplicaFollower(path: dir + "/other", connection: connection, stream: Self.stream, durability: .none)
+            }
+            #expect(!FileManager.default.fileExists(atPath: dir + "/other/data.mdb"))
+        }
+    }
+
+    /// A follower stopped while the stream dropped the commits it needs next: without
+    /// `reseed` that is a typed error naming the way out; with it, the replica is replaced by the
+    /// newest snapshot and ends equal.
+    @Test func aFollowerLeftBehindReseedsWhenAsked() throws {
+        var rng = SeededGenerator(seed: 8)
+        try withTemporaryDirectory { dir in
+            let (server, connection, primary) = try Self.primaryWithHistory(in: dir, commits: 40, rng: &rng)
+            defer { server.stop() }
+            let shipper = try JournalShipper(store: primary, connection: connection, stream: Self.stream,
+                                             snapshots: SnapshotSchedule(everyCommits: 50))
+            try shipper.run(until: try primary.read { try $0.journalBounds().last })
+            let replicaPath = dir + "/replica"
+            try {
+                let follower = try ReplicaFollower(path: replicaPath, connection: connection, stream: Self.stream, durability: .none)
+                defer { follower.replica.close() }
+                try follower.run(untilOriginSequence: try primary.read { try $0.journalBounds().last })
+            }()
+            try ShipperTests.commit(primary, 120, rng: &rng)
+            let last = try primary.read { try $0.journalBounds().last }
+            try shipper.run(until: last)
+            // The stream's limits drop all but its last 10 messages.
+            let raw = try NATSConnection(connection)
+            let info = try #require(try raw.streamInfo(Self.stream))
+            try raw.purge(Self.stream, before: info.lastSequence - 9)
+            #expect(try raw.streamInfo(Self.stream)?.firstSequence == info.lastSequence - 9)
+            do {
+                _ = try ReplicaFollower(path: replicaPath, connection: connection, stream: Self.stream, durability: .none)
+                Issue.record("a follower the stream left behind started")
+            } catch let error as JetStreamError {
+                #expect(error.needsSeed && error.description.contains("--reseed"), "\(error)")
+            }
+            let follower = try ReplicaFollower(path: replicaPath, connection: connection, stream: Self.stream, durability: .none, reseed: true)
+            defer { follower.replica.close() }
+            try follower.run(untilOriginSequence: last)
+            try FollowerTests.expectReplicaEqualsPrimary(primary, follower.replica, "after re-seeding")
+        }
+    }
+
+    /// Snapshots taken while a writer commits each restore to a store equal to the primary
+    /// as of their commit, and the bucket keeps the newest `keep`.
+    @Test func snapshotsUnderAWriterRestoreToThePrimaryAtTheirCommit() throws {
+        var rng = SeededGenerator(seed: 9)
+        try withTemporaryDirectory { dir in
+            let (server, connection, primary) = try Self.primaryWithHistory(in: dir, commits: 50, rng: &rng)
+            defer { server.stop() }
+            _ = try primary.journalCursor(named: "keep everything", start: .oldest)
+            let imagesFrom = try primary.write { try $0.keepRecordImagesInJournal() }
+            // Records as of each commit, replayed from the journal's images.
+            var model: [String: [FieldValue: [String: FieldValue]]] = [:]
+            for entity in ["Item", "Note", "Event"] {
+                for row in try primary.read({ try $0.entries(entity: entity, index: nil) }) { model[entity, default: [:]][row.id] = row.record }
+            }
+            let bucket = try SnapshotBucket(connection: connection, name: "under-writer", create: true)
+            let writing = Locked(true)
+            let writer = Thread {
+                var rng = SeededGenerator(seed: 10)
+                while writing.current { try? ShipperTests.commit(primary, 1, rng: &rng) }
+            }
+            writer.start()
+            var taken: [Snapshot] = []
+            for _ in 0..<3 { taken.append(try bucket.publish(from: primary, keep: 2)) }
+            writing.withLock { $0 = false }
+            while !writer.isFinished { Thread.sleep(forTimeInterval: 0.01) }
+            #expect(try bucket.snapshots() == Array(taken.suffix(2)))
+            for snapshot in taken.suffix(2) {
+                let path = dir + "/restored-\(snapshot.commit)"
+                try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+                try bucket.restore(snapshot, into: path)
+                let restored = try Store(path: path, options: StoreOptions(readOnly: true))
+                defer { restored.close() }
+                #expect(try restored.read { try $0.journalBounds().last } == snapshot.commit)
+                // Replaying the primary's journal after the snapshot's commit gives the primary:
+                // here, the records as of the commit equal the primary's journal folded to it.
+                #expect(try restored.verify().isEmpty)
+                let commits = try primary.read { try $0.journal(after: imagesFrom - 1, limit: Int(snapshot.commit)) }
+                    .filter { $0.sequence <= snapshot.commit }
+                var state = model
+                for commit in commits { for entry in commit.entries { state[entry.entity, default: [:]][entry.id] = entry.record } }
+                for (entity, records) in state {
+                    let rows = try restored.read { try $0.entries(entity: entity, index: nil) }
+                    #expect(Dictionary(uniqueKeysWithValues: rows.map { ($0.id, $0.record) }) == records.compactMapValues { $0 },
+                            "\(entity) at commit \(snapshot.commit)")
+                }
+            }
+        }
+    }
+}
