@@ -98,6 +98,18 @@ public final class RunningTool: @unchecked Sendable {
         return true
     }
 
+    /// Waits up to `timeout` seconds until the tool prints `text`, on either output.
+    public func waitFor(_ text: String, timeout: TimeInterval) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        let needle = Data(text.utf8)
+        lock.lock()
+        defer { lock.unlock() }
+        while output.range(of: needle) == nil && errors.range(of: needle) == nil {
+            if finishedReading == 2 || !lock.wait(until: deadline) { return false }
+        }
+        return true
+    }
+
     /// Waits for the tool to exit (killing it after `timeout` seconds) and returns its exit
     /// status, standard output and standard error.
     public func finish(timeout: TimeInterval) -> (status: Int32, stdout: String, stderr: String) {

@@ -85,8 +85,9 @@ import Testing
             case "demo mutate": 1
             case "ship": 3
             case "follow": 4
-            case "demo migrate": 6
-            case let other where other.hasPrefix("demo"): 5
+            case "promote": 5
+            case "demo migrate": 7
+            case let other where other.hasPrefix("demo"): 6
             default: 2
             }
         }
@@ -113,6 +114,7 @@ import Testing
     static func run(_ example: String, in directory: String) throws -> (status: Int32, stdout: String, stderr: String, stopped: Bool) {
         let environment = ["PATH": buildProductsDirectory.path + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? ""), "COLUMNS": "80"]
         let keepsRunning = example.contains(" watch ") || example.contains("--follow") || example.contains(" ship ") || example.contains(" follow ")
+            || example.contains(" promote ")
         // A command that keeps running replaces the shell, so that the interrupt reaches it.
         let tool = try RunningTool(URL(fileURLWithPath: "/bin/sh"), ["-c", "cd '\(directory)' && " + (keepsRunning ? "exec " : "") + example],
                                    environment: environment)
@@ -120,7 +122,11 @@ import Testing
             let result = tool.finish(timeout: 300)
             return (result.status, result.stdout, result.stderr, false)
         }
-        let printed = tool.waitForOutput(timeout: 30)
+        // Shipping goes on until its first snapshot is stored, following until it applied
+        // what the stream held, promoting until it is done: what the next examples start from.
+        let marker = example.contains(" ship ") ? "snapshot commit-" : example.contains(" follow ") ? "applied through"
+            : example.contains(" promote ") ? "now ships to stream" : nil
+        let printed = marker.map { tool.waitFor($0, timeout: 60) } ?? tool.waitForOutput(timeout: 30)
         // Children of the test runner inherit its blocked signals: Ctrl-C would not reach them.
         tool.kill()
         let result = tool.finish(timeout: 30)

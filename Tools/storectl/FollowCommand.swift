@@ -8,14 +8,21 @@ struct FollowCommand: ParsableCommand {
         commandName: "follow",
         abstract: "Apply a shipped JetStream stream to a replica store, commit by commit.",
         discussion: """
-        REPLICA is created empty when it does not exist (the stream must then begin with the \
-        origin's first commit), or is a copy of the origin (storectl compact), which continues \
-        after the copy's last commit. Each commit is applied in one transaction with the \
-        replica's position, so a follower killed at any moment resumes exactly. Applications \
-        open the replica read-only; only the follower writes it. Progress goes to stderr.
+        When REPLICA is missing or empty, the follower restores the newest snapshot of the \
+        bucket (<stream>-snapshots unless --bucket), chunk by chunk with its digest checked, and \
+        continues with the commit after it; without a snapshot, the stream must begin with the \
+        origin's first commit. A restore cut short leaves no store behind, and the next run \
+        starts it over. REPLICA may also be a copy of the origin (storectl compact). Each commit \
+        is applied in one transaction with the replica's position, so a follower killed at any \
+        moment resumes exactly. When the stream no longer holds the commit the replica needs \
+        next, --reseed replaces the replica with the newest snapshot (stop the applications \
+        that read it first). A promotion record in the stream makes the follower follow the \
+        promoted store. Applications open the replica read-only; only the follower writes it. \
+        Progress goes to stderr.
 
-        Example:
+        Examples:
           storectl follow ./replica --nats nats://127.0.0.1:4222 --stream FEED
+          storectl follow ./replica --nats nats://127.0.0.1:4222 --stream FEED --reseed
         """
     )
 
@@ -27,6 +34,12 @@ struct FollowCommand: ParsableCommand {
     @Option(help: "The replica's durability: full, relaxed or none (the stream keeps every commit, so relaxed loses nothing a new run cannot apply again).")
     var durability: String = "relaxed"
 
+    @Option(help: "The Object Store bucket of the snapshots (default <stream>-snapshots).")
+    var bucket: String?
+
+    @Flag(help: "When the stream no longer holds the commit the replica needs next, replace the replica with the newest snapshot.")
+    var reseed = false
+
     @Flag(help: "Print no progress.")
     var quiet = false
 
@@ -37,7 +50,20 @@ struct FollowCommand: ParsableCommand {
         case "none": .none
         default: StoreAccess.fail("unknown durability \(durability); use full, relaxed or none")
         }
-        let follower = try ReplicaFollower(path: replica, connection: nats.connection, stream: nats.stream, durability: level)
+        let restoreReport = LockedDate()
+        let quiet = quiet
+        let follower = try ReplicaFollower(path: replica, connection: nats.connection, stream: nats.stream, durability: level,
+                                           bucket: bucket, reseed: reseed, onSeed: { event in
+            guard !quiet else { return }
+            switch event {
+            case let .restoring(snapshot):
+                ShippingRun.progress("restoring snapshot \(snapshot.name) (\(readableSize(Int(snapshot.size)))) of store \(snapshot.store.uuidString.lowercased())")
+            case let .fetched(done, total):
+                if restoreReport.elapsed() >= 1 || done == total { ShippingRun.progress("restore: fetched \(readableSize(Int(done))) of \(readableSize(Int(total)))") }
+            case let .restored(snapshot): ShippingRun.progress("restored \(snapshot.name), digest checked")
+            case .startingEmpty: ShippingRun.progress("no snapshot: starting from an empty store, the stream holds the origin's first commit")
+            }
+        })
         defer { follower.replica.close() }
         let applied = { follower.state?.originSequence ?? 0 }
         /// What the replica waits for: the commits the stream holds past it, or the next one.

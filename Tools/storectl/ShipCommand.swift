@@ -12,13 +12,17 @@ struct ShipCommand: ParsableCommand {
         the subject feedstore.<store id>, with Nats-Msg-Id <store id>:<sequence>; the shipper's \
         durable journal cursor (jetstream:<stream>) moves once the server has acknowledged. \
         Killed at any moment, the next run continues after the stream's last commit. The first \
-        shipper of a store makes its journal keep records and ships the commits after it: seed \
-        replicas from a copy (storectl compact) for what came before, which the first run names. \
-        Progress goes to stderr; the last line says which commits were published, or why none \
-        were.
+        shipper of a store makes its journal keep records and ships the commits after it; what \
+        came before reaches replicas through snapshots: compacted copies of the store in the \
+        JetStream Object Store bucket <stream>-snapshots, the first taken when shipping starts \
+        (unless the bucket holds one that meets the stream), more with --snapshot-every, the \
+        newest --keep-snapshots kept. Snapshots are copied from one read transaction and \
+        stored beside the shipping, which goes on. Progress goes to stderr; the last line says \
+        which commits were published, or why none were.
 
         Example:
           storectl ship ./demo-store --nats nats://127.0.0.1:4222 --stream FEED
+          storectl ship ./demo-store --nats nats://127.0.0.1:4222 --stream FEED --snapshot-every 10000
         """
     )
 
@@ -27,7 +31,9 @@ struct ShipCommand: ParsableCommand {
 
     @OptionGroup var nats: NATSOptions
 
-    @Option(help: "The subject to publish on (default feedstore.<store id>).")
+    @OptionGroup var snapshots: SnapshotOptions
+
+    @Option(help: "The subject to publish on (default: the stream's, or feedstore.<store id> for a new stream).")
     var subject: String?
 
     @Flag(help: "Print no progress.")
@@ -36,33 +42,19 @@ struct ShipCommand: ParsableCommand {
     func run() throws {
         let store = try Store(path: path)
         defer { store.close() }
-        let shipper = try JournalShipper(store: store, connection: nats.connection, stream: nats.stream, subject: subject)
+        let shipper = try JournalShipper(store: store, connection: nats.connection, stream: nats.stream, subject: subject,
+                                         snapshots: snapshots.schedule, onSnapshot: ShippingRun.snapshotReporter(quiet: quiet))
         let startedAfter = shipper.shippedSequence
         // Commits made before the store's first shipper are not in the stream: say so at once.
         let predating = shipper.streamSequence == 0 && startedAfter > 0
-            ? "; commits 1–\(startedAfter) predate this store's first shipper and are not in the stream (seed replicas from a copy: storectl compact)"
+            ? snapshots.noSnapshots
+                ? "; commits 1–\(startedAfter) predate this store's first shipper and are not in the stream (seed replicas from a copy: storectl compact)"
+                : "; commits 1–\(startedAfter) predate this store's first shipper: replicas get them from the snapshot taken now"
             : ""
         if !quiet {
-            FileHandle.standardError.write(Data("shipping \(path) to stream \(nats.stream) on \(shipper.subject), after commit \(startedAfter)\(predating)\n".utf8))
+            ShippingRun.progress("shipping \(path) to stream \(nats.stream) on \(shipper.subject), after commit \(startedAfter)\(predating)")
+            try ShippingRun.reportNewestSnapshot(nats: nats, schedule: snapshots.schedule)
         }
-        var reported = shipper.shippedSequence
-        var lastReport = Date()
-        try shipper.run(until: nats.untilSequence, while: {
-            if !quiet, shipper.shippedSequence != reported, Date().timeIntervalSince(lastReport) >= 1 {
-                FileHandle.standardError.write(Data("shipped through commit \(shipper.shippedSequence)\n".utf8))
-                (reported, lastReport) = (shipper.shippedSequence, Date())
-            }
-            return true
-        }, onOutage: { error in
-            FileHandle.standardError.write(Data("\(error); reconnecting\n".utf8))
-        })
-        let shipped = shipper.shippedSequence
-        if shipped > startedAfter {
-            Output.line("shipped commits \(startedAfter + 1)–\(shipped) (\((shipped - startedAfter).formatted()) commits) to stream \(nats.stream)")
-        } else if shipper.streamSequence == 0 {
-            Output.line("nothing to publish: no commit was made since shipping began\(predating)")
-        } else {
-            Output.line("nothing to publish: stream \(nats.stream) already holds every commit through \(shipped)")
-        }
+        try ShippingRun.run(shipper, stream: nats.stream, until: nats.untilSequence, quiet: quiet, predating: predating)
     }
 }

@@ -17,7 +17,7 @@ struct Storectl: ParsableCommand {
         """,
         version: "storectl \(feedstoreVersion) (store format \(Catalog.currentFormatVersion))",
         subcommands: [InspectCommand.self, DumpCommand.self, GetCommand.self, CountCommand.self, JournalCommand.self, VerifyCommand.self, WatchCommand.self,
-                      CompactCommand.self, LoadCommand.self, UpgradeCommand.self, ShipCommand.self, FollowCommand.self,
+                      CompactCommand.self, LoadCommand.self, UpgradeCommand.self, ShipCommand.self, FollowCommand.self, PromoteCommand.self,
                       DemoCommand.self]
     )
 

@@ -1,0 +1,119 @@
+import Feedstore
+import FeedstoreDemo
+import FeedstoreTestSupport
+import NATSTestServer
+import Foundation
+import Testing
+
+/// `storectl ship`, `follow` and `promote` as an operator runs them, against a real
+/// `nats-server -js`, with processes killed as a supervisor or a crash would.
+@Suite(.serialized) struct ReplicationCommandTests {
+    static let stream = "FEED"
+
+    func storectl(_ arguments: [String], timeout: TimeInterval = 120) throws -> (status: Int32, stdout: String, stderr: String) {
+        try runTool(storectlURL, arguments, timeout: timeout)
+    }
+
+    /// A demo store whose history predates shipping is followed into an empty directory; a
+    /// restore killed at random points still ends equal to the primary; the replica is then
+    /// promoted, the old primary's `ship` is refused with its unshipped commits named, and a
+    /// second replica follows the promoted store.
+    @Test func followFromNothingSurvivesKillsAndPromotionTakesOver() throws {
+        let seed = testSeeds(1, base: 71)[0]
+        var rng = SeededGenerator(seed: seed)
+        let kills = TestSize.choose(quick: 3, long: 10)
+        try withTemporaryDirectory { dir in
+            let server = try NATSServer(directory: dir + "/nats")
+            defer { server.stop() }
+            let primaryPath = dir + "/primary"
+            var feed = DemoFeed(seed: seed)
+            let primary = try populatedDemoStore(at: primaryPath, feed: &feed, messages: 30_000, contacts: 500)
+            for _ in 0..<20 { _ = try primary.write { try feed.mutate($0, count: 5, contacts: 500) } }
+            try primary.sync()
+            let history = try primary.read { try $0.journalBounds().last }
+            let nats = ["--nats", server.url, "--stream", Self.stream]
+
+            let shipped = try storectl(["ship", primaryPath] + nats + ["--until-sequence", String(history)])
+            #expect(shipped.status == 0, "\(shipped.stderr)")
+            #expect(shipped.stderr.contains("predate this store's first shipper: replicas get them from the snapshot taken now"), "\(shipped.stderr)")
+            #expect(shipped.stderr.contains("snapshot commit-\(history) stored"), "\(shipped.stderr)")
+
+            // Restores killed at random moments: none leaves a store that opens as whole.
+            let replica = dir + "/replica"
+            for kill in 0..<kills {
+                let follow = try RunningTool(storectlURL, ["follow", replica] + nats + ["--until-sequence", String(history)])
+                usleep(UInt32.random(in: 0..<400_000, using: &rng))
+                follow.kill()
+                let result = follow.finish(timeout: 30)
+                let whole = FileManager.default.fileExists(atPath: replica + "/data.mdb")
+                #expect(!whole || result.stderr.contains("digest checked") || result.status == 0,
+                        "kill \(kill): a data.mdb without a finished restore; \(result.stderr), seed \(seed)")
+            }
+            let followed = try storectl(["follow", replica] + nats + ["--until-sequence", String(history)])
+            #expect(followed.status == 0 && followed.stdout == "applied through commit \(history)\n", "\(followed.stdout) \(followed.stderr)")
+            try {
+                let copy = try Store(path: replica, options: StoreOptions(readOnly: true))
+                defer { copy.close() }
+                #expect(try storeDifference(primary, copy) == nil, "seed \(seed)")
+                #expect(try copy.verify().isEmpty)
+            }()
+
+            // More commits shipped, then the primary "dies" with commits it never shipped.
+            for _ in 0..<10 { _ = try primary.write { try feed.mutate($0, count: 3, contacts: 500) } }
+            let acknowledged = try primary.read { try $0.journalBounds().last }
+            try primary.sync()
+            #expect(try storectl(["ship", primaryPath] + nats + ["--until-sequence", String(acknowledged)]).status == 0)
+            for _ in 0..<4 { _ = try primary.write { try feed.mutate($0, count: 3, contacts: 500) } }
+            let oldLast = try primary.read { try $0.journalBounds().last }
+            try primary.sync()
+
+            let promoted = try storectl(["promote", replica] + nats + ["--until-sequence", String(acknowledged)])
+            #expect(promoted.status == 0, "\(promoted.stderr)")
+            #expect(promoted.stdout.contains("now ships to stream \(Self.stream) after commit \(acknowledged)"), "\(promoted.stdout)")
+
+            let refused = try storectl(["ship", primaryPath] + nats + ["--until-sequence", String(oldLast)])
+            #expect(refused.status == 2)
+            #expect(refused.stderr.contains("another store now ships to stream \(Self.stream)"), "\(refused.stderr)")
+            #expect(refused.stderr.contains("\(oldLast - acknowledged) commits \(acknowledged + 1)–\(oldLast) never reached the stream"), "\(refused.stderr)")
+
+            // The promoted store takes writes and ships them; a second replica follows it.
+            let newPrimary = try Store(path: replica, entities: DemoFeed.entities, options: StoreOptions(durability: .none))
+            #expect(!newPrimary.isReadOnly)
+            for _ in 0..<10 { _ = try newPrimary.write { try feed.mutate($0, count: 3, contacts: 500) } }
+            let last = try newPrimary.read { try $0.journalBounds().last }
+            try newPrimary.sync()
+            #expect(try storectl(["ship", replica] + nats + ["--until-sequence", String(last)]).status == 0)
+            let second = dir + "/second"
+            let secondFollowed = try storectl(["follow", second] + nats + ["--until-sequence", String(last)])
+            #expect(secondFollowed.status == 0, "\(secondFollowed.stderr)")
+            let copy = try Store(path: second, options: StoreOptions(readOnly: true))
+            defer { copy.close() }
+            #expect(try storeDifference(newPrimary, copy) == nil, "seed \(seed)")
+            newPrimary.close()
+            primary.close()
+        }
+    }
+
+    /// `follow` fails at once, with the way out, when it cannot reach the commit asked for:
+    /// the stream lacks the history and the bucket holds no snapshot.
+    @Test func followFailsAtOnceWhenTheSequenceCannotBeReached() throws {
+        try withTemporaryDirectory { dir in
+            let server = try NATSServer(directory: dir + "/nats")
+            defer { server.stop() }
+            var feed = DemoFeed(seed: 5)
+            let primary = try populatedDemoStore(at: dir + "/primary", feed: &feed, messages: 200, contacts: 20)
+            try primary.sync()
+            let nats = ["--nats", server.url, "--stream", Self.stream]
+            #expect(try storectl(["ship", dir + "/primary", "--no-snapshots"] + nats + ["--until-sequence", "1"]).status == 0)
+            for _ in 0..<3 { _ = try primary.write { try feed.mutate($0, count: 2, contacts: 20) } }
+            let last = try primary.read { try $0.journalBounds().last }
+            try primary.sync()
+            #expect(try storectl(["ship", dir + "/primary", "--no-snapshots"] + nats + ["--until-sequence", String(last)]).status == 0)
+            let started = Date()
+            let follow = try storectl(["follow", dir + "/replica"] + nats + ["--until-sequence", String(last)], timeout: 30)
+            #expect(follow.status == 2 && Date().timeIntervalSince(started) < 10)
+            #expect(follow.stderr.contains("holds no snapshot") && follow.stderr.contains("the stream begins with commit"), "\(follow.stderr)")
+            primary.close()
+        }
+    }
+}
