@@ -33,10 +33,17 @@ let package = Package(
             pkgConfig: "libnats",
             providers: [.apt(["libnats-dev"]), .brew(["cnats"])]
         ),
+        // OpenSSL's libcrypto (Debian's libssl-dev, Homebrew's openssl), for the SHA-256 digests
+        // of snapshots; only Sources/FeedstoreJetStream/Snapshots/SHA256.swift imports it.
+        .systemLibrary(
+            name: "CFeedstoreCrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"]), .brew(["openssl"])]
+        ),
         // Ships a store's journal to a NATS JetStream stream and follows it into replicas.
         .target(
             name: "FeedstoreJetStream",
-            dependencies: ["Feedstore", "CFeedstoreNATS"],
+            dependencies: ["Feedstore", "CFeedstoreNATS", "CFeedstoreCrypto"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // The demo feed (contacts and messages) of storectl demo and the tests; not a product.

@@ -16,7 +16,7 @@ import Testing
     @Test func sha256MatchesTheStandardsVectors() {
         func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
         func digest(_ bytes: [UInt8], pieces: Int = 1) -> String {
-            var hash = SHA256()
+            let hash = SHA256()
             let size = max(1, bytes.count / pieces)
             var start = 0
             while start < bytes.count {

@@ -67,7 +67,8 @@ struct JetStreamShipping {
         let connection = JetStreamConnection(url: server.url)
         let primary = try Store(path: directory + "/primary", entities: DemoFeed.entities, options: StoreOptions(durability: .none))
         defer { primary.close() }
-        let shipper = try JournalShipper(store: primary, connection: connection, stream: Self.stream)
+        // No snapshots: their cost is measured apart (JetStreamTakeover).
+        let shipper = try JournalShipper(store: primary, connection: connection, stream: Self.stream, snapshots: nil)
         let identifier = shipper.storeIdentifier
         // Keeps the commits shipped until they are read again for the encoding time.
         let reread = try primary.journalCursor(named: "bench", start: .latest)
@@ -216,10 +217,11 @@ extension JetStreamShipping {
             lines.append("| \(name) | " + [0.5, 0.9, 0.99].map { String(format: "%.2f", percentile(values, $0)) }.joined(separator: " | ") + " |")
         }
         let oneRow = rates[0], total = latency.legs.map { $0[3] * 1_000 }
-        let shipped = Double(oneRow.commits) / oneRow.seconds, p99 = percentile(total, 0.99)
+        let shipped = Double(oneRow.commits) / oneRow.seconds, p50 = percentile(total, 0.5), p99 = percentile(total, 0.99)
         lines += ["", "Targets\n", "| target | result | met |", "|---|---:|---|",
                   "| one-row commits shipped per second, pipelined: at least 20,000 | \(number(shipped)) | \(shipped >= 20_000 ? "yes" : "no") |",
-                  "| primary commit → replica watcher batch, p99: at most 10 ms | \(String(format: "%.2f", p99)) ms | \(p99 <= 10 ? "yes" : "no") |"]
+                  "| primary commit → replica watcher batch, p50: at most 1 ms | \(String(format: "%.2f", p50)) ms | \(p50 <= 1 ? "yes" : "no") |",
+                  "| primary commit → replica watcher batch, p99: at most 3 ms | \(String(format: "%.2f", p99)) ms | \(p99 <= 3 ? "yes" : "no") |"]
         return lines
     }
 }

@@ -218,6 +218,8 @@ case "jetstream":
     emit("\(runTitle("JetStream shipping and replicas")): a nats-server -js on loopback (file storage) started by the run; the demo feed; primary durability none, replica relaxed\n")
     let (rates, latency) = try bench.run()
     for line in JetStreamShipping.format(rates: rates, latency: latency) { emit(line) }
+    let takeover = try JetStreamTakeover(directory: scratch, messages: option("--messages", default: quick ? 100_000 : 1_000_000)).run()
+    for line in JetStreamTakeover.format(takeover) { emit(line) }
     try save(quick ? "jetstream-quick.md" : "jetstream.md")
 case "envelopes":
     // Reads and encodes every commit of a store as the shipper does, without a server (for
@@ -266,7 +268,7 @@ default:
           scroll [--quick] [--sizes …] [--grdb-up-to N]
                                           a lazy list scrolled (flings and jumps) while a writer commits, against
                                           GRDB's LIMIT/OFFSET; saves Benchmarks/results/scroll.md
-          jetstream [--quick] [--commits N] [--bulk-commits N] [--samples N]
+          jetstream [--quick] [--commits N] [--bulk-commits N] [--samples N] [--messages N]
                                           a journal shipped to JetStream on loopback and followed into a replica:
                                           commits/s, rows/s, commit → replica batch latency; saves …/jetstream.md
           decode [--build --size N | --rounds R --mode scan|at|window] PATH

@@ -27,6 +27,8 @@ final class StoreCore: @unchecked Sendable {
     /// Told of each commit of this process once it is durable (the change feed of the layer
     /// above, which the store's first watcher attaches).
     private let observer = Protected<(any CommitObserver)?>(nil)
+    /// Rung after each durable commit of this process, for threads waiting for the next one.
+    let commitBell = CommitBell()
 
     init(path: String, environment: LMDBEnvironment, readOnlyReason: String?, options: StoreOptions, system: SystemDatabases,
          schema: SchemaSnapshot)
@@ -251,7 +253,10 @@ extension StoreCore {
     func followedEntities() -> FollowedEntities? { observer.current?.followedEntities() }
 
     /// Tells the observer, if any, that this process committed through `sequence`.
-    func published(_ sequence: UInt64, entries: CommittedEntries?) { observer.current?.published(sequence, entries: entries) }
+    func published(_ sequence: UInt64, entries: CommittedEntries?) {
+        commitBell.ring(sequence)
+        observer.current?.published(sequence, entries: entries)
+    }
 }
 
 /// Internal signal: another process grew the map; adopt its size and retry.

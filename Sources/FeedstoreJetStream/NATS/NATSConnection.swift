@@ -22,6 +22,9 @@ final class NATSConnection {
         // A shipper or follower that loses its server reconnects for as long as it runs.
         try check(natsOptions_SetMaxReconnect(natsOptions, -1), "setting reconnection")
         try check(natsOptions_SetReconnectWait(natsOptions, 100), "setting reconnection")
+        // Each publish goes out at once rather than when the client's flusher next runs: a
+        // commit reaches the stream without waiting for it.
+        try check(natsOptions_SetSendAsap(natsOptions, true), "setting send-asap")
         if let user = options.user {
             try check(natsOptions_SetUserInfo(natsOptions, user, options.password ?? ""), "setting the user")
         }

@@ -1,4 +1,4 @@
-import Feedstore
+@_spi(Replication) import Feedstore
 import Foundation
 
 /// Publishes a store's journal to a JetStream stream, one message per commit, in sequence order,
@@ -236,8 +236,9 @@ public final class JournalShipper {
         return commits.count
     }
 
-    /// How often an idle shipper looks for new commits: one read of the journal's head, so that
-    /// a commit made by any process waits at most this long to be published.
+    /// How often an idle shipper looks for new commits made by other processes: one read of the
+    /// journal's head, so that such a commit waits at most this long to be published. A commit
+    /// made in the shipper's own process wakes it at once.
     public static let idleInterval: Duration = .milliseconds(1)
 
     /// Ships commits as they are made until every commit through `sequence` is in the stream
@@ -261,7 +262,9 @@ public final class JournalShipper {
             startSnapshotIfDue()
             if let sequence, shippedSequence >= sequence { return }
             do {
-                if try shipAvailable() == 0 { Thread.sleep(forTimeInterval: interval.seconds) }
+                // Idle: a commit of this process wakes the shipper at once; one of another
+                // process is found when the wait ends.
+                if try shipAvailable() == 0 { _ = store.waitForCommit(after: shippedSequence, timeout: interval.seconds) }
             } catch let error as JetStreamError where error.isTransient {
                 onOutage(error)
                 try reconnect(while: keepGoing)

@@ -6,8 +6,8 @@ import Foundation
 ///
 /// - The bucket is the stream `OBJ_<bucket>`, holding `$O.<bucket>.C.>` and `$O.<bucket>.M.>`,
 ///   with rollups and direct reads allowed and new messages refused when full.
-/// - An object's bytes are messages of at most 128 KiB on `$O.<bucket>.C.<nuid>`, a random id
-///   new for each put.
+/// - An object's bytes are messages of at most 512 KiB (clients read any size; the description
+///   says which) on `$O.<bucket>.C.<nuid>`, a random id new for each put.
 /// - Its description (``ObjectInfo``, JSON) is the one message on
 ///   `$O.<bucket>.M.<name in base64url>`, published with `Nats-Rollup: sub` after the last chunk,
 ///   so an object is listed only once it is whole. It carries the size, the chunk count and the
@@ -21,8 +21,9 @@ final class ObjectStoreBucket {
 
     private let connection: NATSConnection
 
-    /// The largest chunk, as other clients write them.
-    static let chunkSize = 128 * 1024
+    /// The largest chunk: well under the server's default message limit (1 MiB), and large
+    /// enough that a snapshot takes few messages.
+    static let chunkSize = 512 * 1024
     /// Chunks published before waiting for their acknowledgments: bounds the client's memory.
     private static let chunksInFlight = 64
 
@@ -52,7 +53,7 @@ final class ObjectStoreBucket {
     {
         let nuid = Self.newNUID()
         let subject = chunkSubject(nuid)
-        var hash = SHA256()
+        let hash = SHA256()
         var size: UInt64 = 0
         var chunks: UInt32 = 0
         var buffer = [UInt8](repeating: 0, count: Self.chunkSize)
@@ -118,7 +119,7 @@ final class ObjectStoreBucket {
     /// - Throws: ``JetStreamError/badObject(bucket:name:reason:)`` when what arrives is not what
     ///   the description promises (the object was replaced or deleted meanwhile, say).
     func get(_ object: ObjectInfo, into descriptor: Int32, progress: (UInt64) -> Void = { _ in }) throws {
-        var hash = SHA256()
+        let hash = SHA256()
         var size: UInt64 = 0
         var chunks: UInt32 = 0
         if object.chunks > 0 {

@@ -1,86 +1,30 @@
-/// SHA-256 (FIPS 180-4), fed in pieces: the digest an Object Store keeps of each object.
-/// Foundation on Linux has no hash functions, and one function does not justify a cryptography
-/// package; this one is checked against the standard's vectors and against Python's hashlib.
-struct SHA256 {
-    private var state: (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32) =
-        (0x6a09_e667, 0xbb67_ae85, 0x3c6e_f372, 0xa54f_f53a, 0x510e_527f, 0x9b05_688c, 0x1f83_d9ab, 0x5be0_cd19)
-    /// Bytes not yet hashed (less than a block).
-    private var pending: [UInt8] = []
-    private var length: UInt64 = 0
+internal import CFeedstoreCrypto
 
-    init() { pending.reserveCapacity(64) }
+/// SHA-256, fed in pieces: the digest an Object Store keeps of each object. OpenSSL's, which
+/// uses the processor's SHA instructions: snapshots are hashed as fast as they are read.
+/// The only user of the crypto C module.
+final class SHA256 {
+    private let context: OpaquePointer
 
-    mutating func update<Bytes: Collection>(_ bytes: Bytes) where Bytes.Element == UInt8 {
-        length &+= UInt64(bytes.count)
-        var rest = bytes[...]
-        if !pending.isEmpty {
-            let take = min(64 - pending.count, rest.count)
-            pending.append(contentsOf: rest.prefix(take))
-            rest = rest.dropFirst(take)
-            guard pending.count == 64 else { return }
-            pending.withUnsafeBufferPointer { compress($0.baseAddress!, blocks: 1) }
-            pending.removeAll(keepingCapacity: true)
-        }
-        let whole = rest.count / 64
-        if whole > 0 {
-            let blocks = Array(rest.prefix(whole * 64))
-            blocks.withUnsafeBufferPointer { compress($0.baseAddress!, blocks: whole) }
-            rest = rest.dropFirst(whole * 64)
-        }
-        pending.append(contentsOf: rest)
+    init() {
+        context = EVP_MD_CTX_new()
+        EVP_DigestInit_ex(context, EVP_sha256(), nil)
     }
 
-    /// The digest of everything given to ``update(_:)``.
+    deinit { EVP_MD_CTX_free(context) }
+
+    func update<Bytes: Collection>(_ bytes: Bytes) where Bytes.Element == UInt8 {
+        let hashed = bytes.withContiguousStorageIfAvailable { buffer in
+            _ = EVP_DigestUpdate(context, buffer.baseAddress, buffer.count)
+        }
+        if hashed == nil { update(Array(bytes)) }
+    }
+
+    /// The digest of everything given to ``update(_:)``; the hash cannot be fed afterwards.
     func finish() -> [UInt8] {
-        var copy = self
-        var tail = pending
-        tail.append(0x80)
-        while tail.count % 64 != 56 { tail.append(0) }
-        let bits = length &* 8
-        for shift in stride(from: 56, through: 0, by: -8) { tail.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift))) }
-        tail.withUnsafeBufferPointer { copy.compress($0.baseAddress!, blocks: tail.count / 64) }
-        let words = [copy.state.0, copy.state.1, copy.state.2, copy.state.3, copy.state.4, copy.state.5, copy.state.6, copy.state.7]
-        return words.flatMap { word in (0..<4).map { UInt8(truncatingIfNeeded: word >> UInt32(24 - 8 * $0)) } }
+        var digest = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 0
+        _ = digest.withUnsafeMutableBufferPointer { EVP_DigestFinal_ex(context, $0.baseAddress, &length) }
+        return digest
     }
-
-    private static let k: [UInt32] = [
-        0x428a_2f98, 0x7137_4491, 0xb5c0_fbcf, 0xe9b5_dba5, 0x3956_c25b, 0x59f1_11f1, 0x923f_82a4, 0xab1c_5ed5,
-        0xd807_aa98, 0x1283_5b01, 0x2431_85be, 0x550c_7dc3, 0x72be_5d74, 0x80de_b1fe, 0x9bdc_06a7, 0xc19b_f174,
-        0xe49b_69c1, 0xefbe_4786, 0x0fc1_9dc6, 0x240c_a1cc, 0x2de9_2c6f, 0x4a74_84aa, 0x5cb0_a9dc, 0x76f9_88da,
-        0x983e_5152, 0xa831_c66d, 0xb003_27c8, 0xbf59_7fc7, 0xc6e0_0bf3, 0xd5a7_9147, 0x06ca_6351, 0x1429_2967,
-        0x27b7_0a85, 0x2e1b_2138, 0x4d2c_6dfc, 0x5338_0d13, 0x650a_7354, 0x766a_0abb, 0x81c2_c92e, 0x9272_2c85,
-        0xa2bf_e8a1, 0xa81a_664b, 0xc24b_8b70, 0xc76c_51a3, 0xd192_e819, 0xd699_0624, 0xf40e_3585, 0x106a_a070,
-        0x19a4_c116, 0x1e37_6c08, 0x2748_774c, 0x34b0_bcb5, 0x391c_0cb3, 0x4ed8_aa4a, 0x5b9c_ca4f, 0x682e_6ff3,
-        0x748f_82ee, 0x78a5_636f, 0x84c8_7814, 0x8cc7_0208, 0x90be_fffa, 0xa450_6ceb, 0xbef9_a3f7, 0xc671_78f2,
-    ]
-
-    private mutating func compress(_ bytes: UnsafePointer<UInt8>, blocks: Int) {
-        var w = [UInt32](repeating: 0, count: 64)
-        Self.k.withUnsafeBufferPointer { k in
-            w.withUnsafeMutableBufferPointer { w in
-                for block in 0..<blocks {
-                    let base = bytes + block * 64
-                    for i in 0..<16 {
-                        w[i] = UInt32(base[4 * i]) << 24 | UInt32(base[4 * i + 1]) << 16 | UInt32(base[4 * i + 2]) << 8 | UInt32(base[4 * i + 3])
-                    }
-                    for i in 16..<64 {
-                        let s0 = w[i - 15].rotatedRight(7) ^ w[i - 15].rotatedRight(18) ^ (w[i - 15] >> 3)
-                        let s1 = w[i - 2].rotatedRight(17) ^ w[i - 2].rotatedRight(19) ^ (w[i - 2] >> 10)
-                        w[i] = w[i - 16] &+ s0 &+ w[i - 7] &+ s1
-                    }
-                    var (a, b, c, d, e, f, g, h) = state
-                    for i in 0..<64 {
-                        let t1 = h &+ (e.rotatedRight(6) ^ e.rotatedRight(11) ^ e.rotatedRight(25)) &+ ((e & f) ^ (~e & g)) &+ k[i] &+ w[i]
-                        let t2 = (a.rotatedRight(2) ^ a.rotatedRight(13) ^ a.rotatedRight(22)) &+ ((a & b) ^ (a & c) ^ (b & c))
-                        (h, g, f, e, d, c, b, a) = (g, f, e, d &+ t1, c, b, a, t1 &+ t2)
-                    }
-                    state = (state.0 &+ a, state.1 &+ b, state.2 &+ c, state.3 &+ d, state.4 &+ e, state.5 &+ f, state.6 &+ g, state.7 &+ h)
-                }
-            }
-        }
-    }
-}
-
-private extension UInt32 {
-    func rotatedRight(_ count: UInt32) -> UInt32 { self >> count | self << (32 - count) }
 }

@@ -57,6 +57,11 @@ final class SnapshotTaker: @unchecked Sendable {
         }
         guard began else { return }
         let thread = Thread { [self] in
+            #if os(Linux)
+            // Below the writer and the shipper: the snapshot can wait, commits should not. (On
+            // Linux a nice value is the calling thread's.)
+            setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, 10)
+            #endif
             onEvent(.started)
             var outcome: SnapshotEvent
             do {
