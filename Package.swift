@@ -11,6 +11,11 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        // How replication reports: logs and metrics through the server-side Swift interfaces,
+        // whose backends the application chooses; storectl serves the metrics to Prometheus.
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // The system's LMDB (Debian's liblmdb-dev, Homebrew's lmdb); only Sources/Feedstore/LMDB/
@@ -43,7 +48,9 @@ let package = Package(
         // Ships a store's journal to a NATS JetStream stream and follows it into replicas.
         .target(
             name: "FeedstoreJetStream",
-            dependencies: ["Feedstore", "CFeedstoreNATS", "CFeedstoreCrypto"],
+            dependencies: ["Feedstore", "CFeedstoreNATS", "CFeedstoreCrypto",
+                           .product(name: "Logging", package: "swift-log"),
+                           .product(name: "CoreMetrics", package: "swift-metrics")],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // The demo feed (contacts and messages) of storectl demo and the tests; not a product.
@@ -59,6 +66,8 @@ let package = Package(
                 "FeedstoreDemo",
                 "FeedstoreJetStream",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             path: "Tools/storectl",
             swiftSettings: [.swiftLanguageMode(.v6)]

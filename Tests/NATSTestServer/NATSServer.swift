@@ -57,7 +57,7 @@ public final class NATSServer: @unchecked Sendable {
     }
 
     /// A port nothing listens on now (the kernel's choice for a socket bound to port 0).
-    static func freePort() throws -> Int {
+    public static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var address = sockaddr_in()

@@ -99,6 +99,53 @@ import Testing
         }
     }
 
+    /// `ship` and `follow` with `--metrics-port` serve their metrics in the Prometheus text
+    /// format: a scrape shows the commits shipped and applied, and the replica's lag.
+    @Test func shipAndFollowServeTheirMetricsToPrometheus() throws {
+        try withTemporaryDirectory { dir in
+            let server = try NATSServer(directory: dir + "/nats")
+            defer { server.stop() }
+            var feed = DemoFeed(seed: 6)
+            let primary = try populatedDemoStore(at: dir + "/primary", feed: &feed, messages: 500, contacts: 20)
+            try primary.sync()
+            let nats = ["--nats", server.url, "--stream", Self.stream]
+            let shipPort = try NATSServer.freePort(), followPort = try NATSServer.freePort()
+            let ship = try RunningTool(storectlURL, ["ship", dir + "/primary", "--metrics-port", String(shipPort)] + nats)
+            defer { ship.kill() }
+            #expect(ship.waitFor("snapshot commit-", timeout: 60))
+            for _ in 0..<7 { _ = try primary.write { try feed.mutate($0, count: 2, contacts: 20) } }
+            let last = try primary.read { try $0.journalBounds().last }
+            try primary.sync()
+            let follow = try RunningTool(storectlURL, ["follow", dir + "/replica", "--metrics-port", String(followPort)] + nats)
+            defer { follow.kill() }
+            /// Scrapes `port` until `line` is in the metrics, for up to 30 seconds.
+            func scrape(_ port: Int, until line: String) -> String {
+                let deadline = Date().addingTimeInterval(30)
+                var body = ""
+                while Date() < deadline {
+                    if let answer = httpGet(port: port, path: "/metrics") {
+                        #expect(answer.status == "HTTP/1.1 200 OK")
+                        body = answer.body
+                        if body.contains(line) { return body }
+                    }
+                    usleep(100_000)
+                }
+                return body
+            }
+            let shipped = scrape(shipPort, until: "feedstore_shipped_commit{stream=\"\(Self.stream)\"} \(last)")
+            #expect(shipped.contains("feedstore_shipped_commit{stream=\"\(Self.stream)\"} \(last)"), "\(shipped)")
+            #expect(shipped.contains("feedstore_snapshots_total{stream=\"\(Self.stream)\",outcome=\"stored\"} 1"), "\(shipped)")
+            #expect(shipped.contains("# TYPE feedstore_shipped_commits_total counter"), "\(shipped)")
+            let applied = scrape(followPort, until: "feedstore_applied_commit{stream=\"\(Self.stream)\"} \(last)")
+            #expect(applied.contains("feedstore_applied_commit{stream=\"\(Self.stream)\"} \(last)"), "\(applied)")
+            #expect(applied.contains("feedstore_restores_total{stream=\"\(Self.stream)\"} 1"), "\(applied)")
+            let caughtUp = scrape(followPort, until: "feedstore_replica_lag_commits{stream=\"\(Self.stream)\"} 0")
+            #expect(caughtUp.contains("feedstore_replica_lag_commits{stream=\"\(Self.stream)\"} 0"), "\(caughtUp)")
+            #expect(httpGet(port: followPort, path: "/other")?.status == "HTTP/1.1 404 Not Found")
+            primary.close()
+        }
+    }
+
     /// `follow` fails at once, with the way out, when it cannot reach the commit asked for:
     /// the stream lacks the history and the bucket holds no snapshot.
     @Test func followFailsAtOnceWhenTheSequenceCannotBeReached() throws {

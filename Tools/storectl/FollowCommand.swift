@@ -31,6 +31,8 @@ struct FollowCommand: ParsableCommand {
 
     @OptionGroup var nats: NATSOptions
 
+    @OptionGroup var metrics: MetricsOptions
+
     @Option(help: "The replica's durability: full, relaxed or none (the stream keeps every commit, so relaxed loses nothing a new run cannot apply again).")
     var durability: String = "relaxed"
 
@@ -44,6 +46,7 @@ struct FollowCommand: ParsableCommand {
     var quiet = false
 
     func run() throws {
+        try metrics.start()
         let level: Durability = switch durability {
         case "full": .full
         case "relaxed": .relaxed

@@ -30,12 +30,15 @@ struct PromoteCommand: ParsableCommand {
 
     @OptionGroup var nats: NATSOptions
 
+    @OptionGroup var metrics: MetricsOptions
+
     @OptionGroup var snapshots: SnapshotOptions
 
     @Flag(help: "Print no progress.")
     var quiet = false
 
     func run() throws {
+        try metrics.start()
         let started = ContinuousClock.now
         let promoted: Store
         if FileManager.default.fileExists(atPath: replica + "/data.mdb"),

@@ -31,6 +31,8 @@ struct ShipCommand: ParsableCommand {
 
     @OptionGroup var nats: NATSOptions
 
+    @OptionGroup var metrics: MetricsOptions
+
     @OptionGroup var snapshots: SnapshotOptions
 
     @Option(help: "The subject to publish on (default: the stream's, or feedstore.<store id> for a new stream).")
@@ -40,6 +42,7 @@ struct ShipCommand: ParsableCommand {
     var quiet = false
 
     func run() throws {
+        try metrics.start()
         let store = try Store(path: path)
         defer { store.close() }
         let shipper = try JournalShipper(store: store, connection: nats.connection, stream: nats.stream, subject: subject,

@@ -1,5 +1,6 @@
 @_spi(Replication) import Feedstore
 import Foundation
+import Logging
 
 /// Applies a shipped stream, in order, to a replica store: each commit in one transaction with
 /// the replica's state (origin, stream and origin sequences), so that the replica's records,
@@ -47,6 +48,10 @@ public final class ReplicaFollower {
     private let bucketName: String
     private let onSeed: (SeedEvent) -> Void
     private let reseed: Bool
+    private let metrics: ReplicationMetrics
+    private let logger: Logger
+    /// When the lag metrics were last updated.
+    private var lagReported = ContinuousClock.now - .seconds(1)
     private var subscription: OrderedSubscription?
     private var subject = ">"
     /// The catalog entries of the origin's entities, from the envelopes that carried them.
@@ -65,14 +70,35 @@ public final class ReplicaFollower {
     ///     the replica with the newest snapshot (no other process may have it open). Without it,
     ///     that is ``JetStreamError/replicaNeedsSeed(stream:reason:)``.
     ///   - onSeed: told what a start from nothing does (for progress lines).
+    ///   - logger: where the follower logs (swift-log); it also reports ``ReplicationMetrics``
+    ///     through swift-metrics.
     /// - Throws: ``JetStreamError`` when the stream does not exist or holds another store's
     ///   commits, when the replica cannot continue from it, or a start from nothing finds no
     ///   snapshot and a stream that does not begin with the origin's first commit.
     public init(path: String, connection: JetStreamConnection, stream: String, durability: Durability = .relaxed,
-                bucket: String? = nil, reseed: Bool = false, onSeed: @escaping (SeedEvent) -> Void = { _ in }) throws
+                bucket: String? = nil, reseed: Bool = false, onSeed: @escaping (SeedEvent) -> Void = { _ in },
+                logger: Logger = Logger(label: "feedstore.jetstream")) throws
     {
         self.stream = stream
         self.path = path
+        let metrics = ReplicationMetrics(stream: stream)
+        self.metrics = metrics
+        var logger = logger
+        logger[metadataKey: "stream"] = "\(stream)"
+        logger[metadataKey: "replica"] = "\(path)"
+        self.logger = logger
+        // Logged and counted, then told to the caller.
+        let onSeed: (SeedEvent) -> Void = { [logger] event in
+            switch event {
+            case let .restoring(snapshot): logger.info("restoring snapshot", metadata: ["name": "\(snapshot.name)", "bytes": "\(snapshot.size)"])
+            case let .fetched(done, _): metrics.restoreBytes.record(done)
+            case let .restored(snapshot):
+                metrics.restores.increment()
+                logger.info("restored snapshot", metadata: ["name": "\(snapshot.name)"])
+            case .startingEmpty: logger.info("starting from an empty store")
+            }
+            onSeed(event)
+        }
         var storeOptions = StoreOptions(durability: durability)
         storeOptions.writesReplica = true
         self.storeOptions = storeOptions
@@ -108,6 +134,7 @@ public final class ReplicaFollower {
         guard state != nil else {
             throw JetStreamError.replicaNeedsSeed(stream: stream, reason: "the store at \(path) is no replica, so re-seeding it would lose its own commits; follow into another directory")
         }
+        logger.warning("re-seeding the replica from the newest snapshot")
         subscription = nil
         replica.close()
         try Self.seed(snapshots, history: history, into: path, replacing: true, onSeed: onSeed)
@@ -252,7 +279,13 @@ public final class ReplicaFollower {
             do {
                 try applyAvailable()
             } catch let error as JetStreamError where reseed && error.needsSeed {
+                logger.warning("\(error)")
                 try reseedReplica()
+            }
+            if ContinuousClock.now - lagReported >= .seconds(1), let lag = try? lag() {
+                metrics.lagCommits.record(lag.commits)
+                if let milliseconds = lag.milliseconds { metrics.lagMilliseconds.record(milliseconds) }
+                lagReported = .now
             }
         }
     }
@@ -315,6 +348,8 @@ public final class ReplicaFollower {
         try replica.write { try $0.removeReplicaState() }
         subscription = nil
         let through = state!.originSequence
+        metrics.promotions.increment()
+        logger.notice("promoted: the replica ships in its origin's place", metadata: ["after": "\(through)"])
         state = nil
         if let snapshots {
             for snapshot in try snapshots.snapshots() where snapshot.commit > through { try snapshots.remove(snapshot) }
@@ -352,6 +387,8 @@ public final class ReplicaFollower {
                     ? "the replica holds commits \(promotion.through + 1)–\(planned.originSequence) of store \(promotion.from.uuidString.lowercased()), which never reached the stream before store \(envelope.store) was promoted"
                     : "store \(envelope.store) was promoted after commit \(promotion.through) of store \(promotion.from.uuidString.lowercased()); the replica follows \(planned.origin.uuidString.lowercased()) at commit \(planned.originSequence)")
             }
+            logger.notice("store \(envelope.store) was promoted in place of \(promotion.from.uuidString.lowercased()); following it",
+                          metadata: ["after": "\(promotion.through)"])
             return (envelope, ReplicaState(origin: origin, streamSequence: message.streamSequence, originSequence: promotion.through))
         }
         let expected = (planned?.originSequence ?? 0) + 1
@@ -411,6 +448,8 @@ public final class ReplicaFollower {
             try outcome.get()
             state = commit.next
         }
+        metrics.appliedCommits.increment(by: Int64(group.count))
+        metrics.appliedCommit.record(state?.originSequence ?? 0)
         if let text = group.last?.timeText, let time = ChangeEnvelope.timeFormatter.date(from: text) { appliedCommitTime = time }
         return group.count
     }

@@ -1,5 +1,6 @@
 @_spi(Replication) import Feedstore
 import Foundation
+import Logging
 
 /// Publishes a store's journal to a JetStream stream, one message per commit, in sequence order,
 /// exactly once.
@@ -39,6 +40,9 @@ public final class JournalShipper {
     /// The stream's last sequence, as this shipper last saw or made it.
     private var streamLast: UInt64 = 0
 
+    private let metrics: ReplicationMetrics
+    private let logger: Logger
+
     /// The stream's last message (0 while it holds none), as of the shipper's last publish.
     public var streamSequence: UInt64 { streamLast }
     /// The catalog entry of each entity as this shipper last sent it: an envelope carries an
@@ -61,8 +65,11 @@ public final class JournalShipper {
     ///   - snapshots: when to store snapshots of the store in the stream's bucket, from which
     ///     replicas start (nil: never). By default the first when shipping starts.
     ///   - onSnapshot: told what the snapshots do, on their thread.
+    ///   - logger: where the shipper logs (swift-log); it also reports ``ReplicationMetrics``
+    ///     through swift-metrics.
     public init(store: Store, connection: JetStreamConnection, stream: String, subject: String? = nil,
-                snapshots: SnapshotSchedule? = SnapshotSchedule(), onSnapshot: @escaping @Sendable (SnapshotEvent) -> Void = { _ in }) throws
+                snapshots: SnapshotSchedule? = SnapshotSchedule(), onSnapshot: @escaping @Sendable (SnapshotEvent) -> Void = { _ in },
+                logger: Logger = Logger(label: "feedstore.jetstream")) throws
     {
         guard let identifier = try store.read({ try $0.storeIdentifier() }) else {
             throw FeedstoreError.readOnly(path: store.path, reason: "a store without an identifier (format 2, opened read-only) cannot be shipped")
@@ -70,6 +77,11 @@ public final class JournalShipper {
         self.store = store
         self.stream = stream
         self.storeIdentifier = identifier
+        metrics = ReplicationMetrics(stream: stream)
+        var logger = logger
+        logger[metadataKey: "stream"] = "\(stream)"
+        logger[metadataKey: "store"] = "\(identifier.uuidString.lowercased())"
+        self.logger = logger
         self.subject = subject ?? "feedstore.\(identifier.uuidString.lowercased())"
         subjectGiven = subject != nil
         lock = try ExclusiveFileLock(path: store.path + "/jetstream-\(stream).lock",
@@ -81,8 +93,11 @@ public final class JournalShipper {
         self.connection = try NATSConnection(connection)
         shippedSequence = 0
         try resume()
+        logger.info("shipping", metadata: ["after": "\(shippedSequence)", "subject": "\(self.subject)"])
+        metrics.shippedCommit.record(shippedSequence)
         if let snapshots {
-            let taker = SnapshotTaker(store: store, connection: connection, stream: stream, schedule: snapshots, onEvent: onSnapshot)
+            let taker = SnapshotTaker(store: store, connection: connection, stream: stream, schedule: snapshots,
+                                      metrics: metrics, logger: logger, onEvent: onSnapshot)
             try taker.readBucket(over: self.connection)
             snapshotTaker = taker
             firstNeeded = try firstCommitNeeded()
@@ -179,8 +194,10 @@ public final class JournalShipper {
               record.from == storeIdentifier, let promoted = UUID(uuidString: promotion.store)
         else { return nil }
         let newest = try store.read { try $0.journalBounds().last }
-        return .supersededByPromotion(stream: stream, promoted: promoted, through: record.through,
-                                      unshipped: newest > record.through ? (record.through + 1)...newest : nil)
+        let error = JetStreamError.supersededByPromotion(stream: stream, promoted: promoted, through: record.through,
+                                                         unshipped: newest > record.through ? (record.through + 1)...newest : nil)
+        logger.error("\(error)")
+        return error
     }
 
     /// Publishes the commits after ``shippedSequence``, at most `limit` of them, and waits for
@@ -231,6 +248,9 @@ public final class JournalShipper {
         try cursor.acknowledge(through: newest.sequence)
         sentSchemas = sending
         shippedBytes += bytes
+        metrics.shippedCommits.increment(by: Int64(commits.count))
+        metrics.shippedBytes.increment(by: Int64(bytes))
+        metrics.shippedCommit.record(newest.sequence)
         streamLast += UInt64(commits.count)
         shippedSequence = newest.sequence
         return commits.count
@@ -266,6 +286,7 @@ public final class JournalShipper {
                 // process is found when the wait ends.
                 if try shipAvailable() == 0 { _ = store.waitForCommit(after: shippedSequence, timeout: interval.seconds) }
             } catch let error as JetStreamError where error.isTransient {
+                logger.warning("\(error); reconnecting")
                 onOutage(error)
                 try reconnect(while: keepGoing)
             }
@@ -296,6 +317,7 @@ public final class JournalShipper {
             do {
                 connection = try NATSConnection(options)
                 try resume()
+                logger.info("reconnected", metadata: ["after": "\(shippedSequence)"])
                 return
             } catch let error as JetStreamError where error.isTransient {
                 Thread.sleep(forTimeInterval: Self.reconnectInterval.seconds)

@@ -1,5 +1,6 @@
 import Feedstore
 import Foundation
+import Logging
 
 /// Takes a shipper's snapshots on a thread of its own, one at a time, so that shipping goes on
 /// while the store is copied and stored. Owned by the shipper's thread: ``start()``,
@@ -19,13 +20,27 @@ final class SnapshotTaker: @unchecked Sendable {
     private var lastFailure: ContinuousClock.Instant?
 
     init(store: Store, connection: JetStreamConnection, stream: String, schedule: SnapshotSchedule,
-         onEvent: @escaping @Sendable (SnapshotEvent) -> Void)
+         metrics: ReplicationMetrics, logger: Logger, onEvent: @escaping @Sendable (SnapshotEvent) -> Void)
     {
         self.store = store
         self.connection = connection
         self.schedule = schedule
-        bucketName = schedule.bucket ?? SnapshotBucket.defaultName(forStream: stream)
-        self.onEvent = onEvent
+        let bucketName = schedule.bucket ?? SnapshotBucket.defaultName(forStream: stream)
+        self.bucketName = bucketName
+        // Logged and counted, then told to the caller.
+        self.onEvent = { event in
+            switch event {
+            case .started: logger.info("snapshot started", metadata: ["bucket": "\(bucketName)"])
+            case let .stored(done, _): metrics.snapshotBytes.record(done)
+            case let .finished(snapshot):
+                metrics.snapshotsStored.increment()
+                logger.info("snapshot stored", metadata: ["bucket": "\(bucketName)", "name": "\(snapshot.name)", "bytes": "\(snapshot.size)"])
+            case let .failed(error):
+                metrics.snapshotsFailed.increment()
+                logger.error("snapshot failed: \(error)", metadata: ["bucket": "\(bucketName)"])
+            }
+            onEvent(event)
+        }
     }
 
     /// Reads the bucket (creating it): the newest snapshot's commit.
