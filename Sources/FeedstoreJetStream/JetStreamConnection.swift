@@ -50,3 +50,15 @@ public struct JetStreamConnection: Sendable {
         return parts.string ?? "the server"
     }
 }
+
+extension JetStreamConnection {
+    /// The sequence of the last message `stream` holds (0 when empty), read over a connection of
+    /// its own: how far a replica's ``ReplicaState/streamSequence`` is behind.
+    /// - Throws: ``JetStreamError`` when the server cannot be reached or there is no such stream.
+    public func lastSequence(ofStream stream: String) throws -> UInt64 {
+        guard let info = try NATSConnection(self).streamInfo(stream) else {
+            throw JetStreamError.serverRefused("reading stream \(stream)", reason: "there is no such stream")
+        }
+        return info.lastSequence
+    }
+}

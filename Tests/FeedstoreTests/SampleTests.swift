@@ -163,7 +163,7 @@ struct SampleCompiler {
             arguments += ["-I", api, "-package-description-version", "6.2", name + "/Package.swift"]
         } else {
             try sample.code.write(toFile: name + "/main.swift", atomically: true, encoding: .utf8)
-            arguments += ["-I", modules, "-I", directory, "-I", root.path + "/Sources/CFeedstoreLMDB", "-I", root.path + "/Sources/CFeedstoreNATS",
+            arguments += ["-I", modules, "-I", directory, "-I", root.path + "/Sources/CFeedstoreLMDB", "-I", root.path + "/Sources/CFeedstoreNATS", "-I", root.path + "/Sources/CFeedstoreCrypto",
                           name + "/main.swift"]
             arguments += sample.contexts.map { root.path + "/Tests/Samples/Contexts/\($0).swift" }
             // Feedstore's UIKit adapter, compiled as it is where UIKit exists.

@@ -85,9 +85,10 @@ import Testing
             case "demo mutate": 1
             case "ship": 3
             case "follow": 4
-            case "promote": 5
-            case "demo migrate": 7
-            case let other where other.hasPrefix("demo"): 6
+            case "inspect" where example.text.contains("--nats"): 5
+            case "promote": 6
+            case "demo migrate": 8
+            case let other where other.hasPrefix("demo"): 7
             default: 2
             }
         }

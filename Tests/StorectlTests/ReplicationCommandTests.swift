@@ -63,11 +63,17 @@ import Testing
                 #expect(try copy.verify().isEmpty)
             }()
 
+            let inspected = try storectl(["inspect", replica] + nats)
+            #expect(inspected.stdout.contains("applied its commit \(history) (stream message 0), which the origin made"), "\(inspected.stdout)")
+            #expect(inspected.stdout.contains("0 commits behind stream \(Self.stream)"), "\(inspected.stdout)")
+
             // More commits shipped, then the primary "dies" with commits it never shipped.
             for _ in 0..<10 { _ = try primary.write { try feed.mutate($0, count: 3, contacts: 500) } }
             let acknowledged = try primary.read { try $0.journalBounds().last }
             try primary.sync()
             #expect(try storectl(["ship", primaryPath] + nats + ["--until-sequence", String(acknowledged)]).status == 0)
+            let behind = try storectl(["inspect", replica] + nats)
+            #expect(behind.stdout.contains("10 commits behind stream \(Self.stream)"), "\(behind.stdout)")
             for _ in 0..<4 { _ = try primary.write { try feed.mutate($0, count: 3, contacts: 500) } }
             let oldLast = try primary.read { try $0.journalBounds().last }
             try primary.sync()

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Feedstore
+import FeedstoreJetStream
 import Foundation
 
 struct InspectCommand: ParsableCommand {
@@ -7,12 +8,15 @@ struct InspectCommand: ParsableCommand {
         commandName: "inspect",
         abstract: "Show a store's environment, entities, indexes and journal, without scanning data.",
         discussion: """
-        Reads LMDB's statistics and the counted indexes only, so it is fast on any size of store.
+        Reads LMDB's statistics and the counted indexes only, so it is fast on any size of store. \
+        For a replica it shows the last commit applied and how long ago its origin made it; with \
+        --nats and --stream, also how many commits the stream holds past it.
 
         Examples:
           storectl inspect ./demo-store
           storectl inspect ./demo-store --format json
           storectl inspect ./demo-store --jsonl
+          storectl inspect ./replica --nats nats://127.0.0.1:4222 --stream FEED
         """
     )
 
@@ -25,8 +29,15 @@ struct InspectCommand: ParsableCommand {
     /// indented, or on one line with jsonl.
     @OptionGroup var output: FormatOption
 
+    @Option(name: .customLong("nats"), help: "For a replica: the NATS server whose stream it follows (with --stream), to show how far behind it is.")
+    var natsURL: String?
+
+    @Option(help: "For a replica: the stream it follows (with --nats).")
+    var stream: String?
+
     func validate() throws {
         try output.require([.text, .json, .jsonl], because: "inspect prints one nested report, not rows")
+        guard (natsURL == nil) == (stream == nil) else { throw ValidationError("--nats and --stream go together") }
     }
 
     func run() throws {
@@ -43,7 +54,17 @@ struct InspectCommand: ParsableCommand {
         Output.line("Store \(report.path) (format \(report.formatVersion))")
         if let identifier = report.identifier { Output.line("  id         \(identifier)") }
         if let replica = report.replica {
-            Output.line("  replica of \(replica.origin): applied its commit \(replica.originSequence) (stream message \(replica.streamSequence))")
+            var line = "  replica of \(replica.origin): applied its commit \(replica.originSequence) (stream message \(replica.streamSequence))"
+            if let time = replica.originTime {
+                line += String(format: ", which the origin made %.0f ms ago", Date().timeIntervalSince(time) * 1_000)
+            }
+            Output.line(line)
+            if let natsURL, let stream {
+                let last = try JetStreamConnection.fromEnvironment(url: natsURL).lastSequence(ofStream: stream)
+                let behind = last > replica.streamSequence ? last - replica.streamSequence : 0
+                Output.line("  lag        \(behind.formatted()) commits behind stream \(stream)"
+                    + (behind > 0 ? (replica.originTime.map { String(format: ", the oldest waiting at least %.0f ms", Date().timeIntervalSince($0) * 1_000) } ?? "") : ""))
+            }
         }
         Output.line("  file       \(readableSize(e.fileSize)) (data.mdb)")
         Output.line("  map        \(readableSize(e.mapSize)), \(String(format: "%.1f", e.mapUsedPercent))% written "

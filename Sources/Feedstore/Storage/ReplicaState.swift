@@ -12,28 +12,44 @@ public struct ReplicaState: Sendable, Hashable {
     /// The origin's sequence of the last commit applied (the replica's journal has the same
     /// sequences).
     public var originSequence: UInt64
+    /// When the origin made the last commit applied, to the millisecond (nil before the first,
+    /// or when the stream did not say).
+    public var originTime: Date?
 
     /// A replica state.
-    public init(origin: UUID, streamSequence: UInt64, originSequence: UInt64) {
+    public init(origin: UUID, streamSequence: UInt64, originSequence: UInt64, originTime: Date? = nil) {
         self.origin = origin
         self.streamSequence = streamSequence
         self.originSequence = originSequence
+        self.originTime = originTime
     }
 
-    /// The stored form: the origin's 16 bytes, then both sequences (8 bytes big-endian each).
+    /// The stored form: the origin's 16 bytes, then both sequences (8 bytes big-endian each),
+    /// then, when known, the origin's commit time in milliseconds since 1970 (8 bytes, signed).
     var encoded: [UInt8] {
         var out = withUnsafeBytes(of: origin.uuid) { Array($0) }
         out.appendBigEndian(streamSequence)
         out.appendBigEndian(originSequence)
+        if let originTime { out.appendBigEndian(UInt64(bitPattern: Int64((originTime.timeIntervalSince1970 * 1_000).rounded()))) }
         return out
     }
 
     init(decoding bytes: [UInt8]) throws {
-        guard bytes.count == 32 else { throw FeedstoreError.corruptData(what: "meta replica", reason: "\(bytes.count) bytes, expected 32") }
+        guard bytes.count == 32 || bytes.count == 40 else {
+            throw FeedstoreError.corruptData(what: "meta replica", reason: "\(bytes.count) bytes, expected 32 or 40")
+        }
         let b = bytes
         origin = UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
         streamSequence = b[16..<24].reduce(0) { $0 << 8 | UInt64($1) }
         originSequence = b[24..<32].reduce(0) { $0 << 8 | UInt64($1) }
+        originTime = bytes.count == 40
+            ? Date(timeIntervalSince1970: Double(Int64(bitPattern: b[32..<40].reduce(0) { $0 << 8 | UInt64($1) })) / 1_000) : nil
+    }
+
+    /// Whether two states name the same position (origin and sequences; the time aside).
+    public func samePosition(as other: ReplicaState?) -> Bool {
+        guard let other else { return false }
+        return origin == other.origin && streamSequence == other.streamSequence && originSequence == other.originSequence
     }
 }
 

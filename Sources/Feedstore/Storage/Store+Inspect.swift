@@ -122,6 +122,8 @@ public struct StoreInspection: Sendable, Codable {
         public var streamSequence: UInt64
         /// The origin's sequence of the last commit applied.
         public var originSequence: UInt64
+        /// When the origin made it (nil when not known).
+        public var originTime: Date?
     }
 
     public var path: String
@@ -177,7 +179,8 @@ extension Store {
                 path: path, formatVersion: tx.schema.catalog.formatVersion,
                 identifier: try tx.storeIdentifier()?.uuidString.lowercased(), recordImagesStart: try tx.recordImagesStart(),
                 replica: try tx.replicaState().map {
-                    .init(origin: $0.origin.uuidString.lowercased(), streamSequence: $0.streamSequence, originSequence: $0.originSequence)
+                    .init(origin: $0.origin.uuidString.lowercased(), streamSequence: $0.streamSequence, originSequence: $0.originSequence,
+                          originTime: $0.originTime)
                 },
                 environment: .init(mapSize: info.mapSize, pageSize: pageSize, pagesUsed: pagesUsed,
                                    mapUsedPercent: info.mapSize > 0 ? Double(pagesUsed * pageSize) * 100 / Double(info.mapSize) : 0,

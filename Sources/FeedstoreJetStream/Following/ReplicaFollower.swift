@@ -24,7 +24,8 @@ public final class ReplicaFollower {
     /// How far the replica has applied its origin's commits (nil before the first one, for a
     /// replica started from an empty store).
     public private(set) var state: ReplicaState?
-    /// When the origin made the last commit this follower applied (nil before it applied one).
+    /// When the origin made the last commit the replica applied (nil before it applied one, or
+    /// when no one knows).
     public private(set) var appliedCommitTime: Date?
 
     /// What a follower does to start a replica from nothing, as it happens.
@@ -122,6 +123,7 @@ public final class ReplicaFollower {
         if !fm.fileExists(atPath: path + "/data.mdb") { try Self.seed(self.snapshots, history: history, into: path, replacing: false, onSeed: onSeed) }
         replica = try Store(path: path, options: storeOptions)
         state = try replica.read { try $0.replicaState() }
+        appliedCommitTime = state?.originTime
         do {
             try start()
         } catch let error as JetStreamError where reseed && error.needsSeed {
@@ -140,6 +142,7 @@ public final class ReplicaFollower {
         try Self.seed(snapshots, history: history, into: path, replacing: true, onSeed: onSeed)
         replica = try Store(path: path, options: storeOptions)
         state = try replica.read { try $0.replicaState() }
+        appliedCommitTime = state?.originTime
         schemas = [:]
         try start()
     }
@@ -156,7 +159,10 @@ public final class ReplicaFollower {
                 defer { store.close() }
                 let through = try store.read { try $0.journalBounds().last }
                 let streamSequence = try seedPosition(through: through, history: history, bucket: snapshots.name)
-                try store.write { try $0.makeReplica(ReplicaState(origin: newest.store, streamSequence: streamSequence, originSequence: through)) }
+                try store.write {
+                    try $0.makeReplica(ReplicaState(origin: newest.store, streamSequence: streamSequence, originSequence: through,
+                                                    originTime: try lastCommitTime(of: store)))
+                }
                 // The replaced store's lock file describes readers of the file being replaced.
                 if replacing { unlink(path + "/lock.mdb") }
             }, progress: { onSeed(.fetched($0, of: $1)) })
@@ -181,6 +187,14 @@ public final class ReplicaFollower {
             throw JetStreamError.fileFailed(reason: "moving the new replica into \(path): \(String(cString: strerror(errno)))")
         }
         try DirectorySync.sync(path)
+    }
+
+    /// When the origin made the last commit of a copy of it (its journal is the origin's), to
+    /// the millisecond; nil when the journal is empty.
+    private static func lastCommitTime(of store: Store) throws -> Date? {
+        let last = try store.read { try $0.journalBounds().last }
+        guard last > 0, let commit = try store.read({ try $0.journal(after: last - 1, limit: 1) }).first else { return nil }
+        return Date(timeIntervalSince1970: (commit.timestamp.timeIntervalSince1970 * 1_000).rounded() / 1_000)
     }
 
     /// The stream sequence after which a store holding the origin's commits through `through`
@@ -211,7 +225,8 @@ public final class ReplicaFollower {
             }
             let through = try replica.read { try $0.journalBounds().last }
             let streamSequence = try Self.seedPosition(through: through, history: history, bucket: bucketName)
-            let seeded = ReplicaState(origin: origin, streamSequence: streamSequence, originSequence: through)
+            let seeded = ReplicaState(origin: origin, streamSequence: streamSequence, originSequence: through,
+                                      originTime: try Self.lastCommitTime(of: replica))
             try replica.write { try $0.makeReplica(seeded) }
             state = seeded
         }
@@ -226,8 +241,6 @@ public final class ReplicaFollower {
     private struct PlannedCommit {
         var changes: [(entity: String, id: FieldValue, fields: [String: FieldValue]?)]
         var next: ReplicaState
-        /// When the origin made it, as the envelope writes it (parsed only for a group's last).
-        var timeText: String?
     }
 
     /// How far the replica is behind its stream: the messages the stream holds past the
@@ -389,7 +402,8 @@ public final class ReplicaFollower {
             }
             logger.notice("store \(envelope.store) was promoted in place of \(promotion.from.uuidString.lowercased()); following it",
                           metadata: ["after": "\(promotion.through)"])
-            return (envelope, ReplicaState(origin: origin, streamSequence: message.streamSequence, originSequence: promotion.through))
+            return (envelope, ReplicaState(origin: origin, streamSequence: message.streamSequence, originSequence: promotion.through,
+                                           originTime: Self.originTime(envelope)))
         }
         let expected = (planned?.originSequence ?? 0) + 1
         if let planned {
@@ -403,7 +417,14 @@ public final class ReplicaFollower {
                 ? "the stream begins with commit \(envelope.sequence), not the origin's first; seed the replica from a copy of the origin"
                 : "the replica has applied commit \(expected - 1) and the stream's next is \(envelope.sequence)")
         }
-        return (envelope, ReplicaState(origin: origin, streamSequence: message.streamSequence, originSequence: envelope.sequence))
+        return (envelope, ReplicaState(origin: origin, streamSequence: message.streamSequence, originSequence: envelope.sequence,
+                                       originTime: Self.originTime(envelope)))
+    }
+
+    /// When the origin made an envelope's commit, to the millisecond, as the replica's state
+    /// keeps it.
+    private static func originTime(_ envelope: ChangeEnvelope.Received) -> Date? {
+        envelope.timeText.flatMap(ChangeEnvelope.milliseconds(fromTime:)).map { Date(timeIntervalSince1970: Double($0) / 1_000) }
     }
 
     /// The changes of a commit as the replica stores them (values read from JSON take the kinds
@@ -415,7 +436,7 @@ public final class ReplicaFollower {
                 for (name, value) in fields { fields[name] = schema.coerce(value, toField: name) }
             }
             return (entry.entity, entry.id, fields)
-        }, next: next, timeText: envelope.timeText)
+        }, next: next)
     }
 
     /// Writes the planned commits, each in a transaction of its own with the replica's state,
@@ -428,7 +449,8 @@ public final class ReplicaFollower {
             let expected = before
             before = commit.next
             return { tx in
-                guard try tx.replicaState() == expected else {
+                let current = try tx.replicaState()
+                guard current == nil ? expected == nil : current!.samePosition(as: expected) else {
                     throw JetStreamError.replicaNeedsSeed(stream: self.stream, reason: "commit \(commit.next.originSequence) found the replica elsewhere than after the commit before it")
                 }
                 for change in commit.changes {
@@ -450,7 +472,7 @@ public final class ReplicaFollower {
         }
         metrics.appliedCommits.increment(by: Int64(group.count))
         metrics.appliedCommit.record(state?.originSequence ?? 0)
-        if let text = group.last?.timeText, let time = ChangeEnvelope.timeFormatter.date(from: text) { appliedCommitTime = time }
+        if let time = state?.originTime { appliedCommitTime = time }
         return group.count
     }
 
