@@ -97,6 +97,34 @@ import Testing
         }
     }
 
+    /// The async form stops with `CancellationError` when its task is cancelled before the
+    /// promotion record is published, leaving the replica a replica; uncancelled, it promotes.
+    @Test func theAsyncPromotionHonoursCancellation() async throws {
+        var rng = SeededGenerator(seed: 4)
+        try await withTemporaryDirectory { dir in
+            let (server, connection, primary, shipper) = try ShipperTests.startPrimary(in: dir)
+            defer { server.stop() }
+            try ShipperTests.commit(primary, 20, rng: &rng)
+            let last = try await primary.read { try $0.journalBounds().last }
+            try shipper.run(until: last)
+            let follower = try ReplicaFollower(path: dir + "/replica", connection: connection, stream: Self.stream, durability: .none)
+            try follower.run(untilOriginSequence: last)
+            nonisolated(unsafe) let standby = follower
+            let cancelled = Task { () async throws -> Store in
+                withUnsafeCurrentTask { $0?.cancel() }
+                return try await standby.promote(durability: .none)
+            }
+            await #expect(throws: CancellationError.self) { _ = try await cancelled.value }
+            let messages = try ShipperTests.streamMessages(server)
+            #expect(!messages.contains { $0.id?.hasPrefix("promotion:") == true })
+            #expect(follower.state?.originSequence == last)
+            let promoted = try await follower.promote(durability: .none)
+            defer { promoted.close() }
+            #expect(try await promoted.read { try $0.replicaState() } == nil)
+            #expect(try ShipperTests.streamMessages(server).last?.id?.hasPrefix("promotion:") == true)
+        }
+    }
+
     /// Promoting again after the record was published (a crash before the store became
     /// writable) finishes that promotion instead of making a second one.
     @Test func promotingTwiceFinishesTheFirstPromotion() throws {

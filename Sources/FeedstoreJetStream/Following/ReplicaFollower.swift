@@ -335,16 +335,37 @@ public final class ReplicaFollower {
     /// - Parameter durability: the promoted store's.
     /// - Returns: the promoted store, open for writing; ship it with ``JournalShipper``.
     public func promote(durability: Durability = .full) throws -> Store {
+        try promote(durability: durability, while: { true })
+    }
+
+    /// ``promote(durability:)`` for Swift concurrency: runs on a thread of its own, and stops
+    /// when the calling task is cancelled before the promotion record is published (after the
+    /// round in progress, at most 100 ms), with `CancellationError`. Once the record is in the
+    /// stream, the promotion finishes.
+    public func promote(durability: Durability = .full) async throws -> Store {
+        // The follower is used by one thread at a time: the promotion's own, until it returns.
+        nonisolated(unsafe) let follower = self
+        final class Result: @unchecked Sendable { var store: Store? }
+        let result = Result()
+        try await OwnThread.run(name: "feedstore promotion") { keepGoing in
+            result.store = try follower.promote(durability: durability, while: keepGoing)
+        }
+        return result.store!
+    }
+
+    private func promote(durability: Durability, while keepGoing: () -> Bool) throws -> Store {
+        // However far behind the replica is, it first applies what the stream holds.
+        try catchUp(by: nil, while: keepGoing)
         let deadline = ContinuousClock.now + Self.promotionPatience
-        try catchUp(by: deadline)
         guard let own = try replica.read({ try $0.storeIdentifier() }), state != nil else {
             throw JetStreamError.promotionFailed(stream: stream, reason: "the replica has applied no commit of the stream")
         }
         while state!.origin != own {
+            guard keepGoing() else { throw CancellationError() }
             guard ContinuousClock.now < deadline else {
                 throw JetStreamError.promotionFailed(stream: stream, reason: "the primary kept shipping for \(Self.promotionPatience); stop it first")
             }
-            try catchUp(by: deadline)
+            try catchUp(by: deadline, while: keepGoing)
             let current = state!
             let journalEnd = try replica.read { try $0.journalBounds().last }
             guard journalEnd == current.originSequence else {
@@ -356,7 +377,8 @@ public final class ReplicaFollower {
                                                           "Nats-Expected-Last-Sequence": String(current.streamSequence)])
             // Nil: the primary shipped meanwhile; apply that and try again. Otherwise the loop
             // ends once the follower has applied the record.
-            if stored != nil { try catchUp(by: deadline) }
+            // Once the record is in the stream, the promotion is made: finish it.
+            if stored != nil { try catchUp(by: deadline, while: { true }) }
         }
         try replica.write { try $0.removeReplicaState() }
         subscription = nil
@@ -371,12 +393,17 @@ public final class ReplicaFollower {
     }
 
     /// Applies commits until the replica holds every message the stream held when called.
-    private func catchUp(by deadline: ContinuousClock.Instant) throws {
+    /// - Throws: `CancellationError` when `keepGoing` turns false, ``JetStreamError/timedOut(_:)``
+    ///   past `deadline`.
+    private func catchUp(by deadline: ContinuousClock.Instant?, while keepGoing: () -> Bool) throws {
         guard let info = try connection.streamInfo(stream) else {
             throw JetStreamError.serverRefused("following stream \(stream)", reason: "there is no such stream")
         }
         while (state?.streamSequence ?? 0) < info.lastSequence {
-            guard ContinuousClock.now < deadline else { throw JetStreamError.timedOut("applying the stream through message \(info.lastSequence)") }
+            guard keepGoing() else { throw CancellationError() }
+            if let deadline, ContinuousClock.now >= deadline {
+                throw JetStreamError.timedOut("applying the stream through message \(info.lastSequence)")
+            }
             try applyAvailable()
         }
     }
