@@ -66,6 +66,7 @@ let package = Package(
                 "FeedstoreDemo",
                 "FeedstoreJetStream",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],

@@ -157,6 +157,44 @@ import Testing
         }
     }
 
+    /// A replica written without syncs is marked so while its follower runs: a follower killed
+    /// (the mark from this boot) continues it, and one that finds the mark from an earlier boot
+    /// (the machine went down meanwhile) re-seeds it from the newest snapshot.
+    @Test func aReplicaWrittenWithoutSyncsIsReseededAfterTheMachineWentDown() throws {
+        var rng = SeededGenerator(seed: 12)
+        try withTemporaryDirectory { dir in
+            let (server, connection, primary) = try Self.primaryWithHistory(in: dir, commits: 60, rng: &rng)
+            defer { server.stop() }
+            let shipper = try JournalShipper(store: primary, connection: connection, stream: Self.stream)
+            try ShipperTests.commit(primary, 20, rng: &rng)
+            let last = try primary.read { try $0.journalBounds().last }
+            try shipper.run(until: last)
+            let path = dir + "/replica", marker = dir + "/replica/" + ReplicaFollower.unsyncedMarker
+            final class Events: @unchecked Sendable { var restored = 0 }
+            let events = Events()
+            func follow() throws {
+                let follower = try ReplicaFollower(path: path, connection: connection, stream: Self.stream, durability: .none,
+                                                   onSeed: { if case .restored = $0 { events.restored += 1 } })
+                #expect(FileManager.default.fileExists(atPath: marker))
+                try follower.run(untilOriginSequence: last)
+                try FollowerTests.expectReplicaEqualsPrimary(primary, follower.replica, "restored \(events.restored)")
+            }
+            try follow()
+            #expect(events.restored == 1)
+            // A follower that ends syncs the replica and removes the mark.
+            #expect(!FileManager.default.fileExists(atPath: marker))
+            let boot = Date().timeIntervalSince1970 - ProcessInfo.processInfo.systemUptime
+            // Killed: the mark of this boot stays; the page cache kept every write.
+            try String(format: "%.0f\n", boot).write(toFile: marker, atomically: true, encoding: .utf8)
+            try follow()
+            #expect(events.restored == 1)
+            // The machine went down while the replica was written without syncs.
+            try String(format: "%.0f\n", boot - 3_600).write(toFile: marker, atomically: true, encoding: .utf8)
+            try follow()
+            #expect(events.restored == 2)
+        }
+    }
+
     /// Snapshots taken while a writer commits each restore to a store equal to the primary
     /// as of their commit, and the bucket keeps the newest `keep`.
     @Test func snapshotsUnderAWriterRestoreToThePrimaryAtTheirCommit() throws {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Logging
 import Feedstore
 import FeedstoreJetStream
 import Foundation
@@ -26,6 +27,14 @@ struct Storectl: ParsableCommand {
     /// `storectl: <what and where>`), 3 `get` found no such record.
     static func main() {
         Output.ignoreBrokenPipes()
+        // storectl prints its own progress; the library's logs go to stderr only when asked
+        // for, at FEEDSTORE_LOG_LEVEL (trace, debug, info, notice, warning, error).
+        let level = ProcessInfo.processInfo.environment["FEEDSTORE_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .critical
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
         do {
             var command = try parseAsRoot()
             try command.run()

@@ -216,8 +216,8 @@ case "jetstream":
     let bench = JetStreamShipping(directory: scratch, oneRowCommits: option("--commits", default: quick ? 2_000 : 50_000),
                                   bulkCommits: option("--bulk-commits", default: quick ? 5 : 50), latencySamples: option("--samples", default: quick ? 200 : 2_000))
     emit("\(runTitle("JetStream shipping and replicas")): a nats-server -js on loopback (file storage) started by the run; the demo feed; primary durability none, replica relaxed\n")
-    let (rates, latency) = try bench.run()
-    for line in JetStreamShipping.format(rates: rates, latency: latency) { emit(line) }
+    let (rates, latencies) = try bench.run()
+    for line in JetStreamShipping.format(rates: rates, latencies: latencies) { emit(line) }
     let takeover = try JetStreamTakeover(directory: scratch, messages: option("--messages", default: quick ? 100_000 : 1_000_000)).run()
     for line in JetStreamTakeover.format(takeover) { emit(line) }
     try save(quick ? "jetstream-quick.md" : "jetstream.md")

@@ -81,7 +81,7 @@ public final class WriteTransaction: ReadTransaction {
         if let start = try MetaKey.decodeUInt64(try access { try $0.get(core.system.meta, key: MetaKey.recordImagesFrom) }, what: "journal images") {
             return start
         }
-        try access { try $0.put(core.system.meta, key: MetaKey.recordImagesFrom, value: MetaKey.encode(assignedSequence)) }
+        _ = try access { try $0.put(core.system.meta, key: MetaKey.recordImagesFrom, value: MetaKey.encode(assignedSequence)) }
         recordImages = true
         return assignedSequence
     }

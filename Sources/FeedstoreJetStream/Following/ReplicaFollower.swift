@@ -51,6 +51,8 @@ public final class ReplicaFollower {
     private let reseed: Bool
     private let metrics: ReplicationMetrics
     private let logger: Logger
+    /// Whether the replica is written without syncs (see ``markUnsynced(_:_:)``).
+    private let durabilityNone: Bool
     /// When the lag metrics were last updated.
     private var lagReported = ContinuousClock.now - .seconds(1)
     private var subscription: OrderedSubscription?
@@ -65,7 +67,11 @@ public final class ReplicaFollower {
     ///   - connection: the NATS server and its credentials.
     ///   - stream: the stream a shipper fills.
     ///   - durability: the replica's durability. The stream holds every commit, so a replica
-    ///     that loses its newest commits in a power loss applies them again: `.relaxed` by default.
+    ///     that loses its newest commits in a power loss applies them again: `.relaxed` by default
+    ///     (each commit's data synced, not its meta page). `.none` syncs nothing, which takes the
+    ///     sync out of a commit's way to the replica's watchers; a machine that goes down may then
+    ///     damage the replica, so a follower that finds it was written so when the machine last
+    ///     went down re-seeds it from the newest snapshot (a follower merely killed does not).
     ///   - bucket: the snapshots' bucket; ``SnapshotBucket/defaultName(forStream:)`` by default.
     ///   - reseed: when the stream no longer holds the commit the replica needs next, replace
     ///     the replica with the newest snapshot (no other process may have it open). Without it,
@@ -120,7 +126,15 @@ public final class ReplicaFollower {
             }
         }
         lock = try ExclusiveFileLock(path: path + "/follower.lock", refusal: { .anotherFollower(replica: path, reason: $0) })
-        if !fm.fileExists(atPath: path + "/data.mdb") { try Self.seed(self.snapshots, history: history, into: path, replacing: false, onSeed: onSeed) }
+        if !fm.fileExists(atPath: path + "/data.mdb") {
+            try Self.seed(self.snapshots, history: history, into: path, replacing: false, onSeed: onSeed)
+        } else if Self.machineRestartedWhileUnsynced(path) {
+            // Written without syncs when the machine went down: the file may be damaged.
+            logger.warning("the machine restarted while the replica was written without syncs: re-seeding it")
+            try Self.seed(self.snapshots, history: history, into: path, replacing: true, onSeed: onSeed)
+        }
+        durabilityNone = durability == .none
+        try Self.markUnsynced(path, durabilityNone)
         replica = try Store(path: path, options: storeOptions)
         state = try replica.read { try $0.replicaState() }
         appliedCommitTime = state?.originTime
@@ -129,6 +143,41 @@ public final class ReplicaFollower {
         } catch let error as JetStreamError where reseed && error.needsSeed {
             try reseedReplica()
         }
+    }
+
+    deinit {
+        // Synced now: a restart of the machine from here on cannot have damaged it.
+        if durabilityNone, (try? replica.sync()) != nil { unlink(path + "/" + Self.unsyncedMarker) }
+    }
+
+    /// Names the file that marks a replica written without syncs (`durability: .none`), holding
+    /// when the machine last started. A follower killed leaves it, and the page cache keeps what
+    /// it wrote; a machine that went down may have lost part of it in any order, so a follower
+    /// that finds the mark from an earlier boot re-seeds the replica from the newest snapshot.
+    static let unsyncedMarker = "follower.unsynced"
+
+    /// When this machine started, in seconds since 1970 (to within the clock's adjustments).
+    private static var bootTime: Double { Date().timeIntervalSince1970 - ProcessInfo.processInfo.systemUptime }
+
+    /// Whether the replica at `path` was being written without syncs when the machine last went down.
+    private static func machineRestartedWhileUnsynced(_ path: String) -> Bool {
+        guard let text = try? String(contentsOfFile: path + "/" + unsyncedMarker, encoding: .utf8),
+              let boot = Double(text.trimmingCharacters(in: .whitespacesAndNewlines))
+        else { return false }
+        return abs(boot - bootTime) > 30
+    }
+
+    /// Marks the replica as written without syncs from now on (or removes the mark).
+    private static func markUnsynced(_ path: String, _ unsynced: Bool) throws {
+        let marker = path + "/" + unsyncedMarker
+        guard unsynced else {
+            unlink(marker)
+            return
+        }
+        do { try String(format: "%.0f\n", bootTime).write(toFile: marker, atomically: true, encoding: .utf8) } catch {
+            throw JetStreamError.fileFailed(reason: "writing \(marker): \(error.localizedDescription)")
+        }
+        try DirectorySync.sync(path)
     }
 
     /// Replaces the replica with the newest snapshot and starts again.

@@ -48,9 +48,13 @@ final class ObjectStoreBucket {
     /// Stores the bytes read from `descriptor` to its end as the object `object`, replacing an
     /// object of that name.
     /// - Parameter progress: called with the bytes stored so far after each chunk.
+    /// - Parameter bytesPerSecond: at most this many bytes are sent per second (nil: as fast as
+    ///   the server takes them), so that storing a large object leaves the server and the disk
+    ///   to others too.
     func put(_ object: String, from descriptor: Int32, description: String? = nil, headers: [String: [String]] = [:],
-             progress: (UInt64) -> Void = { _ in }) throws -> ObjectInfo
+             bytesPerSecond: UInt64? = nil, progress: (UInt64) -> Void = { _ in }) throws -> ObjectInfo
     {
+        let started = ContinuousClock.now
         let nuid = Self.newNUID()
         let subject = chunkSubject(nuid)
         let hash = SHA256()
@@ -69,6 +73,11 @@ final class ObjectStoreBucket {
                 chunks += 1
                 if chunks % UInt32(Self.chunksInFlight) == 0 { try waitForChunks() }
                 progress(size)
+                if let bytesPerSecond {
+                    // Ahead of the pace: wait until the bytes sent are due.
+                    let due = started + .seconds(Double(size) / Double(bytesPerSecond))
+                    if due > ContinuousClock.now { Thread.sleep(forTimeInterval: (due - ContinuousClock.now).seconds) }
+                }
                 if count < Self.chunkSize { break }
             }
             try waitForChunks()

@@ -14,7 +14,7 @@ final class SHA256 {
     deinit { EVP_MD_CTX_free(context) }
 
     func update<Bytes: Collection>(_ bytes: Bytes) where Bytes.Element == UInt8 {
-        let hashed = bytes.withContiguousStorageIfAvailable { buffer in
+        let hashed: Void? = bytes.withContiguousStorageIfAvailable { buffer in
             _ = EVP_DigestUpdate(context, buffer.baseAddress, buffer.count)
         }
         if hashed == nil { update(Array(bytes)) }

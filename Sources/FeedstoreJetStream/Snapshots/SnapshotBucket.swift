@@ -66,7 +66,10 @@ public final class SnapshotBucket {
     /// holds.
     /// - Parameter progress: called with the bytes stored so far, and the copy's size.
     @discardableResult
-    public func publish(from store: Store, keep: Int = 2, progress: (_ done: UInt64, _ total: UInt64) -> Void = { _, _ in }) throws -> Snapshot {
+    /// - Parameter bytesPerSecond: at most this many bytes are sent per second (nil: no limit).
+    public func publish(from store: Store, keep: Int = 2, bytesPerSecond: UInt64? = nil,
+                        progress: (_ done: UInt64, _ total: UInt64) -> Void = { _, _ in }) throws -> Snapshot
+    {
         let copy = store.path + "/snapshot-\(name).partial"
         let fm = FileManager.default
         try? fm.removeItem(atPath: copy)
@@ -91,7 +94,7 @@ public final class SnapshotBucket {
         let object = try bucket.put(name, from: descriptor,
                                     description: "Feedstore snapshot of store \(identifier.uuidString.lowercased()) through commit \(commit)",
                                     headers: ["Feedstore-Store": [identifier.uuidString.lowercased()], "Feedstore-Commit": [String(commit)]],
-                                    progress: { progress($0, total) })
+                                    bytesPerSecond: bytesPerSecond, progress: { progress($0, total) })
         let snapshot = Self.snapshot(of: object)!
         try prune(keeping: max(keep, 1))
         return snapshot

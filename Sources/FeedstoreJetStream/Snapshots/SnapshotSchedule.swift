@@ -10,13 +10,23 @@ public struct SnapshotSchedule: Sendable, Equatable {
     public var everyBytes: UInt64?
     /// How many snapshots the bucket keeps (the newest), at least 1.
     public var keep: Int
+    /// At most this many bytes of a snapshot are sent per second (nil: no limit), so that the
+    /// server and the disk keep serving the primary's commits while a large one is stored.
+    public var bytesPerSecond: UInt64?
 
-    /// A schedule; by default only the first snapshot, and the newest two kept.
-    public init(bucket: String? = nil, everyCommits: UInt64? = nil, everyBytes: UInt64? = nil, keep: Int = 2) {
+    /// By default, snapshots are sent at up to 64 MiB a second.
+    public static let defaultBytesPerSecond: UInt64 = 64 << 20
+
+    /// A schedule; by default only the first snapshot, the newest two kept, sent at up to
+    /// ``defaultBytesPerSecond``.
+    public init(bucket: String? = nil, everyCommits: UInt64? = nil, everyBytes: UInt64? = nil, keep: Int = 2,
+                bytesPerSecond: UInt64? = SnapshotSchedule.defaultBytesPerSecond)
+    {
         self.bucket = bucket
         self.everyCommits = everyCommits
         self.everyBytes = everyBytes
         self.keep = max(keep, 1)
+        self.bytesPerSecond = bytesPerSecond
     }
 }
 

@@ -81,7 +81,8 @@ final class SnapshotTaker: @unchecked Sendable {
             var outcome: SnapshotEvent
             do {
                 let bucket = try SnapshotBucket(connection: connection, name: bucketName, create: true)
-                let snapshot = try bucket.publish(from: store, keep: schedule.keep, progress: { [onEvent] in onEvent(.stored($0, of: $1)) })
+                let snapshot = try bucket.publish(from: store, keep: schedule.keep, bytesPerSecond: schedule.bytesPerSecond,
+                                                  progress: { [onEvent] in onEvent(.stored($0, of: $1)) })
                 outcome = .finished(snapshot)
             } catch let error as JetStreamError {
                 outcome = .failed(error)
