@@ -33,7 +33,7 @@ struct FollowCommand: ParsableCommand {
 
     @OptionGroup var metrics: MetricsOptions
 
-    @Option(help: "The replica's durability: full, relaxed or none (the stream keeps every commit, so relaxed loses nothing a new run cannot apply again).")
+    @Option(help: "The replica's durability: full, relaxed or none (the stream keeps every commit, so relaxed loses nothing a new run cannot apply again; none skips each commit's sync, and a replica the machine went down under is re-seeded from the newest snapshot).")
     var durability: String = "relaxed"
 
     @Option(help: "The Object Store bucket of the snapshots (default <stream>-snapshots).")
