@@ -10,9 +10,15 @@ final class ExclusiveFileLock {
     init(path: String, refusal: (String) -> JetStreamError) throws {
         descriptor = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw refusal("cannot open \(path): \(String(cString: strerror(errno)))") }
-        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
-            close(descriptor)
-            throw refusal("another process holds \(path)")
+        // A child that another thread is forking holds a copy of the last holder's descriptor,
+        // and so its lock, until it execs: retry for a moment before refusing.
+        let deadline = ContinuousClock.now + .milliseconds(250)
+        while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+            guard ContinuousClock.now < deadline else {
+                close(descriptor)
+                throw refusal("another process holds \(path)")
+            }
+            usleep(5_000)
         }
     }
 

@@ -116,6 +116,14 @@ import Testing
                 _ = try ReplicaFollower(path: dir + "/other", connection: connection, stream: Self.stream, durability: .none)
             }
             #expect(!FileManager.default.fileExists(atPath: dir + "/other/data.mdb"))
+            // A directory holding other files is never made a replica.
+            try FileManager.default.createDirectory(atPath: dir + "/documents", withIntermediateDirectories: false)
+            FileManager.default.createFile(atPath: dir + "/documents/notes.txt", contents: Data("mine".utf8))
+            #expect { _ = try ReplicaFollower(path: dir + "/documents", connection: connection, stream: Self.stream) } throws: { error in
+                guard case let FeedstoreError.notAStore(_, reason) = error else { return false }
+                return reason.contains("notes.txt")
+            }
+            #expect(!FileManager.default.fileExists(atPath: dir + "/documents/data.mdb"))
         }
     }
 

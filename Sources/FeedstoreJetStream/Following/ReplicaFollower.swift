@@ -127,6 +127,12 @@ public final class ReplicaFollower {
         }
         lock = try ExclusiveFileLock(path: path + "/follower.lock", refusal: { .anotherFollower(replica: path, reason: $0) })
         if !fm.fileExists(atPath: path + "/data.mdb") {
+            // A replica starts in an empty directory, never among other files (a mistyped path).
+            let others = ((try? fm.contentsOfDirectory(atPath: path)) ?? [])
+                .filter { !["follower.lock", "restore.partial", Self.unsyncedMarker].contains($0) }
+            guard others.isEmpty else {
+                throw FeedstoreError.notAStore(path: path, reason: "the directory holds no data.mdb and is not empty (\(others.sorted().prefix(3).joined(separator: ", "))); a replica starts in an empty or missing directory")
+            }
             try Self.seed(self.snapshots, history: history, into: path, replacing: false, onSeed: onSeed)
         } else if Self.machineRestartedWhileUnsynced(path) {
             // Written without syncs when the machine went down: the file may be damaged.
