@@ -13,7 +13,7 @@ struct SnapshotOptions: ParsableArguments {
     @Option(name: .customLong("keep-snapshots"), help: "How many snapshots the bucket keeps, the newest.")
     var keep: Int = 2
 
-    @Option(name: .customLong("snapshot-rate"), help: "At most this many bytes of a snapshot sent per second (64MiB by default; 0 for no limit), so that the server and the disk keep serving commits.")
+    @Option(name: .customLong("snapshot-rate"), help: "At most this many bytes of a snapshot sent per second (32MiB by default; 0 for no limit), so that the server and the disk keep serving commits.")
     var rate: String?
 
     @Flag(name: .customLong("no-snapshots"), help: "Take no snapshots (replicas then start from a copy, or from an empty store when the stream holds the whole history).")

@@ -14,8 +14,8 @@ public struct SnapshotSchedule: Sendable, Equatable {
     /// server and the disk keep serving the primary's commits while a large one is stored.
     public var bytesPerSecond: UInt64?
 
-    /// By default, snapshots are sent at up to 64 MiB a second.
-    public static let defaultBytesPerSecond: UInt64 = 64 << 20
+    /// By default, snapshots are sent at up to 32 MiB a second.
+    public static let defaultBytesPerSecond: UInt64 = 32 << 20
 
     /// A schedule; by default only the first snapshot, the newest two kept, sent at up to
     /// ``defaultBytesPerSecond``.
