@@ -89,6 +89,9 @@ final class SnapshotTaker: @unchecked Sendable {
             } catch {
                 outcome = .failed(.fileFailed(reason: "\(error)"))
             }
+            // Told before the snapshot counts as done, so that a shipper waiting for it
+            // returns after its caller has heard.
+            onEvent(outcome)
             done.withLock {
                 switch outcome {
                 case let .finished(snapshot): lastCommit = snapshot.commit; lastFailure = nil
@@ -97,7 +100,6 @@ final class SnapshotTaker: @unchecked Sendable {
                 running = false
                 done.broadcast()
             }
-            onEvent(outcome)
         }
         thread.name = "feedstore snapshot"
         thread.start()
