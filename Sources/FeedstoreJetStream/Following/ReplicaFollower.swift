@@ -77,8 +77,8 @@ public final class ReplicaFollower {
     ///     the replica with the newest snapshot (no other process may have it open). Without it,
     ///     that is ``JetStreamError/replicaNeedsSeed(stream:reason:)``.
     ///   - onSeed: told what a start from nothing does (for progress lines).
-    ///   - logger: where the follower logs (swift-log); it also reports ``ReplicationMetrics``
-    ///     through swift-metrics.
+    ///   - logger: where the follower logs (swift-log); it also reports its metrics through
+    ///     swift-metrics (listed in the replication article).
     /// - Throws: ``JetStreamError`` when the stream does not exist or holds another store's
     ///   commits, when the replica cannot continue from it, or a start from nothing finds no
     ///   snapshot and a stream that does not begin with the origin's first commit.

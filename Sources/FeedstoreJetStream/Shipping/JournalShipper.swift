@@ -60,13 +60,14 @@ public final class JournalShipper {
     ///   - stream: the stream's name; it is created holding only ``subject``.
     ///   - subject: the subject to publish on; by default the stream's when it exists, and
     ///     `feedstore.<store id>` for a new stream.
-    /// - Throws: ``JetStreamError`` when the server cannot be reached, the stream holds another
-    ///   store's commits or commits this store lacks, or another shipper runs.
     ///   - snapshots: when to store snapshots of the store in the stream's bucket, from which
     ///     replicas start (nil: never). By default the first when shipping starts.
     ///   - onSnapshot: told what the snapshots do, on their thread.
-    ///   - logger: where the shipper logs (swift-log); it also reports ``ReplicationMetrics``
-    ///     through swift-metrics.
+    ///   - logger: where the shipper logs (swift-log); it also reports its metrics through
+    ///     swift-metrics (listed in the replication article).
+    /// - Throws: ``JetStreamError`` when the server cannot be reached, the stream holds another
+    ///   store's commits or commits this store lacks, another shipper runs, or a promotion
+    ///   replaced this store (``JetStreamError/supersededByPromotion(stream:promoted:through:unshipped:)``).
     public init(store: Store, connection: JetStreamConnection, stream: String, subject: String? = nil,
                 snapshots: SnapshotSchedule? = SnapshotSchedule(), onSnapshot: @escaping @Sendable (SnapshotEvent) -> Void = { _ in },
                 logger: Logger = Logger(label: "feedstore.jetstream")) throws
@@ -262,7 +263,8 @@ public final class JournalShipper {
     public static let idleInterval: Duration = .milliseconds(1)
 
     /// Ships commits as they are made until every commit through `sequence` is in the stream
-    /// (or forever when nil), checking for new commits every `interval` when idle.
+    /// (or forever when nil), checking for new commits every `interval` when idle, and takes
+    /// snapshots as the schedule says. A snapshot in progress finishes before this returns.
     ///
     /// When the server does not answer or cannot be reached (``JetStreamError/isTransient``),
     /// the shipper reconnects, every ``reconnectInterval`` for as long as it takes, and
