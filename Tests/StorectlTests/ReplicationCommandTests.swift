@@ -10,6 +10,19 @@ import Testing
 @Suite(.serialized) struct ReplicationCommandTests {
     static let stream = "FEED"
 
+    /// A real server and a synced demo store at `dir/primary` of `messages` messages from a feed
+    /// of `seed` (which goes on making the store's next changes), with the options that name the
+    /// server and the stream.
+    static func primary(in dir: String, seed: UInt64, messages: Int, contacts: Int)
+        throws -> (server: NATSServer, nats: [String], primary: Store, feed: DemoFeed)
+    {
+        let server = try NATSServer(directory: dir + "/nats")
+        var feed = DemoFeed(seed: seed)
+        let primary = try populatedDemoStore(at: dir + "/primary", feed: &feed, messages: messages, contacts: contacts)
+        try primary.sync()
+        return (server, ["--nats", server.url, "--stream", stream], primary, feed)
+    }
+
     func storectl(_ arguments: [String], timeout: TimeInterval = 120) throws -> (status: Int32, stdout: String, stderr: String) {
         try runTool(storectlURL, arguments, timeout: timeout)
     }
@@ -22,18 +35,15 @@ import Testing
     @Test func followFromNothingSurvivesKillsAndPromotionTakesOver() throws {
         let seed = testSeeds(1, base: 71)[0]
         var rng = SeededGenerator(seed: seed)
-        // The long run follows a million messages, as the operators would.
+        // The long run follows a million messages.
         let (messages, kills, killWindow) = TestSize.choose(quick: (30_000, 3, 400_000), long: (1_000_000, 10, 4_000_000))
         try withTemporaryDirectory { dir in
-            let server = try NATSServer(directory: dir + "/nats")
+            var (server, nats, primary, feed) = try Self.primary(in: dir, seed: seed, messages: messages, contacts: 500)
             defer { server.stop() }
             let primaryPath = dir + "/primary"
-            var feed = DemoFeed(seed: seed)
-            let primary = try populatedDemoStore(at: primaryPath, feed: &feed, messages: messages, contacts: 500)
             for _ in 0..<20 { _ = try primary.write { try feed.mutate($0, count: 5, contacts: 500) } }
             try primary.sync()
             let history = try primary.read { try $0.journalBounds().last }
-            let nats = ["--nats", server.url, "--stream", Self.stream]
 
             let shipped = try storectl(["ship", primaryPath] + nats + ["--until-sequence", String(history)])
             #expect(shipped.status == 0, "\(shipped.stderr)")
@@ -111,12 +121,8 @@ import Testing
     /// format: a scrape shows the commits shipped and applied, and the replica's lag.
     @Test func shipAndFollowServeTheirMetricsToPrometheus() throws {
         try withTemporaryDirectory { dir in
-            let server = try NATSServer(directory: dir + "/nats")
+            var (server, nats, primary, feed) = try Self.primary(in: dir, seed: 6, messages: 500, contacts: 20)
             defer { server.stop() }
-            var feed = DemoFeed(seed: 6)
-            let primary = try populatedDemoStore(at: dir + "/primary", feed: &feed, messages: 500, contacts: 20)
-            try primary.sync()
-            let nats = ["--nats", server.url, "--stream", Self.stream]
             let shipPort = try NATSServer.freePort(), followPort = try NATSServer.freePort()
             let ship = try RunningTool(storectlURL, ["ship", dir + "/primary", "--metrics-port", String(shipPort)] + nats)
             defer { ship.kill() }
@@ -158,12 +164,8 @@ import Testing
     /// the stream lacks the history and the bucket holds no snapshot.
     @Test func followFailsAtOnceWhenTheSequenceCannotBeReached() throws {
         try withTemporaryDirectory { dir in
-            let server = try NATSServer(directory: dir + "/nats")
+            var (server, nats, primary, feed) = try Self.primary(in: dir, seed: 5, messages: 200, contacts: 20)
             defer { server.stop() }
-            var feed = DemoFeed(seed: 5)
-            let primary = try populatedDemoStore(at: dir + "/primary", feed: &feed, messages: 200, contacts: 20)
-            try primary.sync()
-            let nats = ["--nats", server.url, "--stream", Self.stream]
             #expect(try storectl(["ship", dir + "/primary", "--no-snapshots"] + nats + ["--until-sequence", "1"]).status == 0)
             for _ in 0..<3 { _ = try primary.write { try feed.mutate($0, count: 2, contacts: 20) } }
             let last = try primary.read { try $0.journalBounds().last }

@@ -206,7 +206,7 @@ extension JetStreamShipping {
         return bytes
     }
 
-    /// The results file's tables: rates, latency by leg, and the targets.
+    /// The results file's tables: rates, latency by leg, and the targets they are held to.
     static func format(rates: [Rate], latencies: [Latency]) -> [String] {
         func number(_ x: Double) -> String { Int(x.rounded()).formatted() }
         var lines = ["| job | commits | rows | seconds | commits/s | rows/s | envelope bytes per row | reading the journal and encoding, share of the time |",

@@ -46,7 +46,6 @@ public final class ReplicaFollower {
     private let history: StreamHistory
     private let lock: ExclusiveFileLock
     private let snapshots: SnapshotBucket?
-    private let bucketName: String
     private let onSeed: (SeedEvent) -> Void
     private let reseed: Bool
     private let metrics: ReplicationMetrics
@@ -114,7 +113,7 @@ public final class ReplicaFollower {
         let connection = try NATSConnection(connection)
         self.connection = connection
         history = StreamHistory(connection: connection, stream: stream)
-        bucketName = bucket ?? SnapshotBucket.defaultName(forStream: stream)
+        let bucketName = bucket ?? SnapshotBucket.defaultName(forStream: stream)
         snapshots = try connection.streamInfo("OBJ_\(bucketName)") == nil ? nil : SnapshotBucket(connection, name: bucketName, create: false)
         guard try connection.streamInfo(stream) != nil else {
             throw JetStreamError.serverRefused("following stream \(stream)", reason: "there is no such stream")
@@ -213,7 +212,7 @@ public final class ReplicaFollower {
                 let store = try Store(path: restored, options: { var o = StoreOptions(durability: .full); o.writesReplica = true; return o }())
                 defer { store.close() }
                 let through = try store.read { try $0.journalBounds().last }
-                let streamSequence = try seedPosition(through: through, history: history, bucket: snapshots.name)
+                let streamSequence = try seedPosition(through: through, history: history)
                 try store.write {
                     try $0.makeReplica(ReplicaState(origin: newest.store, streamSequence: streamSequence, originSequence: through,
                                                     originTime: try lastCommitTime(of: store)))
@@ -255,7 +254,7 @@ public final class ReplicaFollower {
     /// The stream sequence after which a store holding the origin's commits through `through`
     /// continues: its last message at or before that commit (a promotion record right after it
     /// comes next), or the stream's end.
-    private static func seedPosition(through: UInt64, history: StreamHistory, bucket: String) throws -> UInt64 {
+    private static func seedPosition(through: UInt64, history: StreamHistory) throws -> UInt64 {
         guard let info = try history.connection.streamInfo(history.stream) else { return 0 }
         let first = max(info.firstSequence, 1)
         guard info.lastSequence >= first else { return info.lastSequence }
@@ -279,7 +278,7 @@ public final class ReplicaFollower {
                 throw JetStreamError.replicaNeedsSeed(stream: stream, reason: "the store has commits but no identifier")
             }
             let through = try replica.read { try $0.journalBounds().last }
-            let streamSequence = try Self.seedPosition(through: through, history: history, bucket: bucketName)
+            let streamSequence = try Self.seedPosition(through: through, history: history)
             let seeded = ReplicaState(origin: origin, streamSequence: streamSequence, originSequence: through,
                                       originTime: try Self.lastCommitTime(of: replica))
             try replica.write { try $0.makeReplica(seeded) }

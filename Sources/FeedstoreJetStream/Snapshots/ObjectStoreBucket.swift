@@ -81,7 +81,7 @@ final class ObjectStoreBucket {
                 if count < Self.chunkSize { break }
             }
             try waitForChunks()
-            var info = ObjectInfo(name: object, description: description, headers: headers.isEmpty ? nil : headers,
+            let info = ObjectInfo(name: object, description: description, headers: headers.isEmpty ? nil : headers,
                                   options: .init(maxChunkSize: Self.chunkSize), bucket: name, nuid: nuid, size: size,
                                   mtime: ChangeEnvelope.timeFormatter.string(from: Date()), chunks: chunks,
                                   digest: "SHA-256=" + Self.base64URL(hash.finish()), deleted: nil)
@@ -90,7 +90,6 @@ final class ObjectStoreBucket {
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
             try connection.publish(subject: metaSubject(object), data: Array(try encoder.encode(info)), headers: ["Nats-Rollup": "sub"])
             if let previous, previous.nuid != nuid { try? connection.purge(streamName, subject: chunkSubject(previous.nuid)) }
-            info.deleted = nil
             return info
         } catch {
             // Chunks without a description are nobody's: remove them.
@@ -109,7 +108,7 @@ final class ObjectStoreBucket {
     /// The description of `object`, or nil when the bucket holds none (or a deleted one).
     func info(_ object: String) throws -> ObjectInfo? {
         guard let message = try connection.lastMessage(streamName, subject: metaSubject(object)) else { return nil }
-        let info = try Self.decodeInfo(message.data)
+        let info = try decodeInfo(message)
         return info.deleted == true ? nil : info
     }
 
@@ -118,7 +117,7 @@ final class ObjectStoreBucket {
         let subjects = try connection.subjects(of: streamName, matching: "$O.\(name).M.>") ?? [:]
         return try subjects.keys.sorted().compactMap { subject in
             guard let message = try connection.lastMessage(streamName, subject: subject) else { return nil }
-            let info = try Self.decodeInfo(message.data)
+            let info = try decodeInfo(message)
             return info.deleted == true ? nil : info
         }
     }
@@ -164,9 +163,10 @@ final class ObjectStoreBucket {
 
     // MARK: Encoding
 
-    static func decodeInfo(_ data: [UInt8]) throws -> ObjectInfo {
-        do { return try JSONDecoder().decode(ObjectInfo.self, from: Data(data)) } catch {
-            throw JetStreamError.badObject(bucket: "", name: "", reason: "its description is not an object description: \(error)")
+    private func decodeInfo(_ message: StreamMessage) throws -> ObjectInfo {
+        do { return try JSONDecoder().decode(ObjectInfo.self, from: Data(message.data)) } catch {
+            throw JetStreamError.badObject(bucket: name, name: "(the description at stream message \(message.streamSequence))",
+                                           reason: "it is not an object description: \(error)")
         }
     }
 
