@@ -33,8 +33,8 @@ struct FollowCommand: ParsableCommand {
 
     @OptionGroup var metrics: MetricsOptions
 
-    @Option(help: "The replica's durability: full, relaxed or none (the stream keeps every commit, so relaxed loses nothing a new run cannot apply again; none skips each commit's sync, and a replica the machine went down under is re-seeded from the newest snapshot).")
-    var durability: String = "relaxed"
+    @Option(help: "The replica's durability: full, relaxed or none. The stream keeps every commit, so relaxed loses nothing a new run cannot apply again; none skips each commit's sync, and a replica the machine went down under is re-seeded from the newest snapshot. By default none when the bucket holds a snapshot, relaxed when it does not.")
+    var durability: String?
 
     @Option(help: "The Object Store bucket of the snapshots (default <stream>-snapshots).")
     var bucket: String?
@@ -47,11 +47,9 @@ struct FollowCommand: ParsableCommand {
 
     func run() throws {
         try metrics.start()
-        let level: Durability = switch durability {
-        case "full": .full
-        case "relaxed": .relaxed
-        case "none": .none
-        default: StoreAccess.fail("unknown durability \(durability); use full, relaxed or none")
+        let level: Durability? = try durability.map {
+            guard let level = Durability(rawValue: $0) else { throw ValidationError("--durability must be full, relaxed or none, not \($0)") }
+            return level
         }
         let restoreReport = LockedDate()
         let quiet = quiet
@@ -77,7 +75,7 @@ struct FollowCommand: ParsableCommand {
             return "\(lag.commits.formatted()) commits behind the stream\(age)"
         }
         if !quiet {
-            FileHandle.standardError.write(Data("following stream \(nats.stream) into \(replica), after commit \(applied()); \(try waiting())\n".utf8))
+            FileHandle.standardError.write(Data("following stream \(nats.stream) into \(replica) (durability \(follower.durability.rawValue)), after commit \(applied()); \(try waiting())\n".utf8))
         }
         var lastReport = Date()
         try follower.run(untilOriginSequence: nats.untilSequence) {

@@ -122,7 +122,7 @@ struct JetStreamShipping {
         rates.append(Rate(what: "bulk commits applied to a replica", commits: bulkCommits, rows: bulkCommits * rowsPerBulkCommit,
                           seconds: -started.timeIntervalSinceNow))
 
-        // Latency, with the replica's commits synced (relaxed, the default) and not (none).
+        // Latency, with the replica's commits synced (relaxed) and not (none, the default with snapshots).
         var latencies = [try measureLatency(shipper: shipper, follower: follower, primary: primary, feed: &feed, nextID: &nextID)]
         follower.replica.close()
         let unsynced = try ReplicaFollower(path: directory + "/replica-none", connection: connection, stream: Self.stream, durability: .none)
@@ -223,8 +223,8 @@ extension JetStreamShipping {
         }
         let names = ["the primary's commit returned", "in the stream (the shipper has the acknowledgment)",
                      "applied to the replica", "batch in the hands of a watcher of the replica"]
-        let replicas = ["replica durability relaxed (the default: each applied commit's data synced)",
-                        "replica durability none (no sync; re-seeded from a snapshot if the machine goes down while it is written)"]
+        let replicas = ["replica durability relaxed (each applied commit's data synced; the default when no snapshot can re-seed the replica)",
+                        "replica durability none (no sync; the default when a snapshot can re-seed the replica, as it does if the machine goes down while it is written)"]
         var targets: [String] = []
         for (latency, replica) in zip(latencies, replicas) {
             lines += ["", "Latency of a one-row commit, from its start on the primary, \(latency.legs.count.formatted()) commits one at a time 2 ms apart, the shipper and the follower on threads of their own, \(replica)\n",

@@ -27,6 +27,9 @@ public final class ReplicaFollower {
     /// When the origin made the last commit the replica applied (nil before it applied one, or
     /// when no one knows).
     public private(set) var appliedCommitTime: Date?
+    /// How the replica's commits are synced: as asked, or as chosen when not asked (`.none`
+    /// when a snapshot can re-seed the replica, `.relaxed` when none can).
+    public let durability: Durability
 
     /// What a follower does to start a replica from nothing, as it happens.
     public enum SeedEvent: Sendable {
@@ -50,8 +53,6 @@ public final class ReplicaFollower {
     private let reseed: Bool
     private let metrics: ReplicationMetrics
     private let logger: Logger
-    /// Whether the replica is written without syncs (see ``markUnsynced(_:_:)``).
-    private let durabilityNone: Bool
     /// When the lag metrics were last updated.
     private var lagReported = ContinuousClock.now - .seconds(1)
     private var subscription: OrderedSubscription?
@@ -65,12 +66,14 @@ public final class ReplicaFollower {
     ///   - path: the replica's directory; missing or empty to start from nothing.
     ///   - connection: the NATS server and its credentials.
     ///   - stream: the stream a shipper fills.
-    ///   - durability: the replica's durability. The stream holds every commit, so a replica
-    ///     that loses its newest commits in a power loss applies them again: `.relaxed` by default
-    ///     (each commit's data synced, not its meta page). `.none` syncs nothing, which takes the
-    ///     sync out of a commit's way to the replica's watchers; a machine that goes down may then
-    ///     damage the replica, so a follower that finds it was written so when the machine last
-    ///     went down re-seeds it from the newest snapshot (a follower merely killed does not).
+    ///   - durability: the replica's durability; nil chooses by what can rebuild the replica.
+    ///     The stream holds every commit, so a replica that loses its newest commits in a power
+    ///     loss applies them again. `.none` syncs nothing, which takes the sync out of a commit's
+    ///     way to the replica's watchers; a machine that goes down may then damage the replica,
+    ///     so a follower that finds it was written so when the machine last went down re-seeds it
+    ///     from the newest snapshot (a follower merely killed does not). nil means `.none` when the
+    ///     bucket holds a snapshot to re-seed from, and `.relaxed` (each commit's data synced, not
+    ///     its meta page) when it does not; ``durability`` tells which.
     ///   - bucket: the snapshots' bucket; ``SnapshotBucket/defaultName(forStream:)`` by default.
     ///   - reseed: when the stream no longer holds the commit the replica needs next, replace
     ///     the replica with the newest snapshot (no other process may have it open). Without it,
@@ -81,7 +84,7 @@ public final class ReplicaFollower {
     /// - Throws: ``JetStreamError`` when the stream does not exist or holds another store's
     ///   commits, when the replica cannot continue from it, or a start from nothing finds no
     ///   snapshot and a stream that does not begin with the origin's first commit.
-    public init(path: String, connection: JetStreamConnection, stream: String, durability: Durability = .relaxed,
+    public init(path: String, connection: JetStreamConnection, stream: String, durability: Durability? = nil,
                 bucket: String? = nil, reseed: Bool = false, onSeed: @escaping (SeedEvent) -> Void = { _ in },
                 logger: Logger = Logger(label: "feedstore.jetstream")) throws
     {
@@ -105,16 +108,19 @@ public final class ReplicaFollower {
             }
             onSeed(event)
         }
-        var storeOptions = StoreOptions(durability: durability)
-        storeOptions.writesReplica = true
-        self.storeOptions = storeOptions
         self.onSeed = onSeed
         self.reseed = reseed
         let connection = try NATSConnection(connection)
         self.connection = connection
         history = StreamHistory(connection: connection, stream: stream)
         let bucketName = bucket ?? SnapshotBucket.defaultName(forStream: stream)
-        snapshots = try connection.streamInfo("OBJ_\(bucketName)") == nil ? nil : SnapshotBucket(connection, name: bucketName, create: false)
+        let snapshots = try connection.streamInfo("OBJ_\(bucketName)") == nil ? nil : SnapshotBucket(connection, name: bucketName, create: false)
+        self.snapshots = snapshots
+        let durability = try durability ?? (snapshots?.snapshots().isEmpty == false ? .none : .relaxed)
+        self.durability = durability
+        var storeOptions = StoreOptions(durability: durability)
+        storeOptions.writesReplica = true
+        self.storeOptions = storeOptions
         guard try connection.streamInfo(stream) != nil else {
             throw JetStreamError.serverRefused("following stream \(stream)", reason: "there is no such stream")
         }
@@ -132,14 +138,13 @@ public final class ReplicaFollower {
             guard others.isEmpty else {
                 throw FeedstoreError.notAStore(path: path, reason: "the directory holds no data.mdb and is not empty (\(others.sorted().prefix(3).joined(separator: ", "))); a replica starts in an empty or missing directory")
             }
-            try Self.seed(self.snapshots, history: history, into: path, replacing: false, onSeed: onSeed)
+            try Self.seed(snapshots, history: history, into: path, replacing: false, onSeed: onSeed)
         } else if Self.machineRestartedWhileUnsynced(path) {
             // Written without syncs when the machine went down: the file may be damaged.
             logger.warning("the machine restarted while the replica was written without syncs: re-seeding it")
-            try Self.seed(self.snapshots, history: history, into: path, replacing: true, onSeed: onSeed)
+            try Self.seed(snapshots, history: history, into: path, replacing: true, onSeed: onSeed)
         }
-        durabilityNone = durability == .none
-        try Self.markUnsynced(path, durabilityNone)
+        try Self.markUnsynced(path, durability == .none)
         replica = try Store(path: path, options: storeOptions)
         state = try replica.read { try $0.replicaState() }
         appliedCommitTime = state?.originTime
@@ -152,7 +157,7 @@ public final class ReplicaFollower {
 
     deinit {
         // Synced now: a restart of the machine from here on cannot have damaged it.
-        if durabilityNone, (try? replica.sync()) != nil { unlink(path + "/" + Self.unsyncedMarker) }
+        if durability == .none, (try? replica.sync()) != nil { unlink(path + "/" + Self.unsyncedMarker) }
     }
 
     /// Names the file that marks a replica written without syncs (`durability: .none`), holding
