@@ -48,6 +48,10 @@ public enum FeedstoreError: Error, Sendable, Equatable, CustomStringConvertible 
     /// of another kind, a required field missing, or a field the type does not declare. Nothing
     /// of the transaction is written.
     case recordRefused(entity: String, id: FieldValue, field: String, reason: FieldRefusal)
+    /// A write's precondition (``RecordWrite/Precondition``) did not hold: the record was
+    /// present where it had to be absent, or not equal to the value expected. Nothing of the
+    /// transaction is written.
+    case preconditionFailed(entity: String, id: FieldValue, reason: String)
     /// The entity has no index with this name.
     case unknownIndex(entity: String, index: String)
     /// A name used by `usedBy` (an index, its condition, a watcher's options) is not a field of the
@@ -100,6 +104,7 @@ public enum FeedstoreError: Error, Sendable, Equatable, CustomStringConvertible 
             "cannot decode \(entity)\(id.map { " \($0.jsonText)" } ?? ""): \(reason)"
         case let .unknownEntity(name): "no entity named \(name) in this store"
         case let .recordRefused(entity, id, field, reason): "\(entity) \(id.jsonText) was refused: \(reason.describing(field: field))"
+        case let .preconditionFailed(entity, id, reason): "\(entity) \(id.jsonText) was not written: \(reason)"
         case let .unknownIndex(entity, index): "entity \(entity) has no index named \(index)"
         case let .unknownField(entity, field, usedBy, fields):
             "\(usedBy) names \"\(field)\", which is not a field of \(entity); its fields are "

@@ -49,18 +49,31 @@ public enum JetStreamError: Error, Sendable, Equatable, CustomStringConvertible 
     /// commits, and this store's commits after `through` never reached it. They are not merged;
     /// the store can rejoin only as a replica, seeded from a snapshot.
     case supersededByPromotion(stream: String, promoted: UUID, through: UInt64, unshipped: ClosedRange<UInt64>?)
+    /// No primary answered a forwarded write (none accepts writes on the stream, or the server
+    /// cannot be reached): the request was not applied.
+    case primaryUnreachable(stream: String, reason: String)
+    /// A forwarded write got no answer in time: it may or may not have been applied. Sending
+    /// it again with the same request id is safe; it is applied at most once.
+    case writeOutcomeUnknown(stream: String, request: String, reason: String)
+    /// The primary answered that it did not apply a forwarded write, for a reason that is not
+    /// the request's (its disk is full, say).
+    case writeNotApplied(stream: String, request: String, reason: String)
+    /// A forwarded write is in the stream as commit `sequence`, but the replica had applied
+    /// only through `applied` when the call's time ran out (its follower is behind or stopped).
+    case replicaBehind(replica: String, sequence: UInt64, applied: UInt64)
 
-    /// Whether the error may pass once the server is reachable again (a timeout, a server that
-    /// is down or restarting), as opposed to a refusal that retrying cannot change.
     /// Whether the replica must be seeded again (from a snapshot) to continue.
     public var needsSeed: Bool {
         if case .replicaNeedsSeed = self { return true }
         return false
     }
 
+    /// Whether the error may pass once the server is reachable again (a timeout, a server that
+    /// is down or restarting, a primary not answering yet), as opposed to a refusal that
+    /// retrying cannot change.
     public var isTransient: Bool {
         switch self {
-        case .timedOut, .serverUnavailable: true
+        case .timedOut, .serverUnavailable, .primaryUnreachable, .writeOutcomeUnknown: true
         default: false
         }
     }
@@ -93,6 +106,14 @@ public enum JetStreamError: Error, Sendable, Equatable, CustomStringConvertible 
                 + (unshipped.map { "this store's \($0.count) commits \($0.lowerBound)–\($0.upperBound) never reached the stream and are not merged; " }
                     ?? "every commit of this store reached the stream; ")
                 + "rejoin as a replica from a snapshot (storectl follow --reseed)"
+        case let .primaryUnreachable(stream, reason):
+            "no primary of stream \(stream) answered the write (\(reason)); it was not applied"
+        case let .writeOutcomeUnknown(stream, request, reason):
+            "the primary of stream \(stream) did not answer write request \(request) in time (\(reason)); it may have been applied: send it again with the same request id, which applies it at most once"
+        case let .writeNotApplied(stream, request, reason):
+            "the primary of stream \(stream) did not apply write request \(request): \(reason)"
+        case let .replicaBehind(replica, sequence, applied):
+            "the write is commit \(sequence), but replica \(replica) had applied only through commit \(applied) when the time ran out; is its follower running?"
         case let .commitWithoutRecord(sequence):
             "commit \(sequence) was made before the store kept records in its journal; seed replicas from a copy taken after it"
         }

@@ -1,6 +1,6 @@
 /// Why a record written by field name was refused, for one field
 /// (``FeedstoreError/recordRefused(entity:id:field:reason:)``).
-public enum FieldRefusal: Sendable, Hashable {
+public enum FieldRefusal: Sendable, Hashable, Codable {
     /// The value is of another kind than the one the entity's type reads, even after the
     /// documented conversions (ISO 8601 text to a date, base64 text to bytes, UUID text to a
     /// UUID, integral numbers between the integer and double kinds).

@@ -195,6 +195,24 @@ public final class Store: Sendable {
         }
     }
 
+    /// Queues `body` as a write, group-committed as ``write(_:)-5zf6z`` is, and calls
+    /// `completion` on the writer's thread once the commit is durable or the body threw: for
+    /// callers that must not wait (a service answering requests on a client library's thread).
+    @_spi(Replication) public func submitWrite<R>(_ body: @escaping (WriteTransaction) throws -> R,
+                                                  completion: @escaping (Result<R, any Error>) -> Void)
+    {
+        do {
+            try checkOpen()
+            if let readOnlyReason { throw FeedstoreError.readOnly(path: path, reason: readOnlyReason) }
+            let slot = ResultSlot<R>()
+            try core.writer.submit(WriteQueue.Request(body: { tx in slot.value = try body(tx) }, completion: { result in
+                completion(result.map { slot.value! })
+            }))
+        } catch {
+            completion(.failure(core.translate(error)))
+        }
+    }
+
     /// Forces buffered commits to disk (useful with durability `.none` or `.relaxed`).
     public func sync() throws {
         try checkOpen()

@@ -71,6 +71,23 @@ extension WriteTransaction {
     ///   for an id of the wrong kind; the errors of ``put(_:)``. Nothing is written on error.
     /// - Complexity: O(i log n) for i indexes over n records.
     public func put(entity name: String, id: FieldValue, fields: [String: FieldValue], keepingUndeclaredFields: Bool = false) throws {
+        let (entity, id, converted) = try conforming(fields, entity: name, id: id, keepingUndeclaredFields: keepingUndeclaredFields)
+        try writeRecord(try placing(converted, in: RecordValues(entity: entity)), id: id, mode: .upsert)
+    }
+
+    /// Inserts a new record by name, as ``put(entity:id:fields:keepingUndeclaredFields:)`` does.
+    /// - Throws: ``FeedstoreError/recordExists(entity:id:)`` when the id is taken; the errors of
+    ///   ``put(entity:id:fields:keepingUndeclaredFields:)``. Nothing is written on error.
+    public func insert(entity name: String, id: FieldValue, fields: [String: FieldValue], keepingUndeclaredFields: Bool = false) throws {
+        let (entity, id, converted) = try conforming(fields, entity: name, id: id, keepingUndeclaredFields: keepingUndeclaredFields)
+        try writeRecord(try placing(converted, in: RecordValues(entity: entity)), id: id, mode: .insert)
+    }
+
+    /// The entity, the key and `fields` as a write by name stores them: held to the entity's
+    /// type, converted where that is lossless, nulls dropped.
+    func conforming(_ fields: [String: FieldValue], entity name: String, id: FieldValue, keepingUndeclaredFields: Bool)
+        throws -> (EntitySchema, FieldValue, [String: FieldValue])
+    {
         let entity = try entity(name)
         let id = try entity.catalog.primaryKeyComponent(id)
         var converted = fields
@@ -90,7 +107,7 @@ extension WriteTransaction {
                 converted[field] = entity.catalog.coerce(value, toField: field)
             }
         }
-        try writeRecord(try placing(converted, in: RecordValues(entity: entity)), id: id, mode: .upsert)
+        return (entity, id, converted)
     }
 
     /// Deletes the record with primary key `id` without the application's types; returns

@@ -5,7 +5,7 @@ import Foundation
 /// client. Used from one thread at a time; acknowledgments of asynchronous publishes arrive on the
 /// client's own thread and are gathered by a ``PublishAcknowledgments``.
 final class NATSConnection {
-    private var connection: OpaquePointer?
+    private(set) var connection: OpaquePointer?
     private var jetStream: OpaquePointer?
     let acknowledgments = PublishAcknowledgments()
     /// How long a request to the server (stream info, a message, a publish's acknowledgment)

@@ -18,6 +18,8 @@ import CoreMetrics
 /// | `feedstore_restore_fetched_bytes` | gauge | bytes of the restore in progress fetched so far |
 /// | `feedstore_restores_total` | counter | snapshots restored into replicas |
 /// | `feedstore_promotions_total` | counter | replicas promoted |
+/// | `feedstore_forwarded_writes_total` | counter | write requests a primary applied (retries answered from memory included) |
+/// | `feedstore_forwarded_write_retries_total` | counter | write requests a replica sent again with the same id |
 struct ReplicationMetrics {
     let shippedCommits: Counter
     let shippedBytes: Counter
@@ -32,6 +34,8 @@ struct ReplicationMetrics {
     let restoreBytes: Gauge
     let restores: Counter
     let promotions: Counter
+    let forwardedWrites: Counter
+    let forwardedRetries: Counter
 
     init(stream: String) {
         let dimensions = [("stream", stream)]
@@ -48,5 +52,7 @@ struct ReplicationMetrics {
         restoreBytes = Gauge(label: "feedstore_restore_fetched_bytes", dimensions: dimensions)
         restores = Counter(label: "feedstore_restores_total", dimensions: dimensions)
         promotions = Counter(label: "feedstore_promotions_total", dimensions: dimensions)
+        forwardedWrites = Counter(label: "feedstore_forwarded_writes_total", dimensions: dimensions)
+        forwardedRetries = Counter(label: "feedstore_forwarded_write_retries_total", dimensions: dimensions)
     }
 }

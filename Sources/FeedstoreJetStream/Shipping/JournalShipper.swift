@@ -63,6 +63,11 @@ public final class JournalShipper {
     ///   - snapshots: when to store snapshots of the store in the stream's bucket, from which
     ///     replicas start (nil: never). By default the first when shipping starts.
     ///   - onSnapshot: told what the snapshots do, on their thread.
+    ///   - acceptWrites: answer write requests from replicas (``ReplicaWriter``) on the
+    ///     stream's write subject, `feedstore-writes.<stream>`, with these settings (nil: no
+    ///     requests are answered). A request is applied in a transaction of its own through the
+    ///     store's group commit, and answered once its commit is in the stream; the answers stop
+    ///     when the shipper is released or another store is promoted in this one's place.
     ///   - logger: where the shipper logs (swift-log); it also reports its metrics through
     ///     swift-metrics (listed in the replication article).
     /// - Throws: ``JetStreamError`` when the server cannot be reached, the stream holds another
@@ -70,7 +75,7 @@ public final class JournalShipper {
     ///   replaced this store (``JetStreamError/supersededByPromotion(stream:promoted:through:unshipped:)``).
     public init(store: Store, connection: JetStreamConnection, stream: String, subject: String? = nil,
                 snapshots: SnapshotSchedule? = SnapshotSchedule(), onSnapshot: @escaping @Sendable (SnapshotEvent) -> Void = { _ in },
-                logger: Logger = Logger(label: "feedstore.jetstream")) throws
+                acceptWrites: ForwardedWrites? = nil, logger: Logger = Logger(label: "feedstore.jetstream")) throws
     {
         guard let identifier = try store.read({ try $0.storeIdentifier() }) else {
             throw FeedstoreError.readOnly(path: store.path, reason: "a store without an identifier (format 2, opened read-only) cannot be shipped")
@@ -103,7 +108,14 @@ public final class JournalShipper {
             snapshotTaker = taker
             firstNeeded = try firstCommitNeeded()
         }
+        if let acceptWrites {
+            writeService = try WriteService(store: store, connection: connection, stream: stream, shippedThrough: shippedSequence,
+                                            settings: acceptWrites, metrics: metrics, logger: logger)
+        }
     }
+
+    /// Answers replicas' write requests, when asked to.
+    private var writeService: WriteService?
 
     private var snapshotTaker: SnapshotTaker?
     /// The first commit a replica needs from the stream: its first message's, or the next to ship.
@@ -198,6 +210,7 @@ public final class JournalShipper {
         let error = JetStreamError.supersededByPromotion(stream: stream, promoted: promoted, through: record.through,
                                                          unshipped: newest > record.through ? (record.through + 1)...newest : nil)
         logger.error("\(error)")
+        writeService?.stop(.superseded(error.description))
         return error
     }
 
@@ -254,6 +267,7 @@ public final class JournalShipper {
         metrics.shippedCommit.record(newest.sequence)
         streamLast += UInt64(commits.count)
         shippedSequence = newest.sequence
+        writeService?.shipped(through: newest.sequence)
         return commits.count
     }
 
@@ -319,6 +333,7 @@ public final class JournalShipper {
             do {
                 connection = try NATSConnection(options)
                 try resume()
+                writeService?.shipped(through: shippedSequence)
                 logger.info("reconnected", metadata: ["after": "\(shippedSequence)"])
                 return
             } catch let error as JetStreamError where error.isTransient {

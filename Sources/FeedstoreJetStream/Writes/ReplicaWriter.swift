@@ -1,0 +1,279 @@
+@_spi(Replication) import Feedstore
+import Foundation
+import Logging
+
+/// Writes from a replica's machine: sends a transaction's writes to the stream's primary (a
+/// ``JournalShipper`` with `acceptWrites`), and returns once the local replica has applied the
+/// commit that holds them, so the caller reads its own write at once.
+///
+/// - Each call is one request with an id (a new UUID unless given), applied by the primary in
+///   one transaction, at most once: a request sent again with the same id gets its first answer.
+/// - A request that gets no answer within ``attemptTimeout`` is sent again with the same id,
+///   until the call's timeout; then ``JetStreamError/writeOutcomeUnknown(stream:request:reason:)``
+///   says it may have been applied, and a retry with the same id is safe.
+/// - Refusals are the ``FeedstoreError``s of a local write by name (a unique violation, a
+///   failed precondition, a value of the wrong kind, an unknown entity), and nothing is written.
+/// - Read-your-writes needs the replica's follower to run. In this process (the same `Store`
+///   path), the follower's commit wakes the call at once; a follower in another process is
+///   looked for every 5 ms.
+public final class ReplicaWriter: @unchecked Sendable {
+    /// The stream whose primary applies the writes.
+    public let stream: String
+    /// The replica that must have applied a write before a call returns.
+    public let replica: Store
+    /// How long one attempt waits for the primary's answer before the request is sent again.
+    public let attemptTimeout: Duration
+
+    private let connection: NATSConnection
+    private let subject: String
+    private let inbox: String
+    private var subscription: NATSCallbackSubscription?
+    private let answers = PendingAnswers()
+    private let progress: ReplicaProgress
+    private let metrics: ReplicationMetrics
+    private let logger: Logger
+
+    /// Connects to the NATS server that carries `stream`.
+    /// - Parameters:
+    ///   - replica: the local replica (open for reading is enough), followed by a
+    ///     ``ReplicaFollower`` in this process or another.
+    ///   - connection: the NATS server and its credentials (the replica's user needs to publish
+    ///     on `feedstore-writes.<stream>` and to receive on `_INBOX.>`).
+    ///   - stream: the stream the replica follows.
+    ///   - attemptTimeout: how long one attempt waits for the primary's answer.
+    ///   - logger: where the writer logs.
+    public init(replica: Store, connection: JetStreamConnection, stream: String, attemptTimeout: Duration = .seconds(1),
+                logger: Logger = Logger(label: "feedstore.jetstream")) throws
+    {
+        self.replica = replica
+        self.stream = stream
+        self.attemptTimeout = attemptTimeout
+        self.logger = logger
+        metrics = ReplicationMetrics(stream: stream)
+        subject = WriteMessages.subject(stream: stream)
+        self.connection = try NATSConnection(connection)
+        inbox = NATSConnection.newInbox()
+        progress = ReplicaProgress(replica: replica)
+        let answers = answers
+        subscription = try self.connection.subscribe(subject: inbox + ".*") { message, noResponders in
+            answers.answer(message, noResponders: noResponders)
+        }
+    }
+
+    deinit {
+        subscription?.cancel()
+        progress.stop()
+    }
+
+    /// Sends `writes` to the primary as one transaction, and waits until the replica has
+    /// applied the commit that holds them.
+    /// - Parameters:
+    ///   - writes: the transaction's writes, applied in order.
+    ///   - requestID: the request's id; give the one of an earlier call to retry it safely.
+    ///   - timeout: how long the call may take in all.
+    /// - Returns: the commit's sequence (the newest commit, when the writes changed nothing).
+    /// - Throws: the ``FeedstoreError`` a local write would throw (nothing was written);
+    ///   ``JetStreamError/primaryUnreachable(stream:reason:)``,
+    ///   ``JetStreamError/writeOutcomeUnknown(stream:request:reason:)``,
+    ///   ``JetStreamError/writeNotApplied(stream:request:reason:)``,
+    ///   ``JetStreamError/replicaBehind(replica:sequence:applied:)``.
+    @discardableResult
+    public func write(_ writes: [RecordWrite], requestID: String = UUID().uuidString, timeout: Duration = .seconds(10)) async throws -> UInt64 {
+        let deadline = ContinuousClock.now + timeout
+        let sequence = try await forward(writes, requestID: requestID, deadline: deadline)
+        try await progress.waitUntilApplied(sequence, deadline: deadline)
+        return sequence
+    }
+
+    /// ``write(_:requestID:timeout:)`` for callers outside Swift concurrency (tools, threads of
+    /// their own): blocks the calling thread.
+    @discardableResult
+    public func writeBlocking(_ writes: [RecordWrite], requestID: String = UUID().uuidString, timeout: Duration = .seconds(10)) throws -> UInt64 {
+        let result = BlockingResult<UInt64>()
+        let writer = self
+        Task.detached {
+            do { result.set(.success(try await writer.write(writes, requestID: requestID, timeout: timeout))) } catch { result.set(.failure(error)) }
+        }
+        return try result.wait()
+    }
+
+    /// Sends the request until an answer says what became of it, or the deadline passes.
+    private func forward(_ writes: [RecordWrite], requestID: String, deadline: ContinuousClock.Instant) async throws -> UInt64 {
+        let payload = try WriteMessages.encode(WriteMessages.Request(id: requestID, writes: writes))
+        // Whether an attempt may have reached the primary: then the outcome is unknown.
+        var mayHaveApplied = false
+        var lastProblem = "no attempt was made"
+        var attempts = 0
+        while true {
+            let remaining = deadline - ContinuousClock.now
+            guard remaining > .zero else {
+                if mayHaveApplied { throw JetStreamError.writeOutcomeUnknown(stream: stream, request: requestID, reason: lastProblem) }
+                throw JetStreamError.primaryUnreachable(stream: stream, reason: lastProblem)
+            }
+            if attempts > 0 { metrics.forwardedRetries.increment() }
+            attempts += 1
+            switch await attempt(payload, timeout: min(attemptTimeout, remaining)) {
+            case let .answered(bytes):
+                switch try WriteMessages.decode(WriteMessages.Reply.self, bytes) {
+                case let .applied(sequence, _): return sequence
+                case let .refused(refusal): throw refusal.error
+                case let .notApplied(reason, retry):
+                    guard retry else { throw JetStreamError.writeNotApplied(stream: stream, request: requestID, reason: reason) }
+                    lastProblem = reason
+                    try await pause(until: deadline)
+                }
+            case .noResponders:
+                lastProblem = "no primary accepts writes on \(subject)"
+                try await pause(until: deadline)
+            case let .notSent(reason):
+                lastProblem = reason
+                try await pause(until: deadline)
+            case .timedOut:
+                mayHaveApplied = true
+                lastProblem = "no answer within \(attemptTimeout) after \(attempts) attempts"
+                logger.debug("a write request got no answer; sending it again", metadata: ["request": "\(requestID)"])
+            }
+        }
+    }
+
+    /// A short wait before trying again when no primary answers.
+    private func pause(until deadline: ContinuousClock.Instant) async throws {
+        let remaining = deadline - ContinuousClock.now
+        try await Task.sleep(for: min(.milliseconds(50), max(remaining, .zero)))
+    }
+
+    private enum Attempt: Sendable {
+        case answered([UInt8])
+        case noResponders
+        case notSent(String)
+        case timedOut
+    }
+
+    /// Sends the request once and waits for its answer, at most `timeout`.
+    private func attempt(_ payload: [UInt8], timeout: Duration) async -> Attempt {
+        await withCheckedContinuation { continuation in
+            let token = answers.register { continuation.resume(returning: $0) }
+            do {
+                try connection.publishRequest(subject: subject, reply: "\(inbox).\(token)", data: payload)
+            } catch {
+                answers.finish(token, with: .notSent("\(error)"))
+                return
+            }
+            answers.expire(token, after: timeout)
+        }
+    }
+
+    /// The requests that wait for an answer, by the token that ends their inbox.
+    private final class PendingAnswers: @unchecked Sendable {
+        private let lock = NSLock()
+        private var next = 0
+        private var waiting: [Int: (Attempt) -> Void] = [:]
+
+        func register(_ resume: @escaping (Attempt) -> Void) -> Int {
+            lock.withLock {
+                next += 1
+                waiting[next] = resume
+                return next
+            }
+        }
+
+        func finish(_ token: Int, with attempt: Attempt) {
+            lock.withLock { waiting.removeValue(forKey: token) }?(attempt)
+        }
+
+        func expire(_ token: Int, after timeout: Duration) {
+            DispatchQueue.global().asyncAfter(deadline: .now() + timeout.seconds) { self.finish(token, with: .timedOut) }
+        }
+
+        /// An answer on the inbox: the token is the subject's last token.
+        func answer(_ message: NATSRequest, noResponders: Bool) {
+            guard let token = message.subject.split(separator: ".").last.flatMap({ Int($0) }) else { return }
+            finish(token, with: noResponders ? .noResponders : .answered(message.data))
+        }
+    }
+}
+
+/// Waits, for any number of callers, until the replica has applied a commit: one thread reads
+/// the replica's state after each of its commits (or every 5 ms, for a follower in another
+/// process) and wakes the callers whose commit it holds.
+private final class ReplicaProgress: @unchecked Sendable {
+    private let replica: Store
+    private let condition = NSCondition()
+    private var waiters: [(sequence: UInt64, deadline: ContinuousClock.Instant, resume: (UInt64?) -> Void)] = []
+    private var stopped = false
+    private var thread: Thread?
+
+    init(replica: Store) { self.replica = replica }
+
+    func stop() {
+        condition.withLock {
+            stopped = true
+            condition.broadcast()
+        }
+    }
+
+    private func applied() -> UInt64 { (try? replica.read { try $0.replicaState()?.originSequence }) ?? 0 }
+
+    /// Returns once the replica has applied `sequence`; throws ``JetStreamError/replicaBehind(replica:sequence:applied:)``
+    /// when the deadline passes first.
+    func waitUntilApplied(_ sequence: UInt64, deadline: ContinuousClock.Instant) async throws {
+        let now = applied()
+        if now >= sequence { return }
+        let reached: UInt64? = await withCheckedContinuation { continuation in
+            condition.withLock {
+                waiters.append((sequence, deadline, { continuation.resume(returning: $0) }))
+                if thread == nil {
+                    let thread = Thread { [self] in run() }
+                    thread.name = "feedstore replica progress"
+                    thread.start()
+                    self.thread = thread
+                }
+                condition.broadcast()
+            }
+        }
+        guard reached != nil else { throw JetStreamError.replicaBehind(replica: replica.path, sequence: sequence, applied: applied()) }
+    }
+
+    private func run() {
+        var seen: UInt64 = 0
+        while true {
+            let idle = condition.withLock {
+                while waiters.isEmpty && !stopped { condition.wait() }
+                return stopped
+            }
+            if idle {
+                let left = condition.withLock { defer { waiters = [] }; return waiters }
+                for waiter in left { waiter.resume(nil) }
+                return
+            }
+            seen = applied()
+            let now = ContinuousClock.now
+            let due: [(UInt64?, (UInt64?) -> Void)] = condition.withLock {
+                var due: [(UInt64?, (UInt64?) -> Void)] = []
+                waiters.removeAll { waiter in
+                    if waiter.sequence <= seen { due.append((seen, waiter.resume)); return true }
+                    if waiter.deadline <= now { due.append((nil, waiter.resume)); return true }
+                    return false
+                }
+                return due
+            }
+            for (reached, resume) in due { resume(reached) }
+            // A commit of this process rings at once; another process's is read within 5 ms.
+            _ = replica.waitForCommit(after: seen, timeout: 0.005)
+        }
+    }
+}
+
+/// A result handed from a task to a blocked thread.
+private final class BlockingResult<T>: @unchecked Sendable {
+    private let done = DispatchSemaphore(value: 0)
+    private var result: Result<T, any Error>?
+    func set(_ result: Result<T, any Error>) {
+        self.result = result
+        done.signal()
+    }
+    func wait() throws -> T {
+        done.wait()
+        return try result!.get()
+    }
+}

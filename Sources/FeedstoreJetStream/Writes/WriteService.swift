@@ -1,0 +1,149 @@
+@_spi(Replication) import Feedstore
+import Foundation
+import Logging
+
+/// The primary's side of forwarded writes: answers requests on the stream's write subject
+/// (``WriteMessages/subject(stream:)``) for as long as its shipper ships.
+///
+/// - Each request is one write of the store's group commit, so concurrent requests share
+///   commits and syncs. The body first looks the request's id up: a request applied before
+///   gets its first answer.
+/// - The reply goes out once the commit is in the stream (the shipper says so), not when it is
+///   durable here: an acknowledged write then survives a promotion, and the replica that asked
+///   can apply it at once.
+/// - Refusals are answered at once: the transaction wrote nothing.
+final class WriteService: @unchecked Sendable {
+    private let store: Store
+    private let connection: NATSConnection
+    private let options: ForwardedWrites
+    private let logger: Logger
+    private let metrics: ReplicationMetrics
+    private var subscription: NATSCallbackSubscription?
+
+    /// Replies waiting for their commit to reach the stream, and how far the stream holds this
+    /// store's commits; under `lock`.
+    private let lock = NSLock()
+    private var waiting: [(sequence: UInt64, inbox: String, reply: [UInt8])] = []
+    private var shippedThrough: UInt64 = 0
+    /// Why the service stopped, once it has.
+    private var ending: Ending?
+
+    enum Ending {
+        /// Another store was promoted: what this one commits from now on never reaches the
+        /// stream, so requests are told they were not applied, and why.
+        case superseded(String)
+        /// The shipper stopped: the commits may still be shipped by the next one, so waiting
+        /// requests get no answer; their clients ask again, and the next primary answers
+        /// from what it remembers.
+        case stopped
+    }
+
+    init(store: Store, connection options: JetStreamConnection, stream: String, shippedThrough: UInt64, settings: ForwardedWrites,
+         metrics: ReplicationMetrics, logger: Logger) throws
+    {
+        self.store = store
+        self.options = settings
+        self.metrics = metrics
+        self.logger = logger
+        self.shippedThrough = shippedThrough
+        connection = try NATSConnection(options)
+        let subject = WriteMessages.subject(stream: stream)
+        subscription = try connection.subscribe(subject: subject) { [weak self] request, _ in self?.handle(request) }
+        logger.info("accepting writes", metadata: ["subject": "\(subject)"])
+    }
+
+    deinit { subscription?.cancel() }
+
+    /// The stream holds this store's commits through `sequence`: sends the replies that waited
+    /// for them.
+    func shipped(through sequence: UInt64) {
+        let due: [(sequence: UInt64, inbox: String, reply: [UInt8])] = lock.withLock {
+            shippedThrough = max(shippedThrough, sequence)
+            guard waiting.first.map({ $0.sequence <= sequence }) == true else { return [] }
+            let due = waiting.filter { $0.sequence <= sequence }
+            waiting.removeAll { $0.sequence <= sequence }
+            return due
+        }
+        for reply in due { send(reply.reply, to: reply.inbox) }
+    }
+
+    /// Stops answering, for the reason `ending` gives.
+    func stop(_ ending: Ending) {
+        subscription?.cancel()
+        let waited = lock.withLock {
+            if self.ending == nil { self.ending = ending }
+            defer { waiting = [] }
+            return waiting
+        }
+        guard case let .superseded(reason) = ending,
+              let answer = try? WriteMessages.encode(WriteMessages.Reply.notApplied(reason: reason, retry: true)) else { return }
+        for reply in waited { send(answer, to: reply.inbox) }
+    }
+
+    // MARK: Requests
+
+    private func handle(_ message: NATSRequest) {
+        guard let inbox = message.replySubject else { return }
+        let request: WriteMessages.Request
+        do {
+            request = try WriteMessages.decode(WriteMessages.Request.self, message.data)
+        } catch {
+            reply(.notApplied(reason: "the request is not a Feedstore write request: \(error)", retry: false), to: inbox, sequence: nil)
+            return
+        }
+        if case let .superseded(reason)? = lock.withLock({ ending }) {
+            reply(.notApplied(reason: reason, retry: true), to: inbox, sequence: nil)
+            return
+        }
+        let settings = options
+        store.submitWrite({ tx -> (UInt64, Bool) in
+            if let known = try tx.appliedRequest(request.id) { return (known.sequence, true) }
+            try tx.apply(request.writes)
+            let now = Date()
+            let sequence = try tx.commitSequence ?? tx.journalBounds().last
+            try tx.rememberRequest(AppliedRequest(id: request.id, sequence: sequence, time: now),
+                                   keepingAtMost: settings.rememberedRequests, since: now.addingTimeInterval(-settings.rememberedFor.seconds))
+            return (sequence, false)
+        }, completion: { [self] result in
+            switch result {
+            case let .success((sequence, repeated)):
+                metrics.forwardedWrites.increment()
+                reply(.applied(sequence: sequence, repeated: repeated), to: inbox, sequence: sequence)
+            case let .failure(error):
+                if let refusal = WriteMessages.Refusal(error) {
+                    reply(.refused(refusal), to: inbox, sequence: nil)
+                } else {
+                    logger.error("a forwarded write failed", metadata: ["request": "\(request.id)", "error": "\(error)"])
+                    reply(.notApplied(reason: "the primary could not apply it: \(error)", retry: false), to: inbox, sequence: nil)
+                }
+            }
+        })
+    }
+
+    /// Sends `answer` now, or once the stream holds commit `sequence`.
+    private func reply(_ answer: WriteMessages.Reply, to inbox: String, sequence: UInt64?) {
+        guard var bytes = try? WriteMessages.encode(answer) else { return }
+        let sendNow: Bool = lock.withLock {
+            guard let sequence, sequence > shippedThrough else { return true }
+            switch ending {
+            case nil:
+                waiting.append((sequence, inbox, bytes))
+                return false
+            case let .superseded(reason)?:
+                // This store's commits after the promotion never reach the stream.
+                bytes = (try? WriteMessages.encode(WriteMessages.Reply.notApplied(reason: reason, retry: true))) ?? bytes
+                return true
+            case .stopped?:
+                return false
+            }
+        }
+        if sendNow { send(bytes, to: inbox) }
+    }
+
+    private func send(_ bytes: [UInt8], to inbox: String) {
+        do { try connection.publishCore(subject: inbox, data: bytes) } catch {
+            // The requester times out and asks again with the same id.
+            logger.warning("a reply was not sent", metadata: ["error": "\(error)"])
+        }
+    }
+}

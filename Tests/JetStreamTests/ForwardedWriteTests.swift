@@ -1,0 +1,203 @@
+@_spi(Replication) import Feedstore
+import FeedstoreDemo
+@testable import FeedstoreJetStream
+import FeedstoreTestSupport
+import NATSTestServer
+import Foundation
+import Testing
+
+/// Writes sent from replicas to the primary over a real `nats-server -js`: each is applied
+/// once, read back on its own replica as soon as the call returns, refused as a local write
+/// would be, and answered again (not applied again) when it is sent twice.
+@Suite(.serialized) struct ForwardedWriteTests {
+    static let stream = "ITEMS"
+
+    /// A primary accepting writes, shipping on a thread of its own until `body` returns, and
+    /// `replicas` followers, each following on a thread of its own.
+    static func withCluster(in dir: String, replicas count: Int, attemptTimeout: Duration = .seconds(1),
+                            _ body: (_ primary: Store, _ writers: [ReplicaWriter], _ server: NATSServer) throws -> Void) throws
+    {
+        let server = try NATSServer(directory: dir)
+        let connection = JetStreamConnection(url: server.url)
+        let primary = try ShipperTests.openStore(dir + "/primary")
+        defer { primary.close() }
+        let shipper = try JournalShipper(store: primary, connection: connection, stream: stream, snapshots: nil, acceptWrites: ForwardedWrites())
+        let running = Locked(true)
+        nonisolated(unsafe) let runningShipper = shipper
+        let shipping = Thread { try? runningShipper.run(while: { running.current }) }
+        shipping.start()
+        var followers: [ReplicaFollower] = []
+        var threads: [Thread] = []
+        for i in 0..<count {
+            let follower = try ReplicaFollower(path: dir + "/replica\(i)", connection: connection, stream: stream)
+            nonisolated(unsafe) let runningFollower = follower
+            let thread = Thread { try? runningFollower.run(while: { running.current }) }
+            thread.start()
+            followers.append(follower)
+            threads.append(thread)
+        }
+        let writers = try followers.map { try ReplicaWriter(replica: $0.replica, connection: connection, stream: stream, attemptTimeout: attemptTimeout) }
+        defer {
+            running.withLock { $0 = false }
+            while shipping.isExecuting || threads.contains(where: \.isExecuting) { Thread.sleep(forTimeInterval: 0.01) }
+            for follower in followers { follower.replica.close() }
+        }
+        try body(primary, writers, server)
+    }
+
+    /// Runs `body` on `count` threads of its own at once (not a pool's few), and waits for all.
+    static func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
+        let group = DispatchGroup()
+        for i in 0..<count {
+            group.enter()
+            Thread { body(i); group.leave() }.start()
+        }
+        group.wait()
+    }
+
+    static func item(_ id: Int64, name: String? = nil) -> RecordWrite {
+        RecordWrite.insert(entity: "Item", id: .int(id), fields: Item(id: id, group: id % 5, score: Double(id), name: name ?? "item \(id)", flag: id % 2 == 0, tag: nil).fields)
+    }
+
+    /// 16 writers on three replicas: each call returns the write's commit, the writer's own
+    /// replica already holds the record, and the primary's journal holds each request once.
+    @Test func sixteenWritersReadTheirWritesOnTheirReplicas() async throws {
+        try withTemporaryDirectory { dir in
+            try Self.withCluster(in: dir, replicas: 3) { primary, writers, _ in
+                let failures = Locked<[String]>([])
+                Self.onThreads(16) { writer in
+                    let replica = writers[writer % writers.count]
+                    for n in 0..<25 {
+                        let id = Int64(writer * 1_000 + n)
+                        do {
+                            let sequence = try replica.writeBlocking([Self.item(id)])
+                            let read = try replica.replica.read { try $0.record(entity: "Item", id: .int(id)) }
+                            let applied = try replica.replica.read { try $0.replicaState()?.originSequence } ?? 0
+                            if read?["name"] != .string("item \(id)") || applied < sequence {
+                                failures.withLock { $0.append("writer \(writer): item \(id) not on its replica after commit \(sequence)") }
+                            }
+                        } catch {
+                            failures.withLock { $0.append("writer \(writer): \(error)") }
+                        }
+                    }
+                }
+                #expect(failures.current.isEmpty, "\(failures.current.prefix(5))")
+                let (count, journal, remembered) = try primary.read { tx in
+                    (try tx.count(entity: "Item"), try tx.journal(after: 0, limit: 10_000), try tx.appliedRequestCount())
+                }
+                #expect(count == 16 * 25)
+                // One journal entry per request: none was applied twice.
+                #expect(journal.flatMap(\.entries).count == 16 * 25)
+                #expect(remembered == 16 * 25)
+            }
+        }
+    }
+
+    /// Refusals arrive as the errors of a local write, and write nothing.
+    @Test func refusalsAreTypedAndWriteNothing() async throws {
+        try withTemporaryDirectory { dir in
+            try Self.withCluster(in: dir, replicas: 1) { primary, writers, _ in
+                let writer = writers[0]
+                try writer.writeBlocking([Self.item(1, name: "taken")])
+                let before = try primary.read { try $0.journalBounds().last }
+
+                // A unique index refuses a second "taken", with the first write of the batch.
+                #expect { try writer.writeBlocking([Self.item(2), Self.item(3, name: "taken")]) } throws: { error in
+                    guard case let FeedstoreError.uniqueViolation(entity, index, _, existingID) = error else { return false }
+                    return entity == "Item" && index == "byName" && existingID == .int(1)
+                }
+                #expect { try writer.writeBlocking([Self.item(1)]) } throws: { error in
+                    if case FeedstoreError.recordExists(entity: "Item", id: .int(1)) = error { return true }
+                    return false
+                }
+                // A value of another kind than the type reads.
+                var wrongKind = Item(id: 4, group: 1, score: 1, name: "four", flag: true, tag: nil).fields
+                wrongKind["score"] = .string("high")
+                #expect { try writer.writeBlocking([RecordWrite.put(entity: "Item", id: .int(4), fields: wrongKind)]) } throws: { error in
+                    guard case let FeedstoreError.recordRefused(_, _, field, reason) = error, case .wrongKind = reason else { return false }
+                    return field == "score"
+                }
+                #expect { try writer.writeBlocking([RecordWrite.delete(entity: "Nothing", id: .int(1))]) } throws: { error in
+                    if case FeedstoreError.unknownEntity("Nothing") = error { return true }
+                    return false
+                }
+                // Preconditions: absent, and compare-and-set.
+                let stored = try #require(try writer.replica.read { try $0.record(entity: "Item", id: .int(1)) })
+                #expect { try writer.writeBlocking([RecordWrite.put(entity: "Item", id: .int(1), fields: stored, if: .absent)]) } throws: { error in
+                    if case FeedstoreError.preconditionFailed(entity: "Item", id: .int(1), _) = error { return true }
+                    return false
+                }
+                var renamed = stored
+                renamed["name"] = .string("renamed")
+                var stale = stored
+                stale["score"] = .double(99)
+                #expect { try writer.writeBlocking([RecordWrite.put(entity: "Item", id: .int(1), fields: renamed, if: .equals(stale))]) } throws: { error in
+                    if case FeedstoreError.preconditionFailed = error { return true }
+                    return false
+                }
+                #expect(try primary.read { try $0.journalBounds().last } == before, "no refusal wrote anything")
+                #expect(try primary.read { try $0.count(entity: "Item") } == 1)
+
+                // The compare-and-set that holds is applied.
+                let sequence = try writer.writeBlocking([RecordWrite.put(entity: "Item", id: .int(1), fields: renamed, if: .equals(stored))])
+                #expect(sequence == before + 1)
+                #expect(try writer.replica.read { try $0.record(entity: "Item", id: .int(1)) }?["name"] == .string("renamed"))
+            }
+        }
+    }
+
+    /// A request sent again with its id gets the first answer and is not applied again, even
+    /// after the primary forgot nothing else about it; typed records go as well as named ones.
+    @Test func aRequestSentAgainIsAnsweredNotApplied() async throws {
+        try withTemporaryDirectory { dir in
+            try Self.withCluster(in: dir, replicas: 1) { primary, writers, _ in
+                let writer = writers[0]
+                let note = Note(id: "n1", body: "first", priority: 1, when: Date(timeIntervalSince1970: 1_000.25), labels: ["a"])
+                let first = try writer.writeBlocking([try RecordWrite.insert(note)], requestID: "request-1")
+                let again = try writer.writeBlocking([try RecordWrite.insert(note)], requestID: "request-1")
+                #expect(first == again)
+                #expect(try writer.replica.read { try $0.get(Note.self, id: "n1") }.map { [$0.body, $0.when.description] } == [note.body, note.when.description])
+                #expect(try primary.read { try $0.journalBounds().last } == first)
+                let remembered = try primary.read { try $0.appliedRequest("request-1") }
+                #expect(remembered?.sequence == first)
+            }
+        }
+    }
+
+    /// With no primary accepting writes, a call fails within its timeout and nothing is
+    /// applied; sent again once a primary answers, it is applied once.
+    @Test func withThePrimaryDownACallFailsAndARetryAppliesOnce() async throws {
+        try withTemporaryDirectory { dir in
+            let server = try NATSServer(directory: dir)
+            let connection = JetStreamConnection(url: server.url)
+            let primary = try ShipperTests.openStore(dir + "/primary")
+            defer { primary.close() }
+            // A shipper without writes makes the stream; the replica follows it.
+            var shipper: JournalShipper? = try JournalShipper(store: primary, connection: connection, stream: Self.stream, snapshots: nil)
+            let follower = try ReplicaFollower(path: dir + "/replica", connection: connection, stream: Self.stream)
+            defer { follower.replica.close() }
+            let writer = try ReplicaWriter(replica: follower.replica, connection: connection, stream: Self.stream, attemptTimeout: .milliseconds(200))
+            let started = ContinuousClock.now
+            #expect { try writer.writeBlocking([Self.item(1)], requestID: "r", timeout: .milliseconds(600)) } throws: { error in
+                guard case JetStreamError.primaryUnreachable = error else { return false }
+                return true
+            }
+            #expect(ContinuousClock.now - started < .seconds(3))
+            #expect(try primary.read { try $0.count(entity: "Item") } == 0)
+
+            shipper = nil
+            shipper = try JournalShipper(store: primary, connection: connection, stream: Self.stream, snapshots: nil, acceptWrites: ForwardedWrites())
+            let running = Locked(true)
+            nonisolated(unsafe) let (runningShipper, runningFollower) = (shipper!, follower)
+            let threads = [Thread { try? runningShipper.run(while: { running.current }) }, Thread { try? runningFollower.run(while: { running.current }) }]
+            for thread in threads { thread.start() }
+            defer {
+                running.withLock { $0 = false }
+                while threads.contains(where: \.isExecuting) { Thread.sleep(forTimeInterval: 0.01) }
+            }
+            let sequence = try writer.writeBlocking([Self.item(1)], requestID: "r")
+            #expect(try writer.writeBlocking([Self.item(1)], requestID: "r") == sequence)
+            #expect(try primary.read { try $0.count(entity: "Item") } == 1)
+        }
+    }
+}
