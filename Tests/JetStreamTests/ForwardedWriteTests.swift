@@ -200,4 +200,98 @@ import Testing
             #expect(try primary.read { try $0.count(entity: "Item") } == 1)
         }
     }
+
+    /// Requests ship with their commits: a promoted replica answers a request its old primary
+    /// applied with the old answer, and applies new ones, which the other replicas read.
+    @Test func aPromotedReplicaAnswersRequestsItsPrimaryApplied() async throws {
+        try withTemporaryDirectory { dir in
+            let server = try NATSServer(directory: dir)
+            let connection = JetStreamConnection(url: server.url)
+            let primary = try ShipperTests.openStore(dir + "/primary")
+            defer { primary.close() }
+            final class Box: @unchecked Sendable { var shipper: JournalShipper? }
+            let old = Box()
+            old.shipper = try JournalShipper(store: primary, connection: connection, stream: Self.stream, snapshots: nil, acceptWrites: ForwardedWrites())
+            let running = Locked(true), primaryRunning = Locked(true)
+            let first = try ReplicaFollower(path: dir + "/first", connection: connection, stream: Self.stream)
+            let second = try ReplicaFollower(path: dir + "/second", connection: connection, stream: Self.stream)
+            defer { second.replica.close() }
+            nonisolated(unsafe) let (firstFollower, secondFollower) = (first, second)
+            let shipping = Thread { try? old.shipper!.run(while: { primaryRunning.current }); old.shipper = nil }
+            let following = Thread { try? firstFollower.run(while: { primaryRunning.current }) }
+            let followingSecond = Thread { try? secondFollower.run(while: { running.current }) }
+            for thread in [shipping, following, followingSecond] { thread.start() }
+            defer {
+                running.withLock { $0 = false }
+                while followingSecond.isExecuting { Thread.sleep(forTimeInterval: 0.01) }
+            }
+            let writer = try ReplicaWriter(replica: second.replica, connection: connection, stream: Self.stream, attemptTimeout: .milliseconds(300))
+            let applied = try writer.writeBlocking([Self.item(1)], requestID: "before-promotion")
+            let deadline = Date().addingTimeInterval(10)
+            while (first.state?.originSequence ?? 0) < applied, Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+            #expect(try first.replica.read { try $0.appliedRequest("before-promotion") }?.sequence == applied, "the replica remembers the request")
+
+            // The primary goes away; the first replica takes over and accepts writes.
+            primaryRunning.withLock { $0 = false }
+            while shipping.isExecuting || following.isExecuting { Thread.sleep(forTimeInterval: 0.01) }
+            let promoted = try first.promote(durability: .none)
+            defer { promoted.close() }
+            let newShipper = try JournalShipper(store: promoted, connection: connection, stream: Self.stream, snapshots: nil, acceptWrites: ForwardedWrites())
+            nonisolated(unsafe) let runningShipper = newShipper
+            let newShipping = Thread { try? runningShipper.run(while: { running.current }) }
+            newShipping.start()
+            defer {
+                running.withLock { $0 = false }
+                while newShipping.isExecuting { Thread.sleep(forTimeInterval: 0.01) }
+            }
+            // The retry of a request the old primary applied gets its answer, not a second commit.
+            #expect(try writer.writeBlocking([Self.item(1)], requestID: "before-promotion") == applied)
+            #expect(try promoted.read { try $0.journalBounds().last } == applied)
+            let next = try writer.writeBlocking([Self.item(2)], requestID: "after-promotion")
+            #expect(next == applied + 1)
+            #expect(try second.replica.read { try $0.count(entity: "Item") } == 2)
+            #expect(second.state?.origin == (try promoted.read { try $0.storeIdentifier() }))
+        }
+    }
+
+    /// A request applied whose answer never came (its primary stopped before its commit was in
+    /// the stream) is an unknown outcome; sent again with its id to the next primary, it gets
+    /// the first commit, and the stream holds it once.
+    @Test func anUnansweredRequestSentAgainIsAnsweredFromMemory() async throws {
+        try withTemporaryDirectory { dir in
+            let server = try NATSServer(directory: dir)
+            let connection = JetStreamConnection(url: server.url)
+            let primary = try ShipperTests.openStore(dir + "/primary")
+            defer { primary.close() }
+            // Accepting writes, but not shipping: the commit is made, the answer waits for the stream.
+            var shipper: JournalShipper? = try JournalShipper(store: primary, connection: connection, stream: Self.stream, snapshots: nil,
+                                                              acceptWrites: ForwardedWrites())
+            let follower = try ReplicaFollower(path: dir + "/replica", connection: connection, stream: Self.stream)
+            defer { follower.replica.close() }
+            let writer = try ReplicaWriter(replica: follower.replica, connection: connection, stream: Self.stream, attemptTimeout: .milliseconds(200))
+            #expect { try writer.writeBlocking([Self.item(7)], requestID: "unanswered", timeout: .milliseconds(700)) } throws: { error in
+                guard case JetStreamError.writeOutcomeUnknown(_, "unanswered", _) = error else { return false }
+                return true
+            }
+            let applied = try #require(try primary.read { try $0.appliedRequest("unanswered") }, "the primary applied it")
+            #expect(try primary.read { try $0.count(entity: "Item") } == 1)
+
+            // The primary stops without answering; the next one ships the commit and answers.
+            shipper = nil
+            shipper = try JournalShipper(store: primary, connection: connection, stream: Self.stream, snapshots: nil, acceptWrites: ForwardedWrites())
+            let running = Locked(true)
+            nonisolated(unsafe) let (runningShipper, runningFollower) = (shipper!, follower)
+            let threads = [Thread { try? runningShipper.run(while: { running.current }) }, Thread { try? runningFollower.run(while: { running.current }) }]
+            for thread in threads { thread.start() }
+            defer {
+                running.withLock { $0 = false }
+                while threads.contains(where: \.isExecuting) { Thread.sleep(forTimeInterval: 0.01) }
+            }
+            #expect(try writer.writeBlocking([Self.item(7)], requestID: "unanswered") == applied.sequence)
+            #expect(try primary.read { try $0.count(entity: "Item") } == 1)
+            #expect(try primary.read { try $0.journalBounds().last } == applied.sequence)
+            let envelopes = try ShipperTests.streamMessages(server).map { try ChangeEnvelope.decode($0.data, streamSequence: $0.streamSequence) }
+            #expect(envelopes.flatMap(\.requests).map(\.id) == ["unanswered"], "the stream holds the request once")
+        }
+    }
 }

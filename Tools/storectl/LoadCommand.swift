@@ -1,5 +1,6 @@
 import ArgumentParser
 import Feedstore
+import FeedstoreJetStream
 import Foundation
 
 struct LoadCommand: ParsableCommand {
@@ -25,12 +26,20 @@ struct LoadCommand: ParsableCommand {
         declared as in the store given to --like (its key kind, indexes, fields and kinds); \
         without --like it gets the kind of the first id and no indexes.
 
+        With --nats and --stream, PATH is a replica: each transaction is forwarded to the \
+        stream's primary (storectl ship --accept-writes), which applies it and checks it as \
+        above, and the load goes on once the replica has applied it. Each transaction is a \
+        request with an id, <--request-prefix>:<first line>-<last line>: a load killed and run \
+        again with the same prefix and input applies each transaction at most once.
+
         Examples:
           storectl dump ./demo-store --entity Message --jsonl > messages.jsonl
           storectl load ./copy --entity Message --like ./demo-store \\
             --input messages.jsonl
           storectl dump ./demo-store --entity Contact --jsonl \\
             | storectl load ./copy --entity Contact --like ./demo-store --input -
+          storectl load ./replica --entity Contact --input contacts.jsonl \\
+            --nats nats://127.0.0.1:4222 --stream FEED --request-prefix contacts-1
         """
     )
 
@@ -49,8 +58,20 @@ struct LoadCommand: ParsableCommand {
     @Flag(help: "Store fields the entity's type does not declare instead of refusing their records.")
     var keepUndeclaredFields = false
 
-    @Option(help: "Records per transaction.")
-    var batch: Int = 10_000
+    @Option(help: "Records per transaction (default 10000, or 200 with --nats).")
+    var batch: Int?
+
+    @Option(name: .customLong("nats"), help: "Forward the transactions through this NATS server to the primary of --stream: PATH is a replica.")
+    var natsURL: String?
+
+    @Option(help: "With --nats: the stream the replica follows.")
+    var stream: String?
+
+    @Option(help: "With --nats: the prefix of the transactions' request ids (default: a new UUID); give it again to rerun a load safely.")
+    var requestPrefix: String?
+
+    @Option(help: "With --nats: seconds each transaction may take before the load stops.")
+    var timeout: Int = 30
 
     @Flag(help: "Print no progress.")
     var quiet = false
@@ -59,14 +80,33 @@ struct LoadCommand: ParsableCommand {
     static let recordsPerRelease = 1_000
 
     func validate() throws {
-        if batch < 1 { throw ValidationError("--batch takes a number of records, 1 or more") }
+        if let batch, batch < 1 { throw ValidationError("--batch takes a number of records, 1 or more") }
+        if (natsURL == nil) != (stream == nil) { throw ValidationError("--nats and --stream go together") }
+        if natsURL == nil, requestPrefix != nil { throw ValidationError("--request-prefix is for forwarded loads (--nats and --stream)") }
+        if natsURL != nil, like != nil || keepUndeclaredFields {
+            throw ValidationError("a forwarded load writes what the primary declares: --like and --keep-undeclared-fields are for local loads")
+        }
+        if timeout < 1 { throw ValidationError("--timeout takes seconds, 1 or more") }
     }
+
+    /// Records per transaction.
+    private var recordsPerTransaction: Int { batch ?? (natsURL == nil ? 10_000 : 200) }
 
     func run() throws {
         let source = input == "-" ? nil : input
         guard let lines = LineReader(path: source) else { StoreAccess.fail("cannot read \(source ?? "standard input"): \(String(cString: strerror(errno)))") }
+        if natsURL != nil, !FileManager.default.fileExists(atPath: path + "/data.mdb") {
+            StoreAccess.fail("\(path) holds no store; a forwarded load writes through a replica (storectl follow makes one)")
+        }
         let store = try Store(path: path)
         defer { store.close() }
+        if natsURL != nil, try store.read({ try $0.replicaState() }) == nil {
+            StoreAccess.fail("\(path) is not a replica; load into a primary without --nats and --stream")
+        }
+        let forwarding = try natsURL.map { url in
+            try ReplicaWriter(replica: store, connection: .fromEnvironment(url: url), stream: stream!)
+        }
+        let prefix = requestPrefix ?? UUID().uuidString.lowercased()
         var pending: [(id: FieldValue, fields: [String: FieldValue], line: Int)] = []
         var loaded = 0
         var lineNumber = 0
@@ -75,6 +115,12 @@ struct LoadCommand: ParsableCommand {
         let template = try like.map { like in try StoreAccess.withReadOnlyStore(like) { try StoreAccess.entity(entity, in: $0) } }
         func commit() throws {
             guard !pending.isEmpty else { return }
+            if let forwarding {
+                try forward(pending, through: forwarding, requestID: "\(prefix):\(pending[0].line)-\(pending[pending.count - 1].line)", loaded: loaded)
+                loaded += pending.count
+                pending.removeAll(keepingCapacity: true)
+                return
+            }
             if !declared {
                 try declareEntity(in: store, like: template, firstID: pending[0].id)
                 declared = true
@@ -111,11 +157,35 @@ struct LoadCommand: ParsableCommand {
                     + "\(loaded.formatted()) records were loaded in earlier transactions, the \(pending.count.formatted()) read since were not")
             }
             pending.append((id, fields, lineNumber))
-            if pending.count == batch { try commit() }
+            if pending.count == recordsPerTransaction { try commit() }
         }
         try commit()
+        if forwarding != nil {
+            Output.line("loaded \(loaded.formatted()) \(entity) records through the primary of stream \(stream!); replica \(path) holds them")
+            return
+        }
         try store.sync()
         Output.line("loaded \(loaded.formatted()) \(entity) records into \(path)")
+    }
+
+    /// Sends one transaction to the primary and waits until the replica holds it.
+    private func forward(_ records: [(id: FieldValue, fields: [String: FieldValue], line: Int)], through writer: ReplicaWriter,
+                         requestID: String, loaded: Int) throws
+    {
+        let writes = records.map { RecordWrite.put(entity: entity, id: $0.id, fields: $0.fields) }
+        let sequence: UInt64
+        do {
+            sequence = try writer.writeBlocking(writes, requestID: requestID, timeout: .seconds(timeout))
+        } catch {
+            let lines = "lines \(records[0].line)–\(records[records.count - 1].line)"
+            let outcome = switch error {
+            case JetStreamError.writeOutcomeUnknown: "may have been applied (run the load again with --request-prefix \(requestID.split(separator: ":")[0]) to apply it at most once)"
+            case JetStreamError.replicaBehind: "were applied, but the replica did not show them in time"
+            default: "were not applied"
+            }
+            StoreAccess.fail("\(error); the \(records.count.formatted()) records of \(lines) \(outcome); \(loaded.formatted()) records were loaded before them")
+        }
+        if !quiet { FileHandle.standardError.write(Data("loaded \((loaded + records.count).formatted()) records (commit \(sequence))\n".utf8)) }
     }
 
     /// A line's primary key and fields, or nil when it is not a record.

@@ -17,12 +17,16 @@ struct ShipCommand: ParsableCommand {
         JetStream Object Store bucket <stream>-snapshots, the first taken when shipping starts \
         (unless the bucket holds one that meets the stream), more with --snapshot-every, the \
         newest --keep-snapshots kept. Snapshots are copied from one read transaction and \
-        stored beside the shipping, which goes on. Progress goes to stderr; the last line says \
-        which commits were published, or why none were.
+        stored beside the shipping, which goes on. With --accept-writes, the shipper also \
+        applies write requests that replicas send (storectl load REPLICA --nats … --stream …) \
+        on the subject feedstore-writes.<stream>: each in a transaction of its own, answered \
+        once its commit is in the stream, at most once per request id. Progress goes to \
+        stderr; the last line says which commits were published, or why none were.
 
         Example:
           storectl ship ./demo-store --nats nats://127.0.0.1:4222 --stream FEED
           storectl ship ./demo-store --nats nats://127.0.0.1:4222 --stream FEED --snapshot-every 10000
+          storectl ship ./demo-store --nats nats://127.0.0.1:4222 --stream FEED --accept-writes
         """
     )
 
@@ -38,15 +42,29 @@ struct ShipCommand: ParsableCommand {
     @Option(help: "The subject to publish on (default: the stream's, or feedstore.<store id> for a new stream).")
     var subject: String?
 
+    @Flag(help: "Apply write requests from replicas, answered once their commit is in the stream.")
+    var acceptWrites = false
+
+    @Option(help: "With --accept-writes: how many applied requests are remembered, so that a retry is answered, not applied again.")
+    var rememberRequests = ForwardedWrites().rememberedRequests
+
+    @Option(help: "With --accept-writes: for how many seconds applied requests are remembered.")
+    var rememberSeconds = Int(ForwardedWrites().rememberedFor.components.seconds)
+
     @Flag(help: "Print no progress.")
     var quiet = false
+
+    func validate() throws {
+        if rememberRequests < 1 || rememberSeconds < 1 { throw ValidationError("--remember-requests and --remember-seconds take numbers of 1 or more") }
+    }
 
     func run() throws {
         try metrics.start()
         let store = try Store(path: path)
         defer { store.close() }
         let shipper = try JournalShipper(store: store, connection: nats.connection, stream: nats.stream, subject: subject,
-                                         snapshots: snapshots.schedule, onSnapshot: ShippingRun.snapshotReporter(quiet: quiet))
+                                         snapshots: snapshots.schedule, onSnapshot: ShippingRun.snapshotReporter(quiet: quiet),
+                                         acceptWrites: acceptWrites ? ForwardedWrites(rememberedFor: .seconds(rememberSeconds), rememberedRequests: rememberRequests) : nil)
         let startedAfter = shipper.shippedSequence
         // Commits made before the store's first shipper are not in the stream: say so at once.
         let predating = shipper.streamSequence == 0 && startedAfter > 0
@@ -56,6 +74,7 @@ struct ShipCommand: ParsableCommand {
             : ""
         if !quiet {
             ShippingRun.progress("shipping \(path) to stream \(nats.stream) on \(shipper.subject), after commit \(startedAfter)\(predating)")
+            if acceptWrites { ShippingRun.progress("accepting write requests on feedstore-writes.\(nats.stream)") }
             try ShippingRun.reportNewestSnapshot(nats: nats, schedule: snapshots.schedule)
         }
         try ShippingRun.run(shipper, stream: nats.stream, until: nats.untilSequence, quiet: quiet, predating: predating)

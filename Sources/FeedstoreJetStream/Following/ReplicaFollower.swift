@@ -300,6 +300,8 @@ public final class ReplicaFollower {
     private struct PlannedCommit {
         var changes: [(entity: String, id: FieldValue, fields: [String: FieldValue]?)]
         var next: ReplicaState
+        /// The forwarded write requests the commit holds.
+        var requests: [(id: String, time: Date)]
     }
 
     /// How far the replica is behind its stream: the messages the stream holds past the
@@ -522,7 +524,7 @@ public final class ReplicaFollower {
                 for (name, value) in fields { fields[name] = schema.coerce(value, toField: name) }
             }
             return (entry.entity, entry.id, fields)
-        }, next: next)
+        }, next: next, requests: envelope.requests)
     }
 
     /// Writes the planned commits, each in a transaction of its own with the replica's state,
@@ -546,6 +548,13 @@ public final class ReplicaFollower {
                     } else {
                         _ = try tx.delete(entity: change.entity, id: change.id)
                     }
+                }
+                // Remembered as the primary remembers them: once promoted, the replica answers
+                // a retried request instead of applying it again.
+                let memory = ForwardedWrites()
+                for request in commit.requests {
+                    try tx.rememberRequest(AppliedRequest(id: request.id, sequence: commit.next.originSequence, time: request.time),
+                                           keepingAtMost: memory.rememberedRequests, since: Date().addingTimeInterval(-memory.rememberedFor.seconds))
                 }
                 try tx.setReplicaState(commit.next)
             }

@@ -22,7 +22,10 @@ import Foundation
 /// other consumers read `after`. An envelope may
 /// also carry `"schema"`: the store's catalog entries (key kind, fields and their kinds, index
 /// definitions) of entities it changes, the first time a shipper sends them and whenever they
-/// change; a replica declares its entities from them.
+/// change; a replica declares its entities from them. An envelope may carry `"requests"`: the
+/// ids of forwarded write requests (``ReplicaWriter``) whose writes the commit holds, with when
+/// the primary applied them (`[{"id": "…", "time": "…"}]`), which a replica remembers so that,
+/// once promoted, it answers them again instead of applying them twice.
 ///
 /// When a replica is promoted, its first message is a promotion record: no entries, its `source`
 /// the promoted store and the sequence it continues after, and the store it replaces:
@@ -41,7 +44,7 @@ public enum ChangeEnvelope {
     /// `schemas` (what a replica needs to store the records with their kinds and indexes).
     /// - Throws: ``JetStreamError/commitWithoutRecord(sequence:)`` when an insert or update lacks
     ///   its record (a commit made before the store kept record images).
-    public static func encode(_ commit: JournalCommit, store: UUID, schemas: [CatalogEntity] = []) throws -> [UInt8] {
+    public static func encode(_ commit: JournalCommit, store: UUID, schemas: [CatalogEntity] = [], requests: [AppliedRequest] = []) throws -> [UInt8] {
         let entries = try commit.entries.map { entry -> FieldValue in
             if entry.kind != .delete && entry.record == nil { throw JetStreamError.commitWithoutRecord(sequence: commit.sequence) }
             var keys: [String: FieldValue] = [:]
@@ -61,8 +64,11 @@ public enum ChangeEnvelope {
         }
         let source = FieldValue.object(["store": .string(store.uuidString.lowercased()), "sequence": .uint(commit.sequence),
                                         "time": .date(commit.timestamp)])
-        // Members in UTF-8 order, as every object here: entries, schema, source, v.
+        // Members in UTF-8 order, as every object here: entries, requests, schema, source, v.
         var text = "{\"entries\":" + FieldValue.array(entries).jsonText
+        if !requests.isEmpty {
+            text += ",\"requests\":" + FieldValue.array(requests.map { .object(["id": .string($0.id), "time": .date($0.time)]) }).jsonText
+        }
         if !schemas.isEmpty {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -109,6 +115,8 @@ public enum ChangeEnvelope {
         var sequence: UInt64
         var entries: [Entry]
         var schemas: [String: CatalogEntity]
+        /// The forwarded write requests the commit holds: their ids and when they were applied.
+        var requests: [(id: String, time: Date)] = []
         /// Set for a promotion record, which has no entries.
         var promotion: Promotion? = nil
         /// The envelope's `source` and `entries` members, to compare commits.
@@ -197,7 +205,16 @@ public enum ChangeEnvelope {
             struct Schemas: Decodable { var schema: [String: CatalogEntity] }
             do { schemas = try JSONDecoder().decode(Schemas.self, from: Data(data)).schema } catch { throw bad("schema: \(error)") }
         }
-        return Received(store: store, sequence: sequence, entries: entries, schemas: schemas,
+        var requests: [(id: String, time: Date)] = []
+        if case let .array(listed)? = members["requests"] {
+            for request in listed {
+                guard case let .object(fields) = request, case let .string(id)? = fields["id"], case let .string(time)? = fields["time"],
+                      let milliseconds = milliseconds(fromTime: time)
+                else { throw bad("a request without id or time") }
+                requests.append((id, Date(timeIntervalSince1970: Double(milliseconds) / 1_000)))
+            }
+        }
+        return Received(store: store, sequence: sequence, entries: entries, schemas: schemas, requests: requests,
                         commit: .object(["source": .object(source), "entries": .array(items)]))
     }
 

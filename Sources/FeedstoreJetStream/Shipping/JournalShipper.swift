@@ -220,8 +220,15 @@ public final class JournalShipper {
     @discardableResult
     public func shipAvailable(limit: Int = 512) throws -> Int {
         let commits: [JournalCommit]
+        var requests: [UInt64: [AppliedRequest]] = [:]
         do {
-            commits = try store.read { try $0.journal(after: shippedSequence, limit: limit) }
+            commits = try store.read { tx in
+                let commits = try tx.journal(after: shippedSequence, limit: limit)
+                if let first = commits.first, let last = commits.last {
+                    requests = Dictionary(grouping: try tx.appliedRequests(in: first.sequence...last.sequence), by: \.sequence)
+                }
+                return commits
+            }
         } catch FeedstoreError.journalBehindRetention(_, let first) {
             throw JetStreamError.storeBehindStream(stream: stream, streamLast: shippedSequence, firstRetained: first)
         }
@@ -237,7 +244,7 @@ public final class JournalShipper {
                 schemas.append(entity)
                 sending[name] = entity
             }
-            let envelope = try ChangeEnvelope.encode(commit, store: storeIdentifier, schemas: schemas)
+            let envelope = try ChangeEnvelope.encode(commit, store: storeIdentifier, schemas: schemas, requests: requests[commit.sequence] ?? [])
             bytes += UInt64(envelope.count)
             // The expected sequence goes in as a header: the client's option takes 0 to mean none.
             try connection.publishAsync(subject: subject, data: envelope,

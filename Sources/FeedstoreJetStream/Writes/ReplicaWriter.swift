@@ -125,8 +125,9 @@ public final class ReplicaWriter: @unchecked Sendable {
             case .noResponders:
                 lastProblem = "no primary accepts writes on \(subject)"
                 try await pause(until: deadline)
-            case let .notSent(reason):
-                lastProblem = reason
+            case let .notSent(error):
+                guard error.isTransient else { throw JetStreamError.writeNotApplied(stream: stream, request: requestID, reason: "\(error)") }
+                lastProblem = "\(error)"
                 try await pause(until: deadline)
             case .timedOut:
                 mayHaveApplied = true
@@ -145,7 +146,7 @@ public final class ReplicaWriter: @unchecked Sendable {
     private enum Attempt: Sendable {
         case answered([UInt8])
         case noResponders
-        case notSent(String)
+        case notSent(JetStreamError)
         case timedOut
     }
 
@@ -156,7 +157,7 @@ public final class ReplicaWriter: @unchecked Sendable {
             do {
                 try connection.publishRequest(subject: subject, reply: "\(inbox).\(token)", data: payload)
             } catch {
-                answers.finish(token, with: .notSent("\(error)"))
+                answers.finish(token, with: .notSent(error as? JetStreamError ?? .serverRefused("sending a write request", reason: "\(error)")))
                 return
             }
             answers.expire(token, after: timeout)
