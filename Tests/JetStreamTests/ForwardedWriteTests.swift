@@ -294,4 +294,73 @@ import Testing
             #expect(envelopes.flatMap(\.requests).map(\.id) == ["unanswered"], "the stream holds the request once")
         }
     }
+
+    /// The NATS permissions the replication article shows, as printed: the primary ships, takes
+    /// snapshots and answers requests; a replica's user starts a replica from a snapshot, follows
+    /// and sends write requests, but cannot publish to the stream or purge it.
+    @Test func theDocumentedPermissionsLetReplicasRequestWritesButNotPublish() async throws {
+        try withTemporaryDirectory { dir in
+            let article = try String(contentsOfFile: "Sources/Feedstore/Feedstore.docc/Replication.md", encoding: .utf8)
+            let start = try #require(article.range(of: "authorization {"))
+            let end = try #require(article.range(of: "\n}\n", range: start.upperBound..<article.endIndex))
+            let configuration = String(article[start.lowerBound..<end.upperBound])
+            try configuration.write(toFile: dir + "/auth.conf", atomically: true, encoding: .utf8)
+            // The server reads the passwords from its environment, as the article's variables say.
+            setenv("PRIMARY_PASSWORD", "primary-secret", 1)
+            setenv("REPLICA_PASSWORD", "replica-secret", 1)
+            let server = try NATSServer(directory: dir, arguments: ["-c", dir + "/auth.conf"])
+            var primaryConnection = JetStreamConnection(url: server.url)
+            (primaryConnection.user, primaryConnection.password) = ("primary", "primary-secret")
+            var replicaConnection = JetStreamConnection(url: server.url)
+            (replicaConnection.user, replicaConnection.password) = ("replica", "replica-secret")
+            replicaConnection.timeout = .seconds(1)
+
+            let primary = try ShipperTests.openStore(dir + "/primary")
+            defer { primary.close() }
+            try primary.write { tx in try tx.put(Item(id: 1, group: 1, score: 1, name: "before shipping", flag: true, tag: nil)) }
+            // With snapshots (the default): the first is stored when shipping starts.
+            let shipper = try JournalShipper(store: primary, connection: primaryConnection, stream: "FEED", acceptWrites: ForwardedWrites())
+            let running = Locked(true)
+            nonisolated(unsafe) let runningShipper = shipper
+            let shipping = Thread { try? runningShipper.run(while: { running.current }) }
+            shipping.start()
+            defer {
+                running.withLock { $0 = false }
+                while shipping.isExecuting { Thread.sleep(forTimeInterval: 0.01) }
+            }
+            var follower: ReplicaFollower?
+            let deadline = Date().addingTimeInterval(20)
+            while follower == nil, Date() < deadline {
+                do { follower = try ReplicaFollower(path: dir + "/replica", connection: replicaConnection, stream: "FEED") } catch JetStreamError.noSnapshot {
+                    Thread.sleep(forTimeInterval: 0.05)
+                }
+            }
+            let replica = try #require(follower, "the replica's user restores the snapshot")
+            defer { replica.replica.close() }
+            nonisolated(unsafe) let runningFollower = replica
+            let followerError = Locked<(any Error)?>(nil)
+            let following = Thread {
+                do { try runningFollower.run(while: { running.current }) } catch { followerError.withLock { $0 = error } }
+            }
+            following.start()
+            defer {
+                running.withLock { $0 = false }
+                while following.isExecuting { Thread.sleep(forTimeInterval: 0.01) }
+            }
+            defer { #expect(followerError.current == nil, "\(String(describing: followerError.current))") }
+            let writer = try ReplicaWriter(replica: replica.replica, connection: replicaConnection, stream: "FEED")
+            try writer.writeBlocking([Self.item(2)])
+            #expect(try replica.replica.read { try $0.count(entity: "Item") } == 2)
+
+            // Publishing to the stream's subject is denied: the stream holds nothing of it.
+            let before = try primaryConnection.lastSequence(ofStream: "FEED")
+            let asReplica = try NATSConnection(replicaConnection)
+            #expect(throws: JetStreamError.self) {
+                _ = try asReplica.publish(subject: shipper.subject, data: Array("{}".utf8), headers: ["Nats-Msg-Id": "forged"])
+            }
+            #expect(throws: JetStreamError.self) { try asReplica.purge("FEED", before: before) }
+            Thread.sleep(forTimeInterval: 0.2)
+            #expect(try primaryConnection.lastSequence(ofStream: "FEED") == before)
+        }
+    }
 }

@@ -86,6 +86,7 @@ import Testing
             case "ship": 3
             case "follow": 4
             case "inspect" where example.text.contains("--nats"): 5
+            case "load" where example.text.contains("--nats"): 5
             case "promote": 6
             case "demo migrate": 8
             case let other where other.hasPrefix("demo"): 7
@@ -116,6 +117,24 @@ import Testing
         let environment = ["PATH": buildProductsDirectory.path + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? ""), "COLUMNS": "80"]
         let keepsRunning = example.contains(" watch ") || example.contains("--follow") || example.contains(" ship ") || example.contains(" follow ")
             || example.contains(" promote ")
+        // A load through a replica needs a primary that accepts writes and a follower: the
+        // ship and follow examples' own, run beside it.
+        var helpers: [RunningTool] = []
+        defer {
+            for helper in helpers {
+                helper.kill()
+                _ = helper.finish(timeout: 30)
+            }
+        }
+        if example.contains(" load "), let nats = example.range(of: "--nats ") {
+            let options = "--nats " + example[nats.upperBound...].split(separator: " ").prefix(3).joined(separator: " ")
+            for (command, marker) in [("storectl ship ./demo-store --accept-writes --no-snapshots \(options)", "accepting write requests"),
+                                      ("storectl follow ./replica \(options)", "following stream")] {
+                let helper = try RunningTool(URL(fileURLWithPath: "/bin/sh"), ["-c", "cd '\(directory)' && exec " + command], environment: environment)
+                helpers.append(helper)
+                guard helper.waitFor(marker, timeout: 60) else { return (-1, "", "\(command) did not start: \(helper.finish(timeout: 5).stderr)", false) }
+            }
+        }
         // A command that keeps running replaces the shell, so that the interrupt reaches it.
         let tool = try RunningTool(URL(fileURLWithPath: "/bin/sh"), ["-c", "cd '\(directory)' && " + (keepsRunning ? "exec " : "") + example],
                                    environment: environment)

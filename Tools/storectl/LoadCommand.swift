@@ -38,8 +38,8 @@ struct LoadCommand: ParsableCommand {
             --input messages.jsonl
           storectl dump ./demo-store --entity Contact --jsonl \\
             | storectl load ./copy --entity Contact --like ./demo-store --input -
-          storectl load ./replica --entity Contact --input contacts.jsonl \\
-            --nats nats://127.0.0.1:4222 --stream FEED --request-prefix contacts-1
+          storectl load ./replica --entity Message --input messages.jsonl \\
+            --nats nats://127.0.0.1:4222 --stream FEED --request-prefix messages-1
         """
     )
 
@@ -100,7 +100,8 @@ struct LoadCommand: ParsableCommand {
         }
         let store = try Store(path: path)
         defer { store.close() }
-        if natsURL != nil, try store.read({ try $0.replicaState() }) == nil {
+        // A replica that has applied nothing yet has no state; a store with commits and none is a primary.
+        if natsURL != nil, try store.read({ try $0.replicaState() == nil && $0.journalBounds().last > 0 }) {
             StoreAccess.fail("\(path) is not a replica; load into a primary without --nats and --stream")
         }
         let forwarding = try natsURL.map { url in

@@ -220,7 +220,15 @@ case "jetstream":
     for line in JetStreamShipping.format(rates: rates, latencies: latencies) { emit(line) }
     let takeover = try JetStreamTakeover(directory: scratch, messages: option("--messages", default: quick ? 100_000 : 1_000_000)).run()
     for line in JetStreamTakeover.format(takeover) { emit(line) }
+    let forwarded = try JetStreamForwardedWrites(directory: scratch, samples: option("--samples", default: quick ? 200 : 2_000),
+                                                 seconds: quick ? 3 : 10).run()
+    for line in JetStreamForwardedWrites.format(forwarded) { emit(line) }
     try save(quick ? "jetstream-quick.md" : "jetstream.md")
+case "forwarded-writes":
+    // Forwarded writes alone (part of jetstream); prints its tables, saves nothing.
+    let forwarded = try JetStreamForwardedWrites(directory: scratch, samples: option("--samples", default: quick ? 200 : 2_000),
+                                                 seconds: quick ? 3 : 10).run()
+    for line in JetStreamForwardedWrites.format(forwarded) { print(line) }
 case "envelopes":
     // Reads and encodes every commit of a store as the shipper does, without a server (for
     // callgrind): `--build --commits N PATH` makes N one-row commits and one of 1,000 rows.
@@ -270,7 +278,9 @@ default:
                                           GRDB's LIMIT/OFFSET; saves Benchmarks/results/scroll.md
           jetstream [--quick] [--commits N] [--bulk-commits N] [--samples N] [--messages N]
                                           a journal shipped to JetStream on loopback and followed into a replica:
-                                          commits/s, rows/s, commit → replica batch latency; saves …/jetstream.md
+                                          commits/s, rows/s, commit → replica batch latency, forwarded writes; saves …/jetstream.md
+          forwarded-writes [--quick] [--samples N]
+                                          forwarded writes alone: latency by leg and 16-writer throughput (prints only)
           decode [--build --size N | --rounds R --mode scan|at|window] PATH
                                           typed reads of every message, for callgrind
           lookup-instructions (--build | entry | rank | count) --size N [--operations K] PATH

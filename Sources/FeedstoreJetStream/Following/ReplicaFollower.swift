@@ -235,6 +235,11 @@ public final class ReplicaFollower {
                                             reason: "the stream begins with commit \(id.sequence), so a replica starts from a snapshot; a shipper takes one when it starts")
         }
         guard !replacing else { throw JetStreamError.noSnapshot(bucket: snapshots?.name ?? "", reason: "there is none to re-seed from") }
+        if let snapshots, info.lastSequence < first {
+            // Snapshots are taken, and neither the stream nor the bucket holds anything yet: the
+            // shipper is storing its first snapshot, which holds what came before shipping.
+            throw JetStreamError.noSnapshot(bucket: snapshots.name, reason: "the stream holds no commit yet and the bucket no snapshot; the shipper stores one when it starts, so try again once it has")
+        }
         onSeed(.startingEmpty)
         // An empty store, made beside and moved in, so that the directory holds nothing else
         // until it is whole.

@@ -344,7 +344,11 @@ private let acknowledgmentHandler: jsPubAckHandler = { _, message, acknowledgmen
         acknowledgments.acknowledged(streamSequence: acknowledgment.pointee.Sequence, duplicate: acknowledgment.pointee.Duplicate)
     } else if let failure {
         let text = failure.pointee.ErrText.map { String(cString: $0) } ?? NATSConnection.describe(failure.pointee.Err)
-        acknowledgments.refused(code: Int(failure.pointee.ErrCode.rawValue), reason: text)
+        if NATSConnection.isUnavailable(failure.pointee.Err) || failure.pointee.Err == NATS_TIMEOUT {
+            acknowledgments.unavailable(text)
+        } else {
+            acknowledgments.refused(code: Int(failure.pointee.ErrCode.rawValue), reason: text)
+        }
     }
     natsMsg_Destroy(message)
 }

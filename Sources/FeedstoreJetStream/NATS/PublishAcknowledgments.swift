@@ -11,6 +11,9 @@ final class PublishAcknowledgments: @unchecked Sendable {
         var duplicates = 0
         /// The first refusal: JetStream's error code and text.
         var refusal: (code: Int, reason: String)?
+        /// Why a publish found no stream to answer it (JetStream not ready, as after a restart
+        /// of the server): not a refusal, the shipper tries again.
+        var unavailable: String?
         /// Publishes not yet answered.
         var pending = 0
     }
@@ -34,6 +37,13 @@ final class PublishAcknowledgments: @unchecked Sendable {
         lock.withLock {
             answers.pending -= 1
             if answers.refusal == nil { answers.refusal = (code, reason) }
+        }
+    }
+
+    func unavailable(_ reason: String) {
+        lock.withLock {
+            answers.pending -= 1
+            if answers.unavailable == nil { answers.unavailable = reason }
         }
     }
 

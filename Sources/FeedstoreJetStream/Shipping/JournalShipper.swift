@@ -261,6 +261,7 @@ public final class JournalShipper {
             }
             throw JetStreamError.serverRefused("a commit", reason: refusal.reason)
         }
+        if let reason = answers.unavailable { throw JetStreamError.serverUnavailable("publishing commits", reason: reason) }
         guard finished else { throw JetStreamError.timedOut("acknowledgments of \(commits.count) commits") }
         let expected = (1...UInt64(commits.count)).map { streamLast + $0 }
         guard answers.streamSequences.sorted() == expected, answers.duplicates == 0 else {

@@ -66,7 +66,8 @@ public final class ReplicaWriter: @unchecked Sendable {
     }
 
     /// Sends `writes` to the primary as one transaction, and waits until the replica has
-    /// applied the commit that holds them.
+    /// applied the commit that holds them. Runs on a thread of its own, so that its waits hold
+    /// none of the threads Swift concurrency shares.
     /// - Parameters:
     ///   - writes: the transaction's writes, applied in order.
     ///   - requestID: the request's id; give the one of an earlier call to retry it safely.
@@ -79,26 +80,24 @@ public final class ReplicaWriter: @unchecked Sendable {
     ///   ``JetStreamError/replicaBehind(replica:sequence:applied:)``.
     @discardableResult
     public func write(_ writes: [RecordWrite], requestID: String = UUID().uuidString, timeout: Duration = .seconds(10)) async throws -> UInt64 {
-        let deadline = ContinuousClock.now + timeout
-        let sequence = try await forward(writes, requestID: requestID, deadline: deadline)
-        try await progress.waitUntilApplied(sequence, deadline: deadline)
-        return sequence
+        let writer = self
+        return try await OwnThread.value(name: "feedstore replica writer") {
+            try writer.writeBlocking(writes, requestID: requestID, timeout: timeout)
+        }
     }
 
     /// ``write(_:requestID:timeout:)`` for callers outside Swift concurrency (tools, threads of
     /// their own): blocks the calling thread.
     @discardableResult
     public func writeBlocking(_ writes: [RecordWrite], requestID: String = UUID().uuidString, timeout: Duration = .seconds(10)) throws -> UInt64 {
-        let result = BlockingResult<UInt64>()
-        let writer = self
-        Task.detached {
-            do { result.set(.success(try await writer.write(writes, requestID: requestID, timeout: timeout))) } catch { result.set(.failure(error)) }
-        }
-        return try result.wait()
+        let deadline = ContinuousClock.now + timeout
+        let sequence = try forward(writes, requestID: requestID, deadline: deadline)
+        try progress.waitUntilApplied(sequence, deadline: deadline)
+        return sequence
     }
 
     /// Sends the request until an answer says what became of it, or the deadline passes.
-    private func forward(_ writes: [RecordWrite], requestID: String, deadline: ContinuousClock.Instant) async throws -> UInt64 {
+    private func forward(_ writes: [RecordWrite], requestID: String, deadline: ContinuousClock.Instant) throws -> UInt64 {
         let payload = try WriteMessages.encode(WriteMessages.Request(id: requestID, writes: writes))
         // Whether an attempt may have reached the primary: then the outcome is unknown.
         var mayHaveApplied = false
@@ -112,7 +111,7 @@ public final class ReplicaWriter: @unchecked Sendable {
             }
             if attempts > 0 { metrics.forwardedRetries.increment() }
             attempts += 1
-            switch await attempt(payload, timeout: min(attemptTimeout, remaining)) {
+            switch attempt(payload, timeout: min(attemptTimeout, remaining)) {
             case let .answered(bytes):
                 switch try WriteMessages.decode(WriteMessages.Reply.self, bytes) {
                 case let .applied(sequence, _): return sequence
@@ -120,15 +119,15 @@ public final class ReplicaWriter: @unchecked Sendable {
                 case let .notApplied(reason, retry):
                     guard retry else { throw JetStreamError.writeNotApplied(stream: stream, request: requestID, reason: reason) }
                     lastProblem = reason
-                    try await pause(until: deadline)
+                    pause(until: deadline)
                 }
             case .noResponders:
                 lastProblem = "no primary accepts writes on \(subject)"
-                try await pause(until: deadline)
+                pause(until: deadline)
             case let .notSent(error):
                 guard error.isTransient else { throw JetStreamError.writeNotApplied(stream: stream, request: requestID, reason: "\(error)") }
                 lastProblem = "\(error)"
-                try await pause(until: deadline)
+                pause(until: deadline)
             case .timedOut:
                 mayHaveApplied = true
                 lastProblem = "no answer within \(attemptTimeout) after \(attempts) attempts"
@@ -138,9 +137,9 @@ public final class ReplicaWriter: @unchecked Sendable {
     }
 
     /// A short wait before trying again when no primary answers.
-    private func pause(until deadline: ContinuousClock.Instant) async throws {
+    private func pause(until deadline: ContinuousClock.Instant) {
         let remaining = deadline - ContinuousClock.now
-        try await Task.sleep(for: min(.milliseconds(50), max(remaining, .zero)))
+        Thread.sleep(forTimeInterval: min(0.05, max(remaining.seconds, 0)))
     }
 
     private enum Attempt: Sendable {
@@ -151,17 +150,19 @@ public final class ReplicaWriter: @unchecked Sendable {
     }
 
     /// Sends the request once and waits for its answer, at most `timeout`.
-    private func attempt(_ payload: [UInt8], timeout: Duration) async -> Attempt {
-        await withCheckedContinuation { continuation in
-            let token = answers.register { continuation.resume(returning: $0) }
-            do {
-                try connection.publishRequest(subject: subject, reply: "\(inbox).\(token)", data: payload)
-            } catch {
-                answers.finish(token, with: .notSent(error as? JetStreamError ?? .serverRefused("sending a write request", reason: "\(error)")))
-                return
-            }
-            answers.expire(token, after: timeout)
+    private func attempt(_ payload: [UInt8], timeout: Duration) -> Attempt {
+        let answer = BlockingResult<Attempt>()
+        let token = answers.register { answer.set($0) }
+        do {
+            try connection.publishRequest(subject: subject, reply: "\(inbox).\(token)", data: payload)
+        } catch {
+            answers.finish(token, with: .notSent(error as? JetStreamError ?? .serverRefused("sending a write request", reason: "\(error)")))
+            return answer.wait()
         }
+        return answer.wait(timeout: timeout) ?? {
+            answers.finish(token, with: .timedOut)
+            return answer.wait()
+        }()
     }
 
     /// The requests that wait for an answer, by the token that ends their inbox.
@@ -180,10 +181,6 @@ public final class ReplicaWriter: @unchecked Sendable {
 
         func finish(_ token: Int, with attempt: Attempt) {
             lock.withLock { waiting.removeValue(forKey: token) }?(attempt)
-        }
-
-        func expire(_ token: Int, after timeout: Duration) {
-            DispatchQueue.global().asyncAfter(deadline: .now() + timeout.seconds) { self.finish(token, with: .timedOut) }
         }
 
         /// An answer on the inbox: the token is the subject's last token.
@@ -217,22 +214,20 @@ private final class ReplicaProgress: @unchecked Sendable {
 
     /// Returns once the replica has applied `sequence`; throws ``JetStreamError/replicaBehind(replica:sequence:applied:)``
     /// when the deadline passes first.
-    func waitUntilApplied(_ sequence: UInt64, deadline: ContinuousClock.Instant) async throws {
-        let now = applied()
-        if now >= sequence { return }
-        let reached: UInt64? = await withCheckedContinuation { continuation in
-            condition.withLock {
-                waiters.append((sequence, deadline, { continuation.resume(returning: $0) }))
-                if thread == nil {
-                    let thread = Thread { [self] in run() }
-                    thread.name = "feedstore replica progress"
-                    thread.start()
-                    self.thread = thread
-                }
-                condition.broadcast()
+    func waitUntilApplied(_ sequence: UInt64, deadline: ContinuousClock.Instant) throws {
+        if applied() >= sequence { return }
+        let reached = BlockingResult<UInt64?>()
+        condition.withLock {
+            waiters.append((sequence, deadline, { reached.set($0) }))
+            if thread == nil {
+                let thread = Thread { [self] in run() }
+                thread.name = "feedstore replica progress"
+                thread.start()
+                self.thread = thread
             }
+            condition.broadcast()
         }
-        guard reached != nil else { throw JetStreamError.replicaBehind(replica: replica.path, sequence: sequence, applied: applied()) }
+        guard reached.wait() != nil else { throw JetStreamError.replicaBehind(replica: replica.path, sequence: sequence, applied: applied()) }
     }
 
     private func run() {
@@ -265,16 +260,31 @@ private final class ReplicaProgress: @unchecked Sendable {
     }
 }
 
-/// A result handed from a task to a blocked thread.
+/// A value handed from another thread to a blocked one: the first one set is kept.
 private final class BlockingResult<T>: @unchecked Sendable {
-    private let done = DispatchSemaphore(value: 0)
-    private var result: Result<T, any Error>?
-    func set(_ result: Result<T, any Error>) {
-        self.result = result
-        done.signal()
+    private let condition = NSCondition()
+    private var value: T?
+
+    func set(_ value: T) {
+        condition.withLock {
+            if self.value == nil { self.value = value }
+            condition.broadcast()
+        }
     }
-    func wait() throws -> T {
-        done.wait()
-        return try result!.get()
+
+    func wait() -> T {
+        condition.withLock {
+            while value == nil { condition.wait() }
+            return value!
+        }
+    }
+
+    /// The value, or nil when none came within `timeout`.
+    func wait(timeout: Duration) -> T? {
+        let deadline = Date().addingTimeInterval(timeout.seconds)
+        return condition.withLock {
+            while value == nil { if !condition.wait(until: deadline) { break } }
+            return value
+        }
     }
 }

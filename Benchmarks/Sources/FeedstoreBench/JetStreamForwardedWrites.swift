@@ -1,0 +1,201 @@
+import DemoFeed
+import Feedstore
+import FeedstoreJetStream
+import Foundation
+import NATSTestServer
+
+/// Writes forwarded from replicas to the primary over a real `nats-server -js` on loopback: a
+/// primary at durability full accepting writes, replicas following it in this process.
+/// - Latency of one forwarded one-row write, from the call to its return (the record readable on
+///   the writer's own replica), split into legs (committed on the primary, in the stream, applied
+///   to the replica, returned), next to the same write made locally on the primary.
+/// - Throughput: 16 writers spread over three replicas, each sending one-row writes one after
+///   another, next to 16 local writers on the primary.
+struct JetStreamForwardedWrites {
+    var directory: String
+    var samples: Int
+    var seconds: Double
+    static let stream = "FEED"
+    static let writers = 16
+    static let replicas = 3
+
+    struct Result {
+        /// Per sample, seconds from the call to: committed on the primary, in the stream, applied
+        /// to the writer's replica, returned.
+        var legs: [[Double]]
+        /// Seconds of each local one-row write on the primary.
+        var local: [Double]
+        var forwardedPerSecond: Double
+        var localPerSecond: Double
+    }
+
+    /// When the shipper and the followers reached each sequence.
+    final class Progress: @unchecked Sendable {
+        private let lock = NSLock()
+        private var shipped: [(sequence: UInt64, at: UInt64)] = []
+        private var applied: [(sequence: UInt64, at: UInt64)] = []
+        private var stopping = false
+        func didShip(_ sequence: UInt64) { lock.withLock { shipped.append((sequence, DispatchTime.now().uptimeNanoseconds)) } }
+        func didApply(_ sequence: UInt64) { lock.withLock { applied.append((sequence, DispatchTime.now().uptimeNanoseconds)) } }
+        func stop() { lock.withLock { stopping = true } }
+        var running: Bool { lock.withLock { !stopping } }
+        func reached(_ sequence: UInt64) -> (shipped: UInt64?, applied: UInt64?) {
+            lock.withLock { (shipped.first { $0.sequence >= sequence }?.at, applied.first { $0.sequence >= sequence }?.at) }
+        }
+    }
+
+    func run() throws -> Result {
+        try? FileManager.default.removeItem(atPath: directory)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let server = try NATSServer(directory: directory)
+        defer { server.stop() }
+        let connection = JetStreamConnection(url: server.url)
+        let primary = try Store(path: directory + "/primary", entities: DemoFeed.entities, options: StoreOptions(durability: .full))
+        defer { primary.close() }
+        var feed = DemoFeed(seed: 42)
+        try primary.write { tx in for id in 1...1_000 { try tx.put(feed.contact(id: UInt64(id))) } }
+        let shipper = try JournalShipper(store: primary, connection: connection, stream: Self.stream, snapshots: nil, acceptWrites: ForwardedWrites())
+        let progress = Progress()
+        nonisolated(unsafe) let runningShipper = shipper
+        let shipping = Thread {
+            var shipped = runningShipper.shippedSequence
+            try? runningShipper.run {
+                if runningShipper.shippedSequence != shipped {
+                    shipped = runningShipper.shippedSequence
+                    progress.didShip(shipped)
+                }
+                return progress.running
+            }
+        }
+        shipping.start()
+        var followers: [ReplicaFollower] = []
+        var threads: [Thread] = [shipping]
+        for i in 0..<Self.replicas {
+            // As a replica runs where snapshots can re-seed it: its commits unsynced.
+            let follower = try ReplicaFollower(path: directory + "/replica\(i)", connection: connection, stream: Self.stream, durability: .none)
+            nonisolated(unsafe) let runningFollower = follower
+            let thread = Thread {
+                var applied = runningFollower.state?.originSequence ?? 0
+                try? runningFollower.run {
+                    let now = runningFollower.state?.originSequence ?? 0
+                    if i == 0, now != applied {
+                        applied = now
+                        progress.didApply(now)
+                    }
+                    return progress.running
+                }
+            }
+            thread.start()
+            followers.append(follower)
+            threads.append(thread)
+        }
+        defer {
+            progress.stop()
+            while threads.contains(where: \.isExecuting) { usleep(1_000) }
+            for follower in followers { follower.replica.close() }
+        }
+        let writers = try followers.map { try ReplicaWriter(replica: $0.replica, connection: connection, stream: Self.stream) }
+        let nextID = Locked<UInt64>(1)
+        @Sendable func message() -> Message {
+            let id = nextID.next()
+            var generator = DemoFeed(seed: id)
+            return generator.message(id: id, contacts: 1_000)
+        }
+
+        // Latency, one write at a time 2 ms apart, from the first replica.
+        var legs: [[Double]] = []
+        for _ in 0..<(samples / 10) { try writers[0].writeBlocking([try RecordWrite.insert(message())]) }  // warm-up
+        for _ in 0..<samples {
+            let startDate = Date(), start = DispatchTime.now().uptimeNanoseconds
+            let sequence = try writers[0].writeBlocking([try RecordWrite.insert(message())])
+            let returned = DispatchTime.now().uptimeNanoseconds
+            let committed = try primary.read { try $0.journal(after: sequence - 1, limit: 1).first?.timestamp } ?? startDate
+            let reached = progress.reached(sequence)
+            func seconds(_ t: UInt64?) -> Double { Double((t ?? returned) - start) / 1e9 }
+            legs.append([max(0, committed.timeIntervalSince(startDate)), seconds(reached.shipped), seconds(reached.applied), seconds(returned)])
+            usleep(2_000)
+        }
+        var local: [Double] = []
+        for _ in 0..<samples {
+            let record = message()
+            let start = DispatchTime.now().uptimeNanoseconds
+            try primary.write { try $0.insert(record) }
+            local.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
+            usleep(2_000)
+        }
+
+        // Throughput: writers on threads of their own, for `seconds`.
+        func throughput(_ write: @escaping @Sendable (Int) throws -> Void) -> Double {
+            let done = Locked(0), stop = Locked(false)
+            let group = DispatchGroup()
+            let started = Date()
+            for w in 0..<Self.writers {
+                group.enter()
+                Thread {
+                    while !stop.current {
+                        do { try write(w); done.withLock { $0 += 1 } } catch { print("a write failed: \(error)") }
+                    }
+                    group.leave()
+                }.start()
+            }
+            Thread.sleep(forTimeInterval: seconds)
+            stop.withLock { $0 = true }
+            let count = done.current
+            let elapsed = -started.timeIntervalSinceNow
+            group.wait()
+            return Double(count) / elapsed
+        }
+        nonisolated(unsafe) let (allWriters, store) = (writers, primary)
+        let forwarded = throughput { w in try allWriters[w % allWriters.count].writeBlocking([try RecordWrite.insert(message())]) }
+        let localRate = throughput { _ in
+            let record = message()
+            try store.write { try $0.insert(record) }
+        }
+        return Result(legs: legs, local: local, forwardedPerSecond: forwarded, localPerSecond: localRate)
+    }
+
+    static func format(_ r: Result) -> [String] {
+        func percentile(_ values: [Double], _ p: Double) -> Double {
+            let sorted = values.sorted()
+            return sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
+        }
+        func row(_ name: String, _ values: [Double]) -> String {
+            "| \(name) | " + [0.5, 0.9, 0.99].map { String(format: "%.2f", percentile(values.map { $0 * 1_000 }, $0)) }.joined(separator: " | ") + " |"
+        }
+        let names = ["committed on the primary (the commit's timestamp)", "in the stream (the shipper has the acknowledgment)",
+                     "applied to the writer's replica", "returned: the record readable on the writer's replica"]
+        var lines = ["", "Forwarded writes: one-row inserts sent from a replica to the primary (durability full, group commit) and returned once the writer's replica (durability none) has applied them, \(r.legs.count.formatted()) writes one at a time 2 ms apart, \(replicas) replicas following in the same process\n",
+                     "| reached | p50 ms | p90 ms | p99 ms |", "|---|---:|---:|---:|"]
+        for (i, name) in names.enumerated() { lines.append(row(name, r.legs.map { $0[i] })) }
+        lines.append(row("the same insert written on the primary itself", r.local))
+        let total = r.legs.map { $0[3] }
+        let p50 = percentile(total, 0.5) * 1_000, p99 = percentile(total, 0.99) * 1_000
+        lines += ["", "| \(writers) writers, one-row inserts one after another | writes/s |", "|---|---:|",
+                  "| forwarded from \(replicas) replicas, each returned once readable on its replica | \(Int(r.forwardedPerSecond).formatted()) |",
+                  "| written on the primary itself | \(Int(r.localPerSecond).formatted()) |",
+                  "", "| target | result | met |", "|---|---:|---|",
+                  "| forwarded one-row write readable on its replica, p50: at most 3 ms | \(String(format: "%.2f", p50)) ms | \(p50 <= 3 ? "yes" : "no") |",
+                  "| forwarded one-row write readable on its replica, p99: at most 10 ms | \(String(format: "%.2f", p99)) ms | \(p99 <= 10 ? "yes" : "no") |",
+                  "| \(writers) writers across replicas: at least 5,000 forwarded writes/s | \(Int(r.forwardedPerSecond).formatted()) | \(r.forwardedPerSecond >= 5_000 ? "yes" : "no") |"]
+        return lines
+    }
+}
+
+/// A value behind a lock, for the benchmark's threads.
+final class Locked<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+    init(_ value: Value) { self.value = value }
+    func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R { try lock.withLock { try body(&value) } }
+    var current: Value { withLock { $0 } }
+}
+
+extension Locked where Value == UInt64 {
+    func next() -> UInt64 {
+        withLock { value in
+            defer { value += 1 }
+            return value
+        }
+    }
+}

@@ -1,0 +1,182 @@
+@_spi(Replication) import Feedstore
+@testable import FeedstoreJetStream
+import FeedstoreDemo
+import FeedstoreTestSupport
+import NATSTestServer
+import Foundation
+import Testing
+
+/// Forwarded writes through real faults: the primary (`storectl ship --accept-writes`) killed
+/// at random moments, including after applying a request and before answering it; the NATS
+/// server restarted; a loading client (`storectl load` on a replica) killed and run again with
+/// the same request ids. Every request is applied exactly once, and none acknowledged is lost.
+@Suite(.serialized) struct ForwardedWriteFaultTests {
+    static let stream = ForwardedWriteTests.stream
+
+    /// Requests of the stream's envelopes: each id with the ids of the records its commit holds.
+    static func requestsInStream(_ server: NATSServer) throws -> [(id: String, records: [FieldValue])] {
+        try ShipperTests.streamMessages(server).flatMap { message -> [(id: String, records: [FieldValue])] in
+            let envelope = try ChangeEnvelope.decode(message.data, streamSequence: message.streamSequence)
+            return envelope.requests.map { ($0.id, envelope.entries.map(\.id)) }
+        }
+    }
+
+    /// A client inserts records one request each, retrying every unknown outcome with the same
+    /// id, while the primary's process is killed and restarted and the server restarts: each
+    /// insert is in the stream once (a second application would be refused as a duplicate and
+    /// reach the client), and the replica holds every acknowledged one.
+    @Test(arguments: testSeeds(1, base: 401))
+    func everyRequestIsAppliedOnceThroughKillsAndRestarts(seed: UInt64) throws {
+        let (requests, faults) = TestSize.choose(quick: (1_500, 8), long: (8_000, 40))
+        try withTemporaryDirectory { dir in
+            let server = try NATSServer(directory: dir)
+            let connection = JetStreamConnection(url: server.url)
+            try ShipperTests.openStore(dir + "/primary").close()
+            let ship = ["ship", dir + "/primary", "--nats", server.url, "--stream", Self.stream, "--accept-writes", "--no-snapshots", "--quiet"]
+            var primary = try RunningTool(storectlURL, ship)
+            // The replica follows in this process, through every fault.
+            var follower: ReplicaFollower?
+            let deadline = Date().addingTimeInterval(30)
+            while follower == nil, Date() < deadline {
+                follower = try? ReplicaFollower(path: dir + "/replica", connection: connection, stream: Self.stream)
+                if follower == nil { Thread.sleep(forTimeInterval: 0.05) }
+            }
+            let replica = try #require(follower)
+            defer { replica.replica.close() }
+            let running = Locked(true)
+            nonisolated(unsafe) let runningFollower = replica
+            let followerError = Locked<(any Error)?>(nil)
+            let following = Thread {
+                do { try runningFollower.run(while: { running.current }) } catch { followerError.withLock { $0 = error } }
+            }
+            following.start()
+            defer {
+                running.withLock { $0 = false }
+                while following.isExecuting { Thread.sleep(forTimeInterval: 0.01) }
+            }
+            let writer = try ReplicaWriter(replica: replica.replica, connection: connection, stream: Self.stream, attemptTimeout: .milliseconds(300))
+
+            let failures = Locked<[String]>([])
+            let done = Locked(0), finished = Locked(false), retries = Locked(0)
+            let client = Thread {
+                for k in 0..<requests {
+                    while true {
+                        do {
+                            try writer.writeBlocking([ForwardedWriteTests.item(Int64(k))], requestID: "insert-\(k)", timeout: .milliseconds(700))
+                            break
+                        } catch let error as JetStreamError where error.isTransient {
+                            retries.withLock { $0 += 1 }
+                            continue  // unknown outcome or no primary: the same id again
+                        } catch JetStreamError.replicaBehind {
+                            retries.withLock { $0 += 1 }
+                            continue
+                        } catch {
+                            failures.withLock { $0.append("request \(k): \(error)") }
+                            break
+                        }
+                    }
+                    done.withLock { $0 = k + 1 }
+                }
+                finished.withLock { $0 = true }
+            }
+            client.start()
+            var rng = SeededGenerator(seed: seed)
+            var duringRequests = 0
+            for fault in 0..<faults {
+                if !finished.current { duringRequests += 1 }
+                Thread.sleep(forTimeInterval: Double.random(in: 0.05...0.3, using: &rng))
+                if fault % 4 == 3 {
+                    server.stop()
+                    Thread.sleep(forTimeInterval: 0.2)
+                    try server.start()
+                } else {
+                    primary.kill()
+                    _ = primary.finish(timeout: 30)
+                    // Some outages outlast a call's timeout: the caller then sends it again.
+                    Thread.sleep(forTimeInterval: fault % 2 == 0 ? Double.random(in: 0...0.2, using: &rng) : 1)
+                    primary = try RunningTool(storectlURL, ship)
+                }
+            }
+            let clientDeadline = Date().addingTimeInterval(60)
+            while !finished.current, Date() < clientDeadline { Thread.sleep(forTimeInterval: 0.05) }
+            #expect(followerError.current == nil, "\(String(describing: followerError.current)), seed \(seed)")
+            #expect(finished.current, "the client finished, \(done.current) of \(requests) requests, seed \(seed)")
+            #expect(failures.current.isEmpty, "\(failures.current.prefix(5)), seed \(seed)")
+            #expect(duringRequests == faults && retries.current > 0, "\(duringRequests) faults while the client wrote, \(retries.current) calls failed and were sent again, seed \(seed)")
+
+            // Each request is in the stream once, with its record.
+            let shipped = try Self.requestsInStream(server)
+            let byID = Dictionary(grouping: shipped, by: \.id)
+            #expect(shipped.count == requests && byID.count == requests, "\(shipped.count) requests in the stream for \(requests), seed \(seed)")
+            #expect(byID.allSatisfy { id, found in found.count == 1 && found[0].records == [.int(Int64(id.dropFirst("insert-".count))!)] },
+                    "seed \(seed)")
+            primary.kill()
+            _ = primary.finish(timeout: 30)
+            let store = try Store(path: dir + "/primary", options: StoreOptions(readOnly: true))
+            defer { store.close() }
+            #expect(try store.read { try $0.count(entity: "Item") } == requests)
+            #expect(try replica.replica.read { try $0.count(entity: "Item") } == requests, "every acknowledged write is on the replica")
+        }
+    }
+
+    /// `storectl load` through a replica, killed at random moments and run again with the same
+    /// request prefix: the primary applies each transaction once, and the replica ends with
+    /// every record.
+    @Test(arguments: testSeeds(1, base: 411))
+    func aLoadKilledAndRunAgainAppliesEachTransactionOnce(seed: UInt64) throws {
+        let (records, kills) = TestSize.choose(quick: (2_000, 3), long: (10_000, 10))
+        try withTemporaryDirectory { dir in
+            let server = try NATSServer(directory: dir)
+            let connection = JetStreamConnection(url: server.url)
+            try ShipperTests.openStore(dir + "/primary").close()
+            let nats = ["--nats", server.url, "--stream", Self.stream]
+            let primary = try RunningTool(storectlURL, ["ship", dir + "/primary", "--accept-writes", "--no-snapshots", "--quiet"] + nats)
+            defer {
+                primary.kill()
+                _ = primary.finish(timeout: 30)
+            }
+            var follower: ReplicaFollower?
+            let deadline = Date().addingTimeInterval(30)
+            while follower == nil, Date() < deadline {
+                follower = try? ReplicaFollower(path: dir + "/replica", connection: connection, stream: Self.stream)
+                if follower == nil { Thread.sleep(forTimeInterval: 0.05) }
+            }
+            let replica = try #require(follower)
+            let running = Locked(true)
+            nonisolated(unsafe) let runningFollower = replica
+            let following = Thread { try? runningFollower.run(while: { running.current }) }
+            following.start()
+            defer {
+                running.withLock { $0 = false }
+                while following.isExecuting { Thread.sleep(forTimeInterval: 0.01) }
+                replica.replica.close()
+            }
+            let input = dir + "/items.jsonl"
+            let lines: [String] = (0..<records).map { k in
+                let item = Item(id: Int64(k), group: Int64(k % 7), score: Double(k), name: "load \(k)", flag: k % 3 == 0, tag: nil)
+                return FieldValue.object(item.fields).jsonText
+            }
+            try lines.joined(separator: "\n").write(toFile: input, atomically: true, encoding: .utf8)
+            let load = ["load", dir + "/replica", "--entity", "Item", "--input", input, "--batch", "10", "--request-prefix", "items"] + nats
+            var rng = SeededGenerator(seed: seed)
+            var interrupted = 0
+            for _ in 0..<kills {
+                let running = try RunningTool(storectlURL, load)
+                Thread.sleep(forTimeInterval: Double.random(in: 0.1...0.4, using: &rng))
+                if running.isRunning { interrupted += 1 }
+                running.kill()
+                _ = running.finish(timeout: 30)
+            }
+            #expect(interrupted > 0, "a kill interrupted a load, seed \(seed)")
+            let finished = try runTool(storectlURL, load, timeout: 300)
+            #expect(finished.status == 0, "\(finished.stderr), seed \(seed)")
+            #expect(finished.stdout.contains("loaded \(records.formatted()) Item records through the primary of stream \(Self.stream)"), "\(finished.stdout)")
+
+            // Each transaction (10 lines) is one request, in the stream once, with its records.
+            let shipped = try Self.requestsInStream(server)
+            #expect(shipped.count == records / 10 && Set(shipped.map(\.id)).count == records / 10, "\(shipped.count) requests, seed \(seed)")
+            #expect(shipped.allSatisfy { $0.records.count == 10 }, "seed \(seed)")
+            #expect(try replica.replica.read { try $0.count(entity: "Item") } == records)
+        }
+    }
+}
