@@ -61,14 +61,26 @@ import Testing
 
     /// 16 writers on three replicas: each call returns the write's commit, the writer's own
     /// replica already holds the record, and the primary's journal holds each request once.
+    /// Requests refused among them (a name taken) are refused alone: the requests that share
+    /// their batch are applied.
     @Test func sixteenWritersReadTheirWritesOnTheirReplicas() async throws {
         try withTemporaryDirectory { dir in
             try Self.withCluster(in: dir, replicas: 3) { primary, writers, _ in
+                try writers[0].writeBlocking([Self.item(999_999, name: "taken")])
                 let failures = Locked<[String]>([])
                 Self.onThreads(16) { writer in
                     let replica = writers[writer % writers.count]
                     for n in 0..<25 {
                         let id = Int64(writer * 1_000 + n)
+                        if n % 5 == 4 {
+                            do {
+                                try replica.writeBlocking([Self.item(id + 500, name: "taken")])
+                                failures.withLock { $0.append("writer \(writer): a second \"taken\" was applied") }
+                            } catch FeedstoreError.uniqueViolation {
+                            } catch {
+                                failures.withLock { $0.append("writer \(writer): \(error)") }
+                            }
+                        }
                         do {
                             let sequence = try replica.writeBlocking([Self.item(id)])
                             let read = try replica.replica.read { try $0.record(entity: "Item", id: .int(id)) }
@@ -85,10 +97,10 @@ import Testing
                 let (count, journal, remembered) = try primary.read { tx in
                     (try tx.count(entity: "Item"), try tx.journal(after: 0, limit: 10_000), try tx.appliedRequestCount())
                 }
-                #expect(count == 16 * 25)
+                #expect(count == 16 * 25 + 1)
                 // One journal entry per request: none was applied twice.
-                #expect(journal.flatMap(\.entries).count == 16 * 25)
-                #expect(remembered == 16 * 25)
+                #expect(journal.flatMap(\.entries).count == 16 * 25 + 1)
+                #expect(remembered == 16 * 25 + 1)
             }
         }
     }

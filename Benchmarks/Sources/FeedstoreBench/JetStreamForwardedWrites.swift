@@ -53,9 +53,10 @@ struct JetStreamForwardedWrites {
         let connection = JetStreamConnection(url: server.url)
         let primary = try Store(path: directory + "/primary", entities: DemoFeed.entities, options: StoreOptions(durability: .full))
         defer { primary.close() }
+        // No snapshots: the replicas follow the stream from the store's first commit.
+        let shipper = try JournalShipper(store: primary, connection: connection, stream: Self.stream, snapshots: nil, acceptWrites: ForwardedWrites())
         var feed = DemoFeed(seed: 42)
         try primary.write { tx in for id in 1...1_000 { try tx.put(feed.contact(id: UInt64(id))) } }
-        let shipper = try JournalShipper(store: primary, connection: connection, stream: Self.stream, snapshots: nil, acceptWrites: ForwardedWrites())
         let progress = Progress()
         nonisolated(unsafe) let runningShipper = shipper
         let shipping = Thread {

@@ -219,6 +219,31 @@ public final class JournalShipper {
     /// - Returns: how many commits were shipped (0 when the stream is up to date).
     @discardableResult
     public func shipAvailable(limit: Int = 512) throws -> Int {
+        let shipped = try ship(limit: limit)
+        try acknowledgeCursor()
+        return shipped
+    }
+
+    /// While busy, a running shipper moves its durable cursor at most this often: each move is
+    /// a commit of the store's own, with its syncs, which would otherwise follow every round.
+    /// The stream, not the cursor, says where shipping resumes; the cursor only lets retention
+    /// trim what the stream holds.
+    static let cursorInterval: Duration = .milliseconds(50)
+    private var cursorMoved = ContinuousClock.now
+    /// Where this shipper last moved the cursor.
+    private var cursorMovedTo: UInt64 = 0
+
+    /// Moves the durable cursor to the newest commit in the stream.
+    private func acknowledgeCursor() throws {
+        guard shippedSequence > cursorMovedTo else { return }
+        if try cursor.position() < shippedSequence { try cursor.acknowledge(through: shippedSequence) }
+        cursorMoved = ContinuousClock.now
+        cursorMovedTo = shippedSequence
+    }
+
+    /// Publishes the commits after ``shippedSequence``, at most `limit` of them, and waits for
+    /// the server's acknowledgments; leaves the cursor where it was.
+    private func ship(limit: Int) throws -> Int {
         let commits: [JournalCommit]
         var requests: [UInt64: [AppliedRequest]] = [:]
         do {
@@ -267,7 +292,7 @@ public final class JournalShipper {
         guard answers.streamSequences.sorted() == expected, answers.duplicates == 0 else {
             throw JetStreamError.anotherShipper(stream: stream, reason: "the stream stored the commits at other sequences")
         }
-        try cursor.acknowledge(through: newest.sequence)
+        writeService?.shipped(through: newest.sequence)
         sentSchemas = sending
         shippedBytes += bytes
         metrics.shippedCommits.increment(by: Int64(commits.count))
@@ -275,7 +300,6 @@ public final class JournalShipper {
         metrics.shippedCommit.record(newest.sequence)
         streamLast += UInt64(commits.count)
         shippedSequence = newest.sequence
-        writeService?.shipped(through: newest.sequence)
         return commits.count
     }
 
@@ -300,15 +324,24 @@ public final class JournalShipper {
     public func run(until sequence: UInt64? = nil, interval: Duration = idleInterval, while keepGoing: () -> Bool = { true },
                     onOutage: (JetStreamError) -> Void = { _ in }) throws
     {
-        // A snapshot in progress finishes before this returns.
-        defer { snapshotTaker?.wait() }
+        // A snapshot in progress finishes before this returns, and the cursor is where the
+        // stream is.
+        defer {
+            snapshotTaker?.wait()
+            try? acknowledgeCursor()
+        }
         while keepGoing() {
             startSnapshotIfDue()
             if let sequence, shippedSequence >= sequence { return }
             do {
                 // Idle: a commit of this process wakes the shipper at once; one of another
                 // process is found when the wait ends.
-                if try shipAvailable() == 0 { _ = store.waitForCommit(after: shippedSequence, timeout: interval.seconds) }
+                if try ship(limit: 512) == 0 {
+                    try acknowledgeCursor()
+                    _ = store.waitForCommit(after: shippedSequence, timeout: interval.seconds)
+                } else if ContinuousClock.now - cursorMoved >= Self.cursorInterval {
+                    try acknowledgeCursor()
+                }
             } catch let error as JetStreamError where error.isTransient {
                 logger.warning("\(error); reconnecting")
                 onOutage(error)

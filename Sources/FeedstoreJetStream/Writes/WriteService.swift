@@ -5,9 +5,10 @@ import Logging
 /// The primary's side of forwarded writes: answers requests on the stream's write subject
 /// (``WriteMessages/subject(stream:)``) for as long as its shipper ships.
 ///
-/// - Each request is one write of the store's group commit, so concurrent requests share
-///   commits and syncs. The body first looks the request's id up: a request applied before
-///   gets its first answer.
+/// - Requests that arrive while a batch is written are written together in the next one: one
+///   commit, one message in the stream, one transaction on each replica, for many writers. Each
+///   request's writes stay atomic, and a refused request is taken out of its batch. A request
+///   applied before (its id remembered) gets its first answer.
 /// - The reply goes out once the commit is in the stream (the shipper says so), not when it is
 ///   durable here: an acknowledged write then survives a promotion, and the replica that asked
 ///   can apply it at once.
@@ -95,29 +96,90 @@ final class WriteService: @unchecked Sendable {
             reply(.notApplied(reason: reason, retry: true), to: inbox, sequence: nil)
             return
         }
+        let start: Bool = lock.withLock {
+            queued.append((request, inbox))
+            defer { batchInFlight = true }
+            return !batchInFlight
+        }
+        if start { submitBatch() }
+    }
+
+    /// Requests waiting for the next batch, and whether a batch is being written; under `lock`.
+    private var queued: [(request: WriteMessages.Request, inbox: String)] = []
+    private var batchInFlight = false
+
+    /// At most this many requests share a commit.
+    static let requestsPerCommit = 256
+
+    /// A request of a batch refused: the batch is written again without it.
+    private struct Refused: Error {
+        var index: Int
+        var error: any Error
+    }
+
+    /// Writes the requests queued so far in one write, so that concurrent requests share one
+    /// commit (one message in the stream, one transaction on each replica); then the next batch,
+    /// made of the requests that came meanwhile. A request that is refused is answered and the
+    /// batch is written again without it.
+    private func submitBatch() {
+        let batch: [(request: WriteMessages.Request, inbox: String)] = lock.withLock {
+            let batch = Array(queued.prefix(Self.requestsPerCommit))
+            queued.removeFirst(batch.count)
+            if batch.isEmpty { batchInFlight = false }
+            return batch
+        }
+        guard !batch.isEmpty else { return }
         let settings = options
-        store.submitWrite({ tx -> (UInt64, Bool) in
-            if let known = try tx.appliedRequest(request.id) { return (known.sequence, true) }
-            try tx.apply(request.writes)
-            let now = Date()
-            let sequence = try tx.commitSequence ?? tx.journalBounds().last
-            try tx.rememberRequest(AppliedRequest(id: request.id, sequence: sequence, time: now),
-                                   keepingAtMost: settings.rememberedRequests, since: now.addingTimeInterval(-settings.rememberedFor.seconds))
-            return (sequence, false)
-        }, completion: { [self] result in
-            switch result {
-            case let .success((sequence, repeated)):
-                metrics.forwardedWrites.increment()
-                reply(.applied(sequence: sequence, repeated: repeated), to: inbox, sequence: sequence)
-            case let .failure(error):
-                if let refusal = WriteMessages.Refusal(error) {
-                    reply(.refused(refusal), to: inbox, sequence: nil)
+        store.submitWrite({ tx -> [(sequence: UInt64?, repeated: Bool)] in
+            // Each request applied once: remembered from an earlier commit, or earlier in this batch.
+            var answers: [(sequence: UInt64?, repeated: Bool)] = []
+            var applied: [String: Int] = [:]
+            for (i, item) in batch.enumerated() {
+                if let known = try tx.appliedRequest(item.request.id) {
+                    answers.append((known.sequence, true))
+                } else if applied[item.request.id] != nil {
+                    answers.append((nil, true))
                 } else {
-                    logger.error("a forwarded write failed", metadata: ["request": "\(request.id)", "error": "\(error)"])
-                    reply(.notApplied(reason: "the primary could not apply it: \(error)", retry: false), to: inbox, sequence: nil)
+                    do { try tx.apply(item.request.writes) } catch { throw Refused(index: i, error: error) }
+                    applied[item.request.id] = i
+                    answers.append((nil, false))
                 }
             }
+            let now = Date()
+            let sequence = try tx.commitSequence ?? tx.journalBounds().last
+            for id in applied.keys.sorted() {
+                try tx.rememberRequest(AppliedRequest(id: id, sequence: sequence, time: now),
+                                       keepingAtMost: settings.rememberedRequests, since: now.addingTimeInterval(-settings.rememberedFor.seconds))
+            }
+            return answers.map { ($0.sequence ?? sequence, $0.repeated) }
+        }, completion: { [self] result in
+            switch result {
+            case let .success(answers):
+                metrics.forwardedWrites.increment(by: Int64(answers.count))
+                for (item, answer) in zip(batch, answers) {
+                    reply(.applied(sequence: answer.sequence!, repeated: answer.repeated), to: item.inbox, sequence: answer.sequence)
+                }
+            case let .failure(refused as Refused):
+                answerFailure(refused.error, to: batch[refused.index])
+                var rest = batch
+                rest.remove(at: refused.index)
+                lock.withLock { queued.insert(contentsOf: rest, at: 0) }
+            case let .failure(error):
+                for item in batch { answerFailure(error, to: item) }
+            }
+            submitBatch()
         })
+    }
+
+    /// Answers a request its write did not apply: a refusal as a local write would give, or the
+    /// primary's own failure.
+    private func answerFailure(_ error: any Error, to item: (request: WriteMessages.Request, inbox: String)) {
+        if let refusal = WriteMessages.Refusal(error) {
+            reply(.refused(refusal), to: item.inbox, sequence: nil)
+        } else {
+            logger.error("a forwarded write failed", metadata: ["request": "\(item.request.id)", "error": "\(error)"])
+            reply(.notApplied(reason: "the primary could not apply it: \(error)", retry: false), to: item.inbox, sequence: nil)
+        }
     }
 
     /// Sends `answer` now, or once the stream holds commit `sequence`.
