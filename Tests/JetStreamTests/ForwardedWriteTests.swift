@@ -307,6 +307,80 @@ import Testing
         }
     }
 
+    /// A replica promoted while its old primary still accepts writes: both hear each request.
+    /// The old one, refused by the stream, answers "not applied" and the writer sends the request
+    /// again; every write ends applied once, in the promoted store and on the other replica.
+    @Test func writesDuringATakeoverEndAppliedOnce() async throws {
+        try withTemporaryDirectory { dir in
+            let server = try NATSServer(directory: dir)
+            let connection = JetStreamConnection(url: server.url)
+            let old = try ShipperTests.openStore(dir + "/old")
+            defer { old.close() }
+            let oldShipper = try JournalShipper(store: old, connection: connection, stream: Self.stream, snapshots: nil, acceptWrites: ForwardedWrites())
+            let oldRunning = Locked(true), running = Locked(true), oldOutcome = Locked<(any Error)?>(nil)
+            nonisolated(unsafe) let runningOld = oldShipper
+            let oldShipping = Thread {
+                do { try runningOld.run(while: { oldRunning.current }) } catch { oldOutcome.withLock { $0 = error } }
+            }
+            oldShipping.start()
+            let standby = try ReplicaFollower(path: dir + "/standby", connection: connection, stream: Self.stream)
+            let other = try ReplicaFollower(path: dir + "/other", connection: connection, stream: Self.stream)
+            defer { other.replica.close() }
+            nonisolated(unsafe) let (runningStandby, runningOther) = (standby, other)
+            let standbyRunning = Locked(true)
+            let followers = [Thread { try? runningStandby.run(while: { standbyRunning.current }) }, Thread { try? runningOther.run(while: { running.current }) }]
+            for thread in followers { thread.start() }
+            let writer = try ReplicaWriter(replica: other.replica, connection: connection, stream: Self.stream, attemptTimeout: .milliseconds(300))
+            for k in 0..<20 { try writer.writeBlocking([Self.item(Int64(k))], requestID: "w\(k)") }
+
+            // Writes go on from 16 threads while the standby is promoted and the old primary runs.
+            let failures = Locked<[String]>([]), done = Locked(0)
+            let writing = Thread {
+                Self.onThreads(16) { w in
+                    for n in 0..<20 {
+                        let k = 1_000 + w * 100 + n
+                        do { try writer.writeBlocking([Self.item(Int64(k))], requestID: "w\(k)", timeout: .seconds(20)) } catch {
+                            failures.withLock { $0.append("w\(k): \(error)") }
+                        }
+                    }
+                }
+                done.withLock { $0 = 1 }
+            }
+            writing.start()
+            Thread.sleep(forTimeInterval: 0.05)
+            standbyRunning.withLock { $0 = false }
+            while followers[0].isExecuting { Thread.sleep(forTimeInterval: 0.01) }
+            let promoted = try standby.promote(durability: .none)
+            defer { promoted.close() }
+            let newShipper = try JournalShipper(store: promoted, connection: connection, stream: Self.stream, snapshots: nil, acceptWrites: ForwardedWrites())
+            nonisolated(unsafe) let runningNew = newShipper
+            let newShipping = Thread { try? runningNew.run(while: { running.current }) }
+            newShipping.start()
+            defer {
+                running.withLock { $0 = false }
+                oldRunning.withLock { $0 = false }
+                while newShipping.isExecuting || followers[1].isExecuting || oldShipping.isExecuting { Thread.sleep(forTimeInterval: 0.01) }
+            }
+            let deadline = Date().addingTimeInterval(60)
+            while done.current == 0, Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+            #expect(done.current == 1 && failures.current.isEmpty, "\(failures.current.prefix(3))")
+
+            // The old primary was refused; the stream holds each request once; both stores agree.
+            oldRunning.withLock { $0 = false }
+            while oldShipping.isExecuting { Thread.sleep(forTimeInterval: 0.01) }
+            guard case JetStreamError.supersededByPromotion? = oldOutcome.current else {
+                Issue.record("the old primary was not refused: \(String(describing: oldOutcome.current))")
+                return
+            }
+            let requests = try ShipperTests.streamMessages(server).flatMap { try ChangeEnvelope.decode($0.data, streamSequence: $0.streamSequence).requests.map(\.id) }
+            #expect(requests.count == 20 + 16 * 20 && Set(requests).count == requests.count, "\(requests.count) requests in the stream")
+            #expect(try promoted.read { try $0.count(entity: "Item") } == 20 + 16 * 20)
+            let last = try promoted.read { try $0.journalBounds().last }
+            while (other.state?.originSequence ?? 0) < last, Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+            #expect(try other.replica.read { try $0.count(entity: "Item") } == 20 + 16 * 20)
+        }
+    }
+
     /// The NATS permissions the replication article shows, as printed: the primary ships, takes
     /// snapshots and answers requests; a replica's user starts a replica from a snapshot, follows
     /// and sends write requests, but cannot publish to the stream or purge it.

@@ -19,8 +19,8 @@ struct ShipCommand: ParsableCommand {
         newest --keep-snapshots kept. Snapshots are copied from one read transaction and \
         stored beside the shipping, which goes on. With --accept-writes, the shipper also \
         applies write requests that replicas send (storectl load REPLICA --nats … --stream …) \
-        on the subject feedstore-writes.<stream>: each in a transaction of its own, answered \
-        once its commit is in the stream, at most once per request id. Progress goes to \
+        on the subject feedstore-writes.<stream>: each atomically, at most once per request \
+        id, answered once its commit is in the stream. Progress goes to \
         stderr; the last line says which commits were published, or why none were.
 
         Example:

@@ -65,9 +65,10 @@ public final class JournalShipper {
     ///   - onSnapshot: told what the snapshots do, on their thread.
     ///   - acceptWrites: answer write requests from replicas (``ReplicaWriter``) on the
     ///     stream's write subject, `feedstore-writes.<stream>`, with these settings (nil: no
-    ///     requests are answered). A request is applied in a transaction of its own through the
-    ///     store's group commit, and answered once its commit is in the stream; the answers stop
-    ///     when the shipper is released or another store is promoted in this one's place.
+    ///     requests are answered). Requests that arrive together share a commit, each applied
+    ///     atomically and at most once, and are answered once their commit is in the stream; the
+    ///     answers stop when the shipper is released or another store is promoted in this one's
+    ///     place.
     ///   - logger: where the shipper logs (swift-log); it also reports its metrics through
     ///     swift-metrics (listed in the replication article).
     /// - Throws: ``JetStreamError`` when the server cannot be reached, the stream holds another
@@ -210,7 +211,7 @@ public final class JournalShipper {
         let error = JetStreamError.supersededByPromotion(stream: stream, promoted: promoted, through: record.through,
                                                          unshipped: newest > record.through ? (record.through + 1)...newest : nil)
         logger.error("\(error)")
-        writeService?.stop(.superseded(error.description))
+        writeService?.supersede(reason: error.description)
         return error
     }
 
@@ -272,15 +273,25 @@ public final class JournalShipper {
             let envelope = try ChangeEnvelope.encode(commit, store: storeIdentifier, schemas: schemas, requests: requests[commit.sequence] ?? [])
             bytes += UInt64(envelope.count)
             // The expected sequence goes in as a header: the client's option takes 0 to mean none.
-            try connection.publishAsync(subject: subject, data: envelope,
-                                        headers: ["Nats-Msg-Id": ChangeEnvelope.messageID(store: storeIdentifier, sequence: commit.sequence),
-                                                  "Nats-Expected-Last-Sequence": String(streamLast + UInt64(offset))])
+            let id = ChangeEnvelope.messageID(store: storeIdentifier, sequence: commit.sequence)
+            let expected = String(streamLast + UInt64(offset))
+            if offset == 0 {
+                try connection.publishAsync(subject: subject, data: envelope, headers: ["Nats-Msg-Id": id, "Nats-Expected-Last-Sequence": expected])
+            } else {
+                // Each later commit of the batch also names the commit before it: once one is
+                // refused because another store's message took its place, a later one cannot
+                // land after that message by matching its position.
+                let previous = ChangeEnvelope.messageID(store: storeIdentifier, sequence: commits[offset - 1].sequence)
+                try connection.publishAsync(subject: subject, data: envelope,
+                                            headers: ["Nats-Msg-Id": id, "Nats-Expected-Last-Sequence": expected, "Nats-Expected-Last-Msg-Id": previous])
+            }
         }
         let finished = connection.waitForAcknowledgments(timeout: connection.timeout)
         let answers = connection.acknowledgments.take()
         if let refusal = answers.refusal {
-            // 10071: the stream's last sequence was not the expected one.
-            if refusal.code == 10071 {
+            // 10071: the stream's last sequence was not the expected one; 10070: its last
+            // message was not the commit before.
+            if refusal.code == 10071 || refusal.code == 10070 {
                 if let info = try connection.streamInfo(stream), let superseded = try supersession(info: info) { throw superseded }
                 throw JetStreamError.anotherShipper(stream: stream, reason: refusal.reason)
             }

@@ -26,18 +26,11 @@ final class WriteService: @unchecked Sendable {
     private let lock = NSLock()
     private var waiting: [(sequence: UInt64, inbox: String, reply: [UInt8])] = []
     private var shippedThrough: UInt64 = 0
-    /// Why the service stopped, once it has.
-    private var ending: Ending?
-
-    enum Ending {
-        /// Another store was promoted: what this one commits from now on never reaches the
-        /// stream, so requests are told they were not applied, and why.
-        case superseded(String)
-        /// The shipper stopped: the commits may still be shipped by the next one, so waiting
-        /// requests get no answer; their clients ask again, and the next primary answers
-        /// from what it remembers.
-        case stopped
-    }
+    /// Set when another store was promoted in this one's place: what this one commits from
+    /// then on never reaches the stream, so requests are told they were not applied, and why.
+    /// (A service released with its shipper answers nothing more: the commits it made may be
+    /// shipped by the next shipper, and their requests, sent again, are answered from memory.)
+    private var superseded: String?
 
     init(store: Store, connection options: JetStreamConnection, stream: String, shippedThrough: UInt64, settings: ForwardedWrites,
          metrics: ReplicationMetrics, logger: Logger) throws
@@ -60,7 +53,6 @@ final class WriteService: @unchecked Sendable {
     func shipped(through sequence: UInt64) {
         let due: [(sequence: UInt64, inbox: String, reply: [UInt8])] = lock.withLock {
             shippedThrough = max(shippedThrough, sequence)
-            guard waiting.first.map({ $0.sequence <= sequence }) == true else { return [] }
             let due = waiting.filter { $0.sequence <= sequence }
             waiting.removeAll { $0.sequence <= sequence }
             return due
@@ -68,16 +60,16 @@ final class WriteService: @unchecked Sendable {
         for reply in due { send(reply.reply, to: reply.inbox) }
     }
 
-    /// Stops answering, for the reason `ending` gives.
-    func stop(_ ending: Ending) {
+    /// Stops answering because another store was promoted: requests that wait for the stream,
+    /// and later ones, are told they were not applied, for `reason`.
+    func supersede(reason: String) {
         subscription?.cancel()
         let waited = lock.withLock {
-            if self.ending == nil { self.ending = ending }
+            superseded = superseded ?? reason
             defer { waiting = [] }
             return waiting
         }
-        guard case let .superseded(reason) = ending,
-              let answer = try? WriteMessages.encode(WriteMessages.Reply.notApplied(reason: reason, retry: true)) else { return }
+        guard let answer = try? WriteMessages.encode(WriteMessages.Reply.notApplied(reason: reason, retry: true)) else { return }
         for reply in waited { send(answer, to: reply.inbox) }
     }
 
@@ -92,7 +84,7 @@ final class WriteService: @unchecked Sendable {
             reply(.notApplied(reason: "the request is not a Feedstore write request: \(error)", retry: false), to: inbox, sequence: nil)
             return
         }
-        if case let .superseded(reason)? = lock.withLock({ ending }) {
+        if let reason = lock.withLock({ superseded }) {
             reply(.notApplied(reason: reason, retry: true), to: inbox, sequence: nil)
             return
         }
@@ -187,17 +179,13 @@ final class WriteService: @unchecked Sendable {
         guard var bytes = try? WriteMessages.encode(answer) else { return }
         let sendNow: Bool = lock.withLock {
             guard let sequence, sequence > shippedThrough else { return true }
-            switch ending {
-            case nil:
-                waiting.append((sequence, inbox, bytes))
-                return false
-            case let .superseded(reason)?:
+            if let superseded {
                 // This store's commits after the promotion never reach the stream.
-                bytes = (try? WriteMessages.encode(WriteMessages.Reply.notApplied(reason: reason, retry: true))) ?? bytes
+                bytes = (try? WriteMessages.encode(WriteMessages.Reply.notApplied(reason: superseded, retry: true))) ?? bytes
                 return true
-            case .stopped?:
-                return false
             }
+            waiting.append((sequence, inbox, bytes))
+            return false
         }
         if sendNow { send(bytes, to: inbox) }
     }
