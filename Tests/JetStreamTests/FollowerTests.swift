@@ -77,6 +77,8 @@ import Testing
             try shipper.run(until: try primary.read { try $0.journalBounds().last })
 
             let follower = try ReplicaFollower(path: dir + "/replica", connection: connection, stream: Self.stream, durability: .none)
+            // Asked for, not chosen: without snapshots the choice would be `.relaxed`.
+            #expect(follower.durability == .none)
             // A watcher on the replica, opened by an application once the replica has `Item`.
             try follower.run(untilOriginSequence: 20)
             let reader = try Store(path: dir + "/replica", options: StoreOptions(durability: .none, readOnly: true))

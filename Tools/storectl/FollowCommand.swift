@@ -53,8 +53,7 @@ struct FollowCommand: ParsableCommand {
         }
         let restoreReport = LockedDate()
         let quiet = quiet
-        let follower = try ReplicaFollower(path: replica, connection: nats.connection, stream: nats.stream, durability: level,
-                                           bucket: bucket, reseed: reseed, onSeed: { event in
+        let reportSeed: (ReplicaFollower.SeedEvent) -> Void = { event in
             guard !quiet else { return }
             switch event {
             case let .restoring(snapshot):
@@ -64,7 +63,10 @@ struct FollowCommand: ParsableCommand {
             case let .restored(snapshot): ShippingRun.progress("restored \(snapshot.name), digest checked")
             case .startingEmpty: ShippingRun.progress("no snapshot: starting from an empty store, the stream holds the origin's first commit")
             }
-        })
+        }
+        let follower = try level.map {
+            try ReplicaFollower(path: replica, connection: nats.connection, stream: nats.stream, durability: $0, bucket: bucket, reseed: reseed, onSeed: reportSeed)
+        } ?? ReplicaFollower(path: replica, connection: nats.connection, stream: nats.stream, bucket: bucket, reseed: reseed, onSeed: reportSeed)
         defer { follower.replica.close() }
         let applied = { follower.state?.originSequence ?? 0 }
         /// What the replica waits for: the commits the stream holds past it, or the next one.

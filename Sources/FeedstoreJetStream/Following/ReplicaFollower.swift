@@ -61,19 +61,14 @@ public final class ReplicaFollower {
     private var schemas: [String: CatalogEntity] = [:]
 
     /// Opens the replica at `path`, restoring it from the newest snapshot first when the
-    /// directory holds no store, and finds where in the stream it continues.
+    /// directory holds no store, and finds where in the stream it continues. Its durability is
+    /// chosen by what can rebuild it: `.none` when the bucket holds a snapshot to re-seed from,
+    /// `.relaxed` (each commit's data synced, not its meta page) when it does not; see
+    /// ``init(path:connection:stream:durability:bucket:reseed:onSeed:logger:)`` and ``durability``.
     /// - Parameters:
     ///   - path: the replica's directory; missing or empty to start from nothing.
     ///   - connection: the NATS server and its credentials.
     ///   - stream: the stream a shipper fills.
-    ///   - durability: the replica's durability; nil chooses by what can rebuild the replica.
-    ///     The stream holds every commit, so a replica that loses its newest commits in a power
-    ///     loss applies them again. `.none` syncs nothing, which takes the sync out of a commit's
-    ///     way to the replica's watchers; a machine that goes down may then damage the replica,
-    ///     so a follower that finds it was written so when the machine last went down re-seeds it
-    ///     from the newest snapshot (a follower merely killed does not). nil means `.none` when the
-    ///     bucket holds a snapshot to re-seed from, and `.relaxed` (each commit's data synced, not
-    ///     its meta page) when it does not; ``durability`` tells which.
     ///   - bucket: the snapshots' bucket; ``SnapshotBucket/defaultName(forStream:)`` by default.
     ///   - reseed: when the stream no longer holds the commit the replica needs next, replace
     ///     the replica with the newest snapshot (no other process may have it open). Without it,
@@ -84,9 +79,32 @@ public final class ReplicaFollower {
     /// - Throws: ``JetStreamError`` when the stream does not exist or holds another store's
     ///   commits, when the replica cannot continue from it, or a start from nothing finds no
     ///   snapshot and a stream that does not begin with the origin's first commit.
-    public init(path: String, connection: JetStreamConnection, stream: String, durability: Durability? = nil,
-                bucket: String? = nil, reseed: Bool = false, onSeed: @escaping (SeedEvent) -> Void = { _ in },
-                logger: Logger = Logger(label: "feedstore.jetstream")) throws
+    public convenience init(path: String, connection: JetStreamConnection, stream: String,
+                            bucket: String? = nil, reseed: Bool = false, onSeed: @escaping (SeedEvent) -> Void = { _ in },
+                            logger: Logger = Logger(label: "feedstore.jetstream")) throws
+    {
+        try self.init(path: path, connection: connection, stream: stream, chosen: nil, bucket: bucket, reseed: reseed, onSeed: onSeed, logger: logger)
+    }
+
+    /// Opens the replica at `path` with the durability given, as
+    /// ``init(path:connection:stream:bucket:reseed:onSeed:logger:)`` does.
+    /// - Parameter durability: the replica's durability. The stream holds every commit, so a
+    ///   replica that loses its newest commits in a power loss applies them again. `.none` syncs
+    ///   nothing, which takes the sync out of a commit's way to the replica's watchers; a machine
+    ///   that goes down may then damage the replica, so a follower that finds it was written so
+    ///   when the machine last went down re-seeds it from the newest snapshot (a follower merely
+    ///   killed does not).
+    public convenience init(path: String, connection: JetStreamConnection, stream: String, durability: Durability,
+                            bucket: String? = nil, reseed: Bool = false, onSeed: @escaping (SeedEvent) -> Void = { _ in },
+                            logger: Logger = Logger(label: "feedstore.jetstream")) throws
+    {
+        try self.init(path: path, connection: connection, stream: stream, chosen: durability, bucket: bucket, reseed: reseed, onSeed: onSeed, logger: logger)
+    }
+
+    /// `chosen` nil: by what can rebuild the replica. (Not an optional parameter of the public
+    /// initializers: `durability: .none` would read as nil.)
+    private init(path: String, connection: JetStreamConnection, stream: String, chosen: Durability?,
+                 bucket: String?, reseed: Bool, onSeed: @escaping (SeedEvent) -> Void, logger: Logger) throws
     {
         self.stream = stream
         self.path = path
@@ -116,7 +134,7 @@ public final class ReplicaFollower {
         let bucketName = bucket ?? SnapshotBucket.defaultName(forStream: stream)
         let snapshots = try connection.streamInfo("OBJ_\(bucketName)") == nil ? nil : SnapshotBucket(connection, name: bucketName, create: false)
         self.snapshots = snapshots
-        let durability = try durability ?? (snapshots?.snapshots().isEmpty == false ? .none : .relaxed)
+        let durability = try chosen ?? (snapshots?.snapshots().isEmpty == false ? .none : .relaxed)
         self.durability = durability
         var storeOptions = StoreOptions(durability: durability)
         storeOptions.writesReplica = true
