@@ -2,7 +2,7 @@ import Foundation
 
 /// One change to one record by entity name and primary key, without the application's types,
 /// with an optional precondition: the unit of a write a replica forwards to its primary, which
-/// the primary applies with ``WriteTransaction/apply(_:)`` exactly as a local write by name.
+/// the primary applies with `WriteTransaction.apply(_:)` exactly as a local write by name.
 public struct RecordWrite: Sendable, Hashable, Codable {
     /// What the write does.
     public enum Action: Sendable, Hashable, Codable {
