@@ -59,6 +59,40 @@ extension ReadTransaction {
         Int(try MetaKey.decodeUInt64(try access { try $0.get(core.system.meta, key: RequestKeys.count) }, what: "requests.count") ?? 0)
     }
 
+    /// What is wrong with the remembered requests, or nothing: each id's entry has its order
+    /// entry with the same commit and the other way round, and the count is theirs.
+    @_spi(Replication) public func appliedRequestProblems() throws -> [String] {
+        var problems: [String] = []
+        var byID: [String: UInt64] = [:]
+        var ordered: [String: UInt64] = [:]
+        try access { txn in
+            try txn.withCursor(core.system.meta) { cursor in
+                var more = try cursor.seek(atOrAfter: RequestKeys.byID)
+                while more, cursor.key.starts(with: RequestKeys.byID) {
+                    let id = String(decoding: cursor.key.dropFirst(RequestKeys.byID.count), as: UTF8.self)
+                    do { byID[id] = try RequestKeys.decode(id: id, Array(cursor.value)).sequence } catch { problems.append("\(error)") }
+                    more = try cursor.next()
+                }
+                more = try cursor.seek(atOrAfter: RequestKeys.order)
+                while more, cursor.key.starts(with: RequestKeys.order) {
+                    let rest = cursor.key.dropFirst(RequestKeys.order.count)
+                    let id = String(decoding: rest.dropFirst(8), as: UTF8.self)
+                    if ordered.updateValue(rest.prefix(8).reduce(0) { $0 << 8 | UInt64($1) }, forKey: id) != nil {
+                        problems.append("request \(id) has two order entries")
+                    }
+                    more = try cursor.next()
+                }
+            }
+        }
+        for (id, sequence) in byID where ordered[id] != sequence {
+            problems.append("request \(id) (commit \(sequence)) has order entry \(ordered[id].map(String.init) ?? "none")")
+        }
+        for id in ordered.keys where byID[id] == nil { problems.append("order entry of request \(id) has no request entry") }
+        let count = try appliedRequestCount()
+        if count != byID.count { problems.append("requests.count is \(count), \(byID.count) requests are remembered") }
+        return problems
+    }
+
     /// The remembered requests whose writes commits `sequences` hold, in order.
     @_spi(Replication) public func appliedRequests(in sequences: ClosedRange<UInt64>) throws -> [AppliedRequest] {
         var ids: [(UInt64, String)] = []

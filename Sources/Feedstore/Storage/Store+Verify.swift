@@ -1,6 +1,7 @@
 /// One inconsistency found by ``Store/verify(progress:)``.
 public struct VerificationIssue: Sendable, Hashable, CustomStringConvertible {
-    /// What was checked: `records:Message`, `index:Message.byFolderDate`, `journal`.
+    /// What was checked: `records:Message`, `index:Message.byFolderDate`, `journal`, `requests`
+    /// (the write requests a primary remembers).
     public var location: String
     /// What is wrong.
     public var problem: String
@@ -68,6 +69,7 @@ struct StoreVerifier {
             issues += try verify(entity: entity.name)
         }
         issues += try verifyJournal()
+        issues += try tx.appliedRequestProblems().prefix(maximumPerCheck).map { VerificationIssue(location: "requests", problem: $0) }
         return issues
     }
 
