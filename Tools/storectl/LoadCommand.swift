@@ -117,7 +117,7 @@ struct LoadCommand: ParsableCommand {
         func commit() throws {
             guard !pending.isEmpty else { return }
             if let forwarding {
-                try forward(pending, through: forwarding, requestID: "\(prefix):\(pending[0].line)-\(pending[pending.count - 1].line)", loaded: loaded)
+                try forward(pending, through: forwarding, prefix: prefix, loaded: loaded)
                 loaded += pending.count
                 pending.removeAll(keepingCapacity: true)
                 return
@@ -171,8 +171,9 @@ struct LoadCommand: ParsableCommand {
 
     /// Sends one transaction to the primary and waits until the replica holds it.
     private func forward(_ records: [(id: FieldValue, fields: [String: FieldValue], line: Int)], through writer: ReplicaWriter,
-                         requestID: String, loaded: Int) throws
+                         prefix: String, loaded: Int) throws
     {
+        let requestID = "\(prefix):\(records[0].line)-\(records[records.count - 1].line)"
         let writes = records.map { RecordWrite.put(entity: entity, id: $0.id, fields: $0.fields) }
         let sequence: UInt64
         do {
@@ -180,7 +181,7 @@ struct LoadCommand: ParsableCommand {
         } catch {
             let lines = "lines \(records[0].line)–\(records[records.count - 1].line)"
             let outcome = switch error {
-            case JetStreamError.writeOutcomeUnknown: "may have been applied (run the load again with --request-prefix \(requestID.split(separator: ":")[0]) to apply it at most once)"
+            case JetStreamError.writeOutcomeUnknown: "may have been applied (run the load again with --request-prefix \(prefix) to apply it at most once)"
             case JetStreamError.replicaBehind: "were applied, but the replica did not show them in time"
             default: "were not applied"
             }
