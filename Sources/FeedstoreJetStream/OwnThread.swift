@@ -34,14 +34,4 @@ enum OwnThread {
             cancelled.raise()
         }
     }
-
-    /// Runs `body` on a new thread and returns what it returns: for a blocking call made from
-    /// Swift concurrency.
-    static func value<T: Sendable>(name: String, _ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-            let thread = Thread { continuation.resume(with: Result { try body() }) }
-            thread.name = name
-            thread.start()
-        }
-    }
 }

@@ -266,6 +266,28 @@ import Testing
         }
     }
 
+    /// The async form ends soon after its task is cancelled, with `CancellationError`, however
+    /// long its own timeout.
+    @Test func anAsyncWriteEndsWhenItsTaskIsCancelled() async throws {
+        let dir = NSTemporaryDirectory() + "feedstore-cancel-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let server = try NATSServer(directory: dir)
+        let connection = JetStreamConnection(url: server.url)
+        let primary = try ShipperTests.openStore(dir + "/primary")
+        defer { primary.close() }
+        // A stream, and no primary that accepts writes.
+        _ = try JournalShipper(store: primary, connection: connection, stream: Self.stream, snapshots: nil)
+        let follower = try ReplicaFollower(path: dir + "/replica", connection: connection, stream: Self.stream)
+        defer { follower.replica.close() }
+        let writer = try ReplicaWriter(replica: follower.replica, connection: connection, stream: Self.stream, attemptTimeout: .milliseconds(200))
+        let writing = Task { try await writer.write([Self.item(1)], timeout: .seconds(60)) }
+        try await Task.sleep(for: .milliseconds(300))
+        let cancelled = ContinuousClock.now
+        writing.cancel()
+        await #expect(throws: CancellationError.self) { try await writing.value }
+        #expect(ContinuousClock.now - cancelled < .seconds(5))
+    }
+
     /// A request applied whose answer never came (its primary stopped before its commit was in
     /// the stream) is an unknown outcome; sent again with its id to the next primary, it gets
     /// the first commit, and the stream holds it once.

@@ -68,6 +68,10 @@ public final class ReplicaWriter: @unchecked Sendable {
     /// Sends `writes` to the primary as one transaction, and waits until the replica has
     /// applied the commit that holds them. Runs on a thread of its own, so that its waits hold
     /// none of the threads Swift concurrency shares.
+    ///
+    /// Cancelling the task ends the call at its next step (an attempt waits at most
+    /// ``attemptTimeout``) with `CancellationError`, before or after the primary applied the
+    /// writes: calling again with the same `requestID` applies them at most once.
     /// - Parameters:
     ///   - writes: the transaction's writes, applied in order.
     ///   - requestID: the request's id; give the one of an earlier call to retry it safely.
@@ -77,33 +81,40 @@ public final class ReplicaWriter: @unchecked Sendable {
     ///   ``JetStreamError/primaryUnreachable(stream:reason:)``,
     ///   ``JetStreamError/writeOutcomeUnknown(stream:request:reason:)``,
     ///   ``JetStreamError/writeNotApplied(stream:request:reason:)``,
-    ///   ``JetStreamError/replicaBehind(replica:sequence:applied:)``.
+    ///   ``JetStreamError/replicaBehind(replica:sequence:applied:)``; `CancellationError`.
     @discardableResult
     public func write(_ writes: [RecordWrite], requestID: String = UUID().uuidString, timeout: Duration = .seconds(10)) async throws -> UInt64 {
-        let writer = self
-        return try await OwnThread.value(name: "feedstore replica writer") {
-            try writer.writeBlocking(writes, requestID: requestID, timeout: timeout)
+        final class Box: @unchecked Sendable { var sequence: UInt64 = 0 }
+        let (writer, box) = (self, Box())
+        try await OwnThread.run(name: "feedstore replica writer") { keepGoing in
+            box.sequence = try writer.write(writes, requestID: requestID, timeout: timeout, while: keepGoing)
         }
+        return box.sequence
     }
 
     /// ``write(_:requestID:timeout:)`` for callers outside Swift concurrency (tools, threads of
     /// their own): blocks the calling thread.
     @discardableResult
     public func writeBlocking(_ writes: [RecordWrite], requestID: String = UUID().uuidString, timeout: Duration = .seconds(10)) throws -> UInt64 {
+        try write(writes, requestID: requestID, timeout: timeout, while: { true })
+    }
+
+    private func write(_ writes: [RecordWrite], requestID: String, timeout: Duration, while keepGoing: () -> Bool) throws -> UInt64 {
         let deadline = ContinuousClock.now + timeout
-        let sequence = try forward(writes, requestID: requestID, deadline: deadline)
-        try progress.waitUntilApplied(sequence, deadline: deadline)
+        let sequence = try forward(writes, requestID: requestID, deadline: deadline, while: keepGoing)
+        try progress.waitUntilApplied(sequence, deadline: deadline, while: keepGoing)
         return sequence
     }
 
     /// Sends the request until an answer says what became of it, or the deadline passes.
-    private func forward(_ writes: [RecordWrite], requestID: String, deadline: ContinuousClock.Instant) throws -> UInt64 {
+    private func forward(_ writes: [RecordWrite], requestID: String, deadline: ContinuousClock.Instant, while keepGoing: () -> Bool) throws -> UInt64 {
         let payload = try WriteMessages.encode(WriteMessages.Request(id: requestID, writes: writes))
         // Whether an attempt may have reached the primary: then the outcome is unknown.
         var mayHaveApplied = false
         var lastProblem = "no attempt was made"
         var attempts = 0
         while true {
+            guard keepGoing() else { throw CancellationError() }
             let remaining = deadline - ContinuousClock.now
             guard remaining > .zero else {
                 if mayHaveApplied { throw JetStreamError.writeOutcomeUnknown(stream: stream, request: requestID, reason: lastProblem) }
@@ -214,7 +225,7 @@ private final class ReplicaProgress: @unchecked Sendable {
 
     /// Returns once the replica has applied `sequence`; throws ``JetStreamError/replicaBehind(replica:sequence:applied:)``
     /// when the deadline passes first.
-    func waitUntilApplied(_ sequence: UInt64, deadline: ContinuousClock.Instant) throws {
+    func waitUntilApplied(_ sequence: UInt64, deadline: ContinuousClock.Instant, while keepGoing: () -> Bool) throws {
         if applied() >= sequence { return }
         let reached = BlockingResult<UInt64?>()
         condition.withLock {
@@ -227,7 +238,12 @@ private final class ReplicaProgress: @unchecked Sendable {
             }
             condition.broadcast()
         }
-        guard reached.wait() != nil else { throw JetStreamError.replicaBehind(replica: replica.path, sequence: sequence, applied: applied()) }
+        var answer = reached.wait(timeout: .milliseconds(50))
+        while answer == nil {
+            guard keepGoing() else { throw CancellationError() }
+            answer = reached.wait(timeout: .milliseconds(50))
+        }
+        guard answer! != nil else { throw JetStreamError.replicaBehind(replica: replica.path, sequence: sequence, applied: applied()) }
     }
 
     private func run() {
