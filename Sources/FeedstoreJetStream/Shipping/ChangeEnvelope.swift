@@ -119,7 +119,8 @@ public enum ChangeEnvelope {
         var requests: [(id: String, time: Date)] = []
         /// Set for a promotion record, which has no entries.
         var promotion: Promotion? = nil
-        /// The envelope's `source` and `entries` members, to compare commits.
+        /// The envelope's `source`, and each entry's entity, id, operation and record: to
+        /// compare commits.
         var commit: FieldValue
         /// When the origin made the commit (`source.time`) as the envelope writes it, unparsed.
         var timeText: String? {
@@ -162,51 +163,55 @@ public enum ChangeEnvelope {
         return formatter
     }()
 
-    /// Reads an envelope of this library's version.
+    /// Reads an envelope of this library's version. Only the values a replica uses are read:
+    /// an entry's exact `stored` record stands for its `after`, which is then skipped, as are
+    /// `indexKeys` and `changedFields`.
     static func decode(_ data: [UInt8], streamSequence: UInt64) throws -> Received {
         func bad(_ reason: String) -> JetStreamError { .badEnvelope(streamSequence: streamSequence, reason: reason) }
-        let parsed: FieldValue
-        do { parsed = try FieldValue(jsonText: String(decoding: data, as: UTF8.self)) } catch { throw bad("\(error)") }
-        guard case let .object(members) = parsed else { throw bad("not a JSON object") }
-        guard let v = members["v"], v == .int(Int64(version)) else { throw bad("version \(members["v"]?.jsonText ?? "missing"), expected \(version)") }
-        guard case let .object(source)? = members["source"], case let .string(store)? = source["store"],
-              let sequence = source["sequence"].flatMap(Self.unsigned)
+        let scanner = JSONScanner(data)
+        let members: [String: Range<Int>]
+        do { members = try scanner.members(of: 0..<data.count) } catch { throw bad("not a JSON object (\(error))") }
+        let v = members["v"].flatMap { try? scanner.value(in: $0) }
+        guard v == .int(Int64(version)) else { throw bad("version \(v?.jsonText ?? "missing"), expected \(version)") }
+        guard let sourceRange = members["source"], case let .object(source)? = try? scanner.value(in: sourceRange),
+              case let .string(store)? = source["store"], let sequence = source["sequence"].flatMap(Self.unsigned)
         else { throw bad("no source store and sequence") }
-        if case let .object(promotion)? = members["promotion"] {
-            guard case let .string(from)? = promotion["from"], let fromStore = UUID(uuidString: from),
-                  let through = promotion["through"].flatMap(Self.unsigned), through == sequence
+        if let range = members["promotion"], !scanner.isNull(range) {
+            guard case let .object(promotion)? = try? scanner.value(in: range), case let .string(from)? = promotion["from"],
+                  let fromStore = UUID(uuidString: from), let through = promotion["through"].flatMap(Self.unsigned), through == sequence
             else { throw bad("a promotion record without the store it replaces and the commit it continues after") }
             return Received(store: store, sequence: sequence, entries: [], schemas: [:],
                             promotion: Promotion(from: fromStore, through: through), commit: .object(["source": .object(source)]))
         }
-        guard case let .array(items)? = members["entries"] else { throw bad("no entries") }
+        guard let entriesRange = members["entries"], let items = try? scanner.elements(of: entriesRange) else { throw bad("no entries") }
         let entries = try items.map { item -> Entry in
-            guard case let .object(entry) = item, case let .string(entity)? = entry["entity"], let id = entry["id"],
-                  case let .string(op)? = entry["op"], ["c", "u", "d"].contains(op)
+            guard let entry = try? scanner.members(of: item), let entity = entry["entity"].flatMap({ try? scanner.string(in: $0) }),
+                  let id = entry["id"].flatMap({ try? scanner.value(in: $0) }), let op = entry["op"].flatMap({ try? scanner.string(in: $0) }),
+                  ["c", "u", "d"].contains(op)
             else { throw bad("an entry without entity, id or op") }
             var after: [String: FieldValue]?
-            switch entry["after"] {
-            case let .object(fields)?: after = fields
-            case .null?, nil: after = nil
-            default: throw bad("an entry whose after is not an object")
-            }
-            if op != "d" && after == nil { throw bad("an insert or update without its record") }
+            var exact = false
             // The exact record, when the envelope has it, stands for `after`.
-            if case let .string(stored)? = entry["stored"] {
-                guard let bytes = Data(base64Encoded: stored), case let .object(fields) = try? FieldValue(storedEncoding: Array(bytes)) else {
-                    throw bad("a stored record that is not one")
-                }
+            if let stored = entry["stored"], !scanner.isNull(stored) {
+                guard let text = try? scanner.string(in: stored), let bytes = Data(base64Encoded: text),
+                      case let .object(fields)? = try? FieldValue(storedEncoding: Array(bytes))
+                else { throw bad("a stored record that is not one") }
+                after = fields
+                exact = true
+            } else if let range = entry["after"], !scanner.isNull(range) {
+                guard case let .object(fields)? = try? scanner.value(in: range) else { throw bad("an entry whose after is not an object") }
                 after = fields
             }
-            return Entry(entity: entity, id: id, op: op, after: after, exact: entry["stored"] != nil && entry["stored"] != .null)
+            if op != "d" && after == nil { throw bad("an insert or update without its record") }
+            return Entry(entity: entity, id: id, op: op, after: after, exact: exact)
         }
         var schemas: [String: CatalogEntity] = [:]
-        if members["schema"] != nil {
-            struct Schemas: Decodable { var schema: [String: CatalogEntity] }
-            do { schemas = try JSONDecoder().decode(Schemas.self, from: Data(data)).schema } catch { throw bad("schema: \(error)") }
+        if let range = members["schema"] {
+            do { schemas = try JSONDecoder().decode([String: CatalogEntity].self, from: Data(data[range])) } catch { throw bad("schema: \(error)") }
         }
         var requests: [(id: String, time: Date)] = []
-        if case let .array(listed)? = members["requests"] {
+        if let range = members["requests"] {
+            guard case let .array(listed)? = try? scanner.value(in: range) else { throw bad("requests that are not a list") }
             for request in listed {
                 guard case let .object(fields) = request, case let .string(id)? = fields["id"], case let .string(time)? = fields["time"],
                       let milliseconds = milliseconds(fromTime: time)
@@ -214,8 +219,11 @@ public enum ChangeEnvelope {
                 requests.append((id, Date(timeIntervalSince1970: Double(milliseconds) / 1_000)))
             }
         }
-        return Received(store: store, sequence: sequence, entries: entries, schemas: schemas, requests: requests,
-                        commit: .object(["source": .object(source), "entries": .array(items)]))
+        // What names the commit: its source and each entry's entity, id, operation and record.
+        let commit = FieldValue.object(["source": .object(source), "entries": .array(entries.map { entry in
+            .object(["entity": .string(entry.entity), "id": entry.id, "op": .string(entry.op), "after": entry.after.map(FieldValue.object) ?? .null])
+        })])
+        return Received(store: store, sequence: sequence, entries: entries, schemas: schemas, requests: requests, commit: commit)
     }
 
     static func unsigned(_ value: FieldValue) -> UInt64? {

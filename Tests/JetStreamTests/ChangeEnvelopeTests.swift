@@ -1,0 +1,59 @@
+import Feedstore
+import FeedstoreDemo
+@testable import FeedstoreJetStream
+import FeedstoreTestSupport
+import Foundation
+import Testing
+
+/// Envelopes read back as written: the reader that skips what a replica does not use gives the
+/// same entries and commit for compact text, for the same JSON laid out with white space and
+/// escapes, and, without `stored`, from `after`.
+@Suite struct ChangeEnvelopeTests {
+    @Test(arguments: testSeeds(2, base: 91))
+    func envelopesReadBackWhateverTheirLayout(seed: UInt64) throws {
+        var rng = SeededGenerator(seed: seed)
+        try withTemporaryDirectory { dir in
+            let store = try ShipperTests.openStore(dir + "/store")
+            defer { store.close() }
+            _ = try store.write { try $0.keepRecordImagesInJournal() }
+            try ShipperTests.commit(store, 40, rng: &rng)
+            // A name that JSON must escape, inside a record and beside brackets.
+            try store.write { try $0.put(Item(id: 500, group: 1, score: 1, name: "a \"quoted\" {name} [x] \\ é", flag: true, tag: nil)) }
+            let commits = try store.read { try $0.journal(after: 0, limit: 1_000) }.filter { $0.entries.allSatisfy { $0.kind == .delete || $0.record != nil } }
+            let origin = UUID()
+            for commit in commits {
+                let compact = try ChangeEnvelope.encode(commit, store: origin, requests: [AppliedRequest(id: "r \"1\"", sequence: commit.sequence, time: Date(timeIntervalSince1970: 1_000))])
+                let read = try ChangeEnvelope.decode(compact, streamSequence: 1)
+                #expect(read.sequence == commit.sequence && read.entries.count == commit.entries.count, "seed \(seed)")
+                #expect(read.entries.map(\.entity) == commit.entries.map(\.entity) && read.entries.map(\.id.jsonText) == commit.entries.map(\.id.jsonText), "ids as JSON writes them, seed \(seed)")
+                #expect(read.entries.map { $0.after } == commit.entries.map { $0.record }, "the exact records, seed \(seed)")
+                #expect(read.requests.map(\.id) == ["r \"1\""])
+
+                // The same JSON laid out otherwise (white space, escaped slashes) reads the same.
+                let object = try JSONSerialization.jsonObject(with: Data(compact))
+                let spread = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted])
+                let reread = try ChangeEnvelope.decode(Array(spread), streamSequence: 1)
+                #expect(reread.commit == read.commit && reread.requests.map(\.id) == read.requests.map(\.id), "seed \(seed)")
+
+                // Without `stored`, the records come from `after`.
+                guard var top = object as? [String: Any], var entries = top["entries"] as? [[String: Any]] else {
+                    Issue.record("not an object")
+                    continue
+                }
+                for i in entries.indices { entries[i]["stored"] = NSNull() }
+                top["entries"] = entries
+                let fromJSON = try ChangeEnvelope.decode(Array(try JSONSerialization.data(withJSONObject: top)), streamSequence: 1)
+                #expect(fromJSON.entries.allSatisfy { !$0.exact })
+                #expect(fromJSON.entries.map { $0.after?["name"] } == read.entries.map { $0.after?["name"] }, "seed \(seed)")
+            }
+        }
+    }
+
+    /// Text that is not an envelope is refused with the message's sequence, never read halfway.
+    @Test func malformedEnvelopesAreRefused() {
+        for text in ["", "{", "[]", "{\"v\": 1}", "{\"entries\": [{\"entity\": \"Item\"}], \"source\": {\"store\": \"s\", \"sequence\": 1}, \"v\": 1}",
+                     "{\"entries\": [], \"source\": {\"store\": \"s\", \"sequence\": 1}, \"v\": 2}", "{\"entries\": [\"unterminated], \"v\": 1}"] {
+            #expect(throws: JetStreamError.self, "\(text)") { _ = try ChangeEnvelope.decode(Array(text.utf8), streamSequence: 7) }
+        }
+    }
+}
