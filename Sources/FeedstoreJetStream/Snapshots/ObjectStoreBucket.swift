@@ -139,6 +139,7 @@ final class ObjectStoreBucket {
                 }
                 hash.update(message.data)
                 try Self.writeFull(descriptor, message.data)
+                Self.startWriteback(descriptor, from: size, count: message.data.count)
                 size += UInt64(message.data.count)
                 chunks += 1
                 progress(size)
@@ -203,6 +204,15 @@ final class ObjectStoreBucket {
             filled += count
         }
         return filled
+    }
+
+    /// Starts writing the bytes just written to disk, without waiting: the sync that makes the
+    /// whole file durable at the end then finds most of it written, so the disk works while the
+    /// rest arrives.
+    static func startWriteback(_ descriptor: Int32, from offset: UInt64, count: Int) {
+        #if os(Linux)
+        _ = posix_fadvise(descriptor, off_t(offset), off_t(count), POSIX_FADV_DONTNEED)
+        #endif
     }
 
     static func writeFull(_ descriptor: Int32, _ bytes: [UInt8]) throws {
