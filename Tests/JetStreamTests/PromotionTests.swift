@@ -21,6 +21,9 @@ import Testing
             defer { server.stop() }
             let connection = JetStreamConnection(url: server.url)
             let old = try ShipperTests.openStore(dir + "/old")
+            // A cursor that reads nothing keeps the old primary's whole journal for the comparison
+            // below, however many commits it makes before the promotion refuses it.
+            _ = try old.journalCursor(named: "test", start: .oldest)
             try ShipperTests.commit(old, 40, rng: &rng)
             // Held in a box that the old primary's thread alone uses, then empties: the
             // shipper's lock goes with it, so that a restarted one can be tried.
