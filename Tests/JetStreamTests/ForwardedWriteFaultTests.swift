@@ -13,6 +13,16 @@ import Testing
 @Suite(.serialized) struct ForwardedWriteFaultTests {
     static let stream = ForwardedWriteTests.stream
 
+    /// A follower of the stream, once the shipper's process has made it (within 30 s).
+    static func follower(into path: String, connection: JetStreamConnection) -> ReplicaFollower? {
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            if let follower = try? ReplicaFollower(path: path, connection: connection, stream: stream) { return follower }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return nil
+    }
+
     /// Requests of the stream's envelopes: each id with the ids of the records its commit holds.
     static func requestsInStream(_ server: NATSServer) throws -> [(id: String, records: [FieldValue])] {
         try ShipperTests.streamMessages(server).flatMap { message -> [(id: String, records: [FieldValue])] in
@@ -35,25 +45,11 @@ import Testing
             let ship = ["ship", dir + "/primary", "--nats", server.url, "--stream", Self.stream, "--accept-writes", "--no-snapshots", "--quiet"]
             var primary = try RunningTool(storectlURL, ship)
             // The replica follows in this process, through every fault.
-            var follower: ReplicaFollower?
-            let deadline = Date().addingTimeInterval(30)
-            while follower == nil, Date() < deadline {
-                follower = try? ReplicaFollower(path: dir + "/replica", connection: connection, stream: Self.stream)
-                if follower == nil { Thread.sleep(forTimeInterval: 0.05) }
-            }
-            let replica = try #require(follower)
+            let replica = try #require(Self.follower(into: dir + "/replica", connection: connection), "the shipper made the stream")
             defer { replica.replica.close() }
-            let running = Locked(true)
             nonisolated(unsafe) let runningFollower = replica
-            let followerError = Locked<(any Error)?>(nil)
-            let following = Thread {
-                do { try runningFollower.run(while: { running.current }) } catch { followerError.withLock { $0 = error } }
-            }
-            following.start()
-            defer {
-                running.withLock { $0 = false }
-                while following.isExecuting { Thread.sleep(forTimeInterval: 0.01) }
-            }
+            let following = LoopThread { try runningFollower.run(while: $0) }
+            defer { following.stop() }
             let writer = try ReplicaWriter(replica: replica.replica, connection: connection, stream: Self.stream, attemptTimeout: .milliseconds(300))
 
             let failures = Locked<[String]>([])
@@ -99,7 +95,7 @@ import Testing
             }
             let clientDeadline = Date().addingTimeInterval(60)
             while !finished.current, Date() < clientDeadline { Thread.sleep(forTimeInterval: 0.05) }
-            #expect(followerError.current == nil, "\(String(describing: followerError.current)), seed \(seed)")
+            #expect(following.error == nil, "\(String(describing: following.error)), seed \(seed)")
             #expect(finished.current, "the client finished, \(done.current) of \(requests) requests, seed \(seed)")
             #expect(failures.current.isEmpty, "\(failures.current.prefix(5)), seed \(seed)")
             #expect(duringRequests == faults && retries.current > 0, "\(duringRequests) faults while the client wrote, \(retries.current) calls failed and were sent again, seed \(seed)")
@@ -135,20 +131,11 @@ import Testing
                 primary.kill()
                 _ = primary.finish(timeout: 30)
             }
-            var follower: ReplicaFollower?
-            let deadline = Date().addingTimeInterval(30)
-            while follower == nil, Date() < deadline {
-                follower = try? ReplicaFollower(path: dir + "/replica", connection: connection, stream: Self.stream)
-                if follower == nil { Thread.sleep(forTimeInterval: 0.05) }
-            }
-            let replica = try #require(follower)
-            let running = Locked(true)
+            let replica = try #require(Self.follower(into: dir + "/replica", connection: connection), "the shipper made the stream")
             nonisolated(unsafe) let runningFollower = replica
-            let following = Thread { try? runningFollower.run(while: { running.current }) }
-            following.start()
+            let following = LoopThread { try runningFollower.run(while: $0) }
             defer {
-                running.withLock { $0 = false }
-                while following.isExecuting { Thread.sleep(forTimeInterval: 0.01) }
+                following.stop()
                 replica.replica.close()
             }
             let input = dir + "/items.jsonl"

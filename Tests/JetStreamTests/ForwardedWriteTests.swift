@@ -22,24 +22,18 @@ import Testing
         let primary = try ShipperTests.openStore(dir + "/primary")
         defer { primary.close() }
         let shipper = try JournalShipper(store: primary, connection: connection, stream: stream, snapshots: nil, acceptWrites: ForwardedWrites())
-        let running = Locked(true)
         nonisolated(unsafe) let runningShipper = shipper
-        let shipping = Thread { try? runningShipper.run(while: { running.current }) }
-        shipping.start()
+        var loops = [LoopThread { try runningShipper.run(while: $0) }]
         var followers: [ReplicaFollower] = []
-        var threads: [Thread] = []
         for i in 0..<count {
             let follower = try ReplicaFollower(path: dir + "/replica\(i)", connection: connection, stream: stream)
             nonisolated(unsafe) let runningFollower = follower
-            let thread = Thread { try? runningFollower.run(while: { running.current }) }
-            thread.start()
+            loops.append(LoopThread { try runningFollower.run(while: $0) })
             followers.append(follower)
-            threads.append(thread)
         }
         let writers = try followers.map { try ReplicaWriter(replica: $0.replica, connection: connection, stream: stream, attemptTimeout: attemptTimeout) }
         defer {
-            running.withLock { $0 = false }
-            while shipping.isExecuting || threads.contains(where: \.isExecuting) { Thread.sleep(forTimeInterval: 0.01) }
+            for loop in loops { loop.stop() }
             for follower in followers { follower.replica.close() }
         }
         try body(primary, writers, server)
@@ -199,14 +193,9 @@ import Testing
 
             shipper = nil
             shipper = try JournalShipper(store: primary, connection: connection, stream: Self.stream, snapshots: nil, acceptWrites: ForwardedWrites())
-            let running = Locked(true)
             nonisolated(unsafe) let (runningShipper, runningFollower) = (shipper!, follower)
-            let threads = [Thread { try? runningShipper.run(while: { running.current }) }, Thread { try? runningFollower.run(while: { running.current }) }]
-            for thread in threads { thread.start() }
-            defer {
-                running.withLock { $0 = false }
-                while threads.contains(where: \.isExecuting) { Thread.sleep(forTimeInterval: 0.01) }
-            }
+            let loops = [LoopThread { try runningShipper.run(while: $0) }, LoopThread { try runningFollower.run(while: $0) }]
+            defer { for loop in loops { loop.stop() } }
             let sequence = try writer.writeBlocking([Self.item(1)], requestID: "r")
             #expect(try writer.writeBlocking([Self.item(1)], requestID: "r") == sequence)
             #expect(try primary.read { try $0.count(entity: "Item") } == 1)
@@ -313,14 +302,9 @@ import Testing
             // The primary stops without answering; the next one ships the commit and answers.
             shipper = nil
             shipper = try JournalShipper(store: primary, connection: connection, stream: Self.stream, snapshots: nil, acceptWrites: ForwardedWrites())
-            let running = Locked(true)
             nonisolated(unsafe) let (runningShipper, runningFollower) = (shipper!, follower)
-            let threads = [Thread { try? runningShipper.run(while: { running.current }) }, Thread { try? runningFollower.run(while: { running.current }) }]
-            for thread in threads { thread.start() }
-            defer {
-                running.withLock { $0 = false }
-                while threads.contains(where: \.isExecuting) { Thread.sleep(forTimeInterval: 0.01) }
-            }
+            let loops = [LoopThread { try runningShipper.run(while: $0) }, LoopThread { try runningFollower.run(while: $0) }]
+            defer { for loop in loops { loop.stop() } }
             #expect(try writer.writeBlocking([Self.item(7)], requestID: "unanswered") == applied.sequence)
             #expect(try primary.read { try $0.count(entity: "Item") } == 1)
             #expect(try primary.read { try $0.journalBounds().last } == applied.sequence)
@@ -428,14 +412,9 @@ import Testing
             try primary.write { tx in try tx.put(Item(id: 1, group: 1, score: 1, name: "before shipping", flag: true, tag: nil)) }
             // With snapshots (the default): the first is stored when shipping starts.
             let shipper = try JournalShipper(store: primary, connection: primaryConnection, stream: "FEED", acceptWrites: ForwardedWrites())
-            let running = Locked(true)
             nonisolated(unsafe) let runningShipper = shipper
-            let shipping = Thread { try? runningShipper.run(while: { running.current }) }
-            shipping.start()
-            defer {
-                running.withLock { $0 = false }
-                while shipping.isExecuting { Thread.sleep(forTimeInterval: 0.01) }
-            }
+            let shipping = LoopThread { try runningShipper.run(while: $0) }
+            defer { shipping.stop() }
             var follower: ReplicaFollower?
             let deadline = Date().addingTimeInterval(20)
             while follower == nil, Date() < deadline {
@@ -446,16 +425,11 @@ import Testing
             let replica = try #require(follower, "the replica's user restores the snapshot")
             defer { replica.replica.close() }
             nonisolated(unsafe) let runningFollower = replica
-            let followerError = Locked<(any Error)?>(nil)
-            let following = Thread {
-                do { try runningFollower.run(while: { running.current }) } catch { followerError.withLock { $0 = error } }
-            }
-            following.start()
+            let following = LoopThread { try runningFollower.run(while: $0) }
             defer {
-                running.withLock { $0 = false }
-                while following.isExecuting { Thread.sleep(forTimeInterval: 0.01) }
+                let error = following.stop()
+                #expect(error == nil, "\(String(describing: error))")
             }
-            defer { #expect(followerError.current == nil, "\(String(describing: followerError.current))") }
             let writer = try ReplicaWriter(replica: replica.replica, connection: replicaConnection, stream: "FEED")
             try writer.writeBlocking([Self.item(2)])
             #expect(try replica.replica.read { try $0.count(entity: "Item") } == 2)
