@@ -49,12 +49,9 @@ struct JetStreamForwardedWrites {
     }
 
     func run() throws -> Result {
-        try? FileManager.default.removeItem(atPath: directory)
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let server = try NATSServer(directory: directory)
-        defer { server.stop() }
-        let connection = JetStreamConnection(url: server.url)
+        let loopback = try LoopbackServer(directory: directory)
+        defer { withExtendedLifetime(loopback) {} }
+        let connection = loopback.connection
         let primary = try Store(path: directory + "/primary", entities: DemoFeed.entities, options: StoreOptions(durability: .full))
         defer { primary.close() }
         // No snapshots: the replicas follow the stream from the store's first commit.
@@ -151,7 +148,7 @@ struct JetStreamForwardedWrites {
             group.wait()
             return Double(count) / elapsed
         }
-        nonisolated(unsafe) let (allWriters, store) = (writers, primary)
+        let (allWriters, store) = (writers, primary)
         let commitsBefore = try primary.read { try $0.journalBounds().last }
         let writesBefore = nextID.current
         let forwarded = throughput { w in try allWriters[w % allWriters.count].writeBlocking([try RecordWrite.insert(message())]) }

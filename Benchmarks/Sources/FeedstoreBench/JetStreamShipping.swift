@@ -59,12 +59,9 @@ struct JetStreamShipping {
     }
 
     func run() throws -> (rates: [Rate], latencies: [Latency]) {
-        try? FileManager.default.removeItem(atPath: directory)
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let server = try NATSServer(directory: directory)
-        defer { server.stop() }
-        let connection = JetStreamConnection(url: server.url)
+        let loopback = try LoopbackServer(directory: directory)
+        defer { withExtendedLifetime(loopback) {} }
+        let connection = loopback.connection
         let primary = try Store(path: directory + "/primary", entities: DemoFeed.entities, options: StoreOptions(durability: .none))
         defer { primary.close() }
         // No snapshots: their cost is measured apart (JetStreamTakeover).

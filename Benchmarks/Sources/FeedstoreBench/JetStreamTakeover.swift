@@ -28,12 +28,9 @@ struct JetStreamTakeover {
     }
 
     func run() throws -> Result {
-        try? FileManager.default.removeItem(atPath: directory)
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let server = try NATSServer(directory: directory)
-        defer { server.stop() }
-        let connection = JetStreamConnection(url: server.url)
+        let loopback = try LoopbackServer(directory: directory)
+        defer { withExtendedLifetime(loopback) {} }
+        let connection = loopback.connection
         var feed = DemoFeed(seed: 42)
         let path = directory + "/primary"
         try feed.load(into: path, messages: messages, contacts: 1_000)
