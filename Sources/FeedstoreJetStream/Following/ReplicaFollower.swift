@@ -184,6 +184,9 @@ public final class ReplicaFollower {
     /// that finds the mark from an earlier boot re-seeds the replica from the newest snapshot.
     static let unsyncedMarker = "follower.unsynced"
 
+    /// How long and how many applied write requests a replica remembers.
+    private static let requestMemory = ForwardedWrites()
+
     /// When this machine started, in seconds since 1970 (to within the clock's adjustments).
     private static var bootTime: Double { Date().timeIntervalSince1970 - ProcessInfo.processInfo.systemUptime }
 
@@ -572,12 +575,12 @@ public final class ReplicaFollower {
                         _ = try tx.delete(entity: change.entity, id: change.id)
                     }
                 }
-                // Remembered as the primary remembers them: once promoted, the replica answers
-                // a retried request instead of applying it again.
-                let memory = ForwardedWrites()
+                // Remembered as the primary remembers them by default: once promoted, the
+                // replica answers a retried request instead of applying it again.
                 for request in commit.requests {
                     try tx.rememberRequest(AppliedRequest(id: request.id, sequence: commit.next.originSequence, time: request.time),
-                                           keepingAtMost: memory.rememberedRequests, since: Date().addingTimeInterval(-memory.rememberedFor.seconds))
+                                           keepingAtMost: Self.requestMemory.rememberedRequests,
+                                           since: Date().addingTimeInterval(-Self.requestMemory.rememberedFor.seconds))
                 }
                 try tx.setReplicaState(commit.next)
             }
