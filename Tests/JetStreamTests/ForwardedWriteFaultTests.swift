@@ -93,8 +93,13 @@ import Testing
                     primary = try RunningTool(storectlURL, ship)
                 }
             }
-            let clientDeadline = Date().addingTimeInterval(60)
-            while !finished.current, Date() < clientDeadline { Thread.sleep(forTimeInterval: 0.05) }
+            // The client's pace depends on what else the machine runs; it fails only if it stops
+            // making progress for a minute.
+            var lastProgress = (count: done.current, at: Date())
+            while !finished.current, Date().timeIntervalSince(lastProgress.at) < 60 {
+                Thread.sleep(forTimeInterval: 0.05)
+                if done.current != lastProgress.count { lastProgress = (done.current, Date()) }
+            }
             #expect(following.error == nil, "\(String(describing: following.error)), seed \(seed)")
             #expect(finished.current, "the client finished, \(done.current) of \(requests) requests, seed \(seed)")
             #expect(failures.current.isEmpty, "\(failures.current.prefix(5)), seed \(seed)")
