@@ -108,7 +108,7 @@ public final class ReplicaWriter: @unchecked Sendable {
 
     /// Sends the request until an answer says what became of it, or the deadline passes.
     private func forward(_ writes: [RecordWrite], requestID: String, deadline: ContinuousClock.Instant, while keepGoing: () -> Bool) throws -> UInt64 {
-        let payload = try WriteMessages.encode(WriteMessages.Request(id: requestID, writes: writes))
+        let payload = WriteMessages.encode(WriteMessages.Request(id: requestID, writes: writes))
         // Whether an attempt may have reached the primary: then the outcome is unknown.
         var mayHaveApplied = false
         var lastProblem = "no attempt was made"
@@ -124,7 +124,7 @@ public final class ReplicaWriter: @unchecked Sendable {
             attempts += 1
             switch attempt(payload, timeout: min(attemptTimeout, remaining)) {
             case let .answered(bytes):
-                switch try WriteMessages.decode(WriteMessages.Reply.self, bytes) {
+                switch try WriteMessages.decodeReply(bytes) {
                 case let .applied(sequence, _): return sequence
                 case let .refused(refusal): throw refusal.error
                 case let .notApplied(reason, retry):

@@ -79,7 +79,7 @@ final class WriteService: @unchecked Sendable {
         guard let inbox = message.replySubject else { return }
         let request: WriteMessages.Request
         do {
-            request = try WriteMessages.decode(WriteMessages.Request.self, message.data)
+            request = try WriteMessages.decodeRequest(message.data)
         } catch {
             reply(.notApplied(reason: "the request is not a Feedstore write request: \(error)", retry: false), to: inbox, sequence: nil)
             return
