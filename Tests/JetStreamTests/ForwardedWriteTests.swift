@@ -387,6 +387,58 @@ import Testing
         }
     }
 
+    /// A primary answers a request as it commits it, and is replaced before it ships that
+    /// commit: the writer's replica gets the new primary's own commit at that sequence, finds
+    /// its request missing, and sends it again; the new primary applies it, once, and the call
+    /// returns that commit.
+    @Test func anAnswerWhoseCommitNeverShipsIsSentAgain() throws {
+        try withTemporaryDirectory { dir in
+            let server = try NATSServer(directory: dir)
+            let connection = JetStreamConnection(url: server.url)
+            let old = try ShipperTests.openStore(dir + "/old")
+            defer { old.close() }
+            // The old primary answers requests but, never run, ships only what it is told to.
+            let oldShipper = try JournalShipper(store: old, connection: connection, stream: Self.stream, snapshots: nil, acceptWrites: ForwardedWrites())
+            try old.write { tx in for k in 0..<5 { try tx.apply(Self.item(Int64(k))) } }
+            try oldShipper.shipAvailable()
+            let shipped = oldShipper.shippedSequence
+            let standby = try ReplicaFollower(path: dir + "/standby", connection: connection, stream: Self.stream)
+            try standby.run(untilOriginSequence: shipped)
+            let other = try ReplicaFollower(path: dir + "/other", connection: connection, stream: Self.stream)
+            defer { other.replica.close() }
+            nonisolated(unsafe) let runningOther = other
+            let following = LoopThread { try runningOther.run(while: $0) }
+            defer { following.stop() }
+            let writer = try ReplicaWriter(replica: other.replica, connection: connection, stream: Self.stream, attemptTimeout: .seconds(3))
+            let outcome = Locked<Result<UInt64, any Error>?>(nil)
+            let writing = Thread { outcome.withLock { $0 = Result { try writer.writeBlocking([Self.item(100)], requestID: "lost", timeout: .seconds(20)) } } }
+            writing.start()
+
+            // Once the old primary has applied (and answered) the request, the standby takes
+            // over and commits a write of its own at the sequence the answer named.
+            let deadline = Date().addingTimeInterval(10)
+            while try old.read({ try $0.appliedRequest("lost") }) == nil, Date() < deadline { Thread.sleep(forTimeInterval: 0.005) }
+            let answered = try #require(try old.read { try $0.appliedRequest("lost") }, "the old primary applied the request")
+            #expect(answered.sequence == shipped + 1)
+            let promoted = try standby.promote(durability: .none)
+            defer { promoted.close() }
+            try promoted.write { try $0.apply(Self.item(200)) }
+            let newShipper = try JournalShipper(store: promoted, connection: connection, stream: Self.stream, snapshots: nil, acceptWrites: ForwardedWrites())
+            nonisolated(unsafe) let runningNew = newShipper
+            let newShipping = LoopThread { try runningNew.run(while: $0) }
+            defer { newShipping.stop() }
+            while outcome.current == nil, Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+
+            #expect(newShipping.error == nil && following.error == nil, "\(String(describing: newShipping.error)) \(String(describing: following.error))")
+            let sequence = try #require(try outcome.current?.get(), "the call returned")
+            let applied = try #require(try promoted.read { try $0.appliedRequest("lost") }, "the new primary applied the request")
+            #expect(sequence == applied.sequence && sequence > shipped + 1, "the call returns the new primary's commit, not the one first answered")
+            #expect(try other.replica.read { try $0.count(entity: "Item") } == 7, "the replica holds the five, the standby's own and the request's record")
+            let requests = try ShipperTests.streamMessages(server).flatMap { try ChangeEnvelope.decode($0.data, streamSequence: $0.streamSequence).requests.map(\.id) }
+            #expect(requests == ["lost"], "the stream holds the request once")
+        }
+    }
+
     /// The NATS permissions the replication article shows, as printed: the primary ships, takes
     /// snapshots and answers requests; a replica's user starts a replica from a snapshot, follows
     /// and sends write requests, but cannot publish to the stream or purge it.

@@ -467,7 +467,12 @@ public final class ReplicaFollower {
             // Once the record is in the stream, the promotion is made: finish it.
             if stored != nil { try catchUp(by: deadline, while: { true }) }
         }
-        try replica.write { try $0.removeReplicaState() }
+        // The promoted store's own commits keep their records from the first on, so that a
+        // shipper started after writes were made can still ship them.
+        try replica.write { tx in
+            try tx.removeReplicaState()
+            _ = try tx.keepRecordImagesInJournal()
+        }
         subscription = nil
         let through = state!.originSequence
         metrics.promotions.increment()
