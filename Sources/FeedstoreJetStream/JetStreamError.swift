@@ -52,16 +52,14 @@ public enum JetStreamError: Error, Sendable, Equatable, CustomStringConvertible 
     /// No primary answered a forwarded write (none accepts writes on the stream, or the server
     /// cannot be reached): the request was not applied.
     case primaryUnreachable(stream: String, reason: String)
-    /// A forwarded write got no answer in time, or its replica had not applied the commit that
-    /// answered it when the time ran out: it may or may not have been applied. Sending it again
-    /// with the same request id is safe; it is applied at most once.
+    /// A forwarded write got no answer in time: it may or may not have been applied. Sending
+    /// it again with the same request id is safe; it is applied at most once.
     case writeOutcomeUnknown(stream: String, request: String, reason: String)
     /// The primary answered that it did not apply a forwarded write, for a reason that is not
     /// the request's (its disk is full, say).
     case writeNotApplied(stream: String, request: String, reason: String)
-    /// A forwarded write applied before (a retry) is in the stream as commit `sequence`, but the
-    /// replica had applied only through `applied` when the call's time ran out (its follower is
-    /// behind or stopped).
+    /// A forwarded write is in the stream as commit `sequence`, but the replica had applied
+    /// only through `applied` when the call's time ran out (its follower is behind or stopped).
     case replicaBehind(replica: String, sequence: UInt64, applied: UInt64)
 
     /// Whether the replica must be seeded again (from a snapshot) to continue.
@@ -111,7 +109,7 @@ public enum JetStreamError: Error, Sendable, Equatable, CustomStringConvertible 
         case let .primaryUnreachable(stream, reason):
             "no primary of stream \(stream) answered the write (\(reason)); it was not applied"
         case let .writeOutcomeUnknown(stream, request, reason):
-            "the outcome of write request \(request) on stream \(stream) is unknown: \(reason); it may have been applied: send it again with the same request id, which applies it at most once"
+            "the primary of stream \(stream) did not answer write request \(request) in time (\(reason)); it may have been applied: send it again with the same request id, which applies it at most once"
         case let .writeNotApplied(stream, request, reason):
             "the primary of stream \(stream) did not apply write request \(request): \(reason)"
         case let .replicaBehind(replica, sequence, applied):

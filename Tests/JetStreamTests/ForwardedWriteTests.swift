@@ -387,10 +387,9 @@ import Testing
         }
     }
 
-    /// A primary answers a request as it commits it, and is replaced before it ships that
-    /// commit: the writer's replica gets the new primary's own commit at that sequence, finds
-    /// its request missing, and sends it again; the new primary applies it, once, and the call
-    /// returns that commit.
+    /// A primary applies a request and is replaced before it ships that commit, so it never
+    /// answers: the writer sends the request again, the promoted store (which has made a commit
+    /// of its own at that sequence) applies it once, and the call returns that commit.
     @Test func anAnswerWhoseCommitNeverShipsIsSentAgain() throws {
         try withTemporaryDirectory { dir in
             let server = try NATSServer(directory: dir)
@@ -409,13 +408,13 @@ import Testing
             nonisolated(unsafe) let runningOther = other
             let following = LoopThread { try runningOther.run(while: $0) }
             defer { following.stop() }
-            let writer = try ReplicaWriter(replica: other.replica, connection: connection, stream: Self.stream, attemptTimeout: .seconds(3))
+            let writer = try ReplicaWriter(replica: other.replica, connection: connection, stream: Self.stream, attemptTimeout: .milliseconds(300))
             let outcome = Locked<Result<UInt64, any Error>?>(nil)
             let writing = Thread { outcome.withLock { $0 = Result { try writer.writeBlocking([Self.item(100)], requestID: "lost", timeout: .seconds(20)) } } }
             writing.start()
 
-            // Once the old primary has applied (and answered) the request, the standby takes
-            // over and commits a write of its own at the sequence the answer named.
+            // Once the old primary has applied the request, the standby takes over and commits
+            // a write of its own at the request's sequence.
             let deadline = Date().addingTimeInterval(10)
             while try old.read({ try $0.appliedRequest("lost") }) == nil, Date() < deadline { Thread.sleep(forTimeInterval: 0.005) }
             let answered = try #require(try old.read { try $0.appliedRequest("lost") }, "the old primary applied the request")

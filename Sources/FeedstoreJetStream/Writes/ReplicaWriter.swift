@@ -11,10 +11,6 @@ import Logging
 /// - A request that gets no answer within ``attemptTimeout`` is sent again with the same id,
 ///   until the call's timeout; then ``JetStreamError/writeOutcomeUnknown(stream:request:reason:)``
 ///   says it may have been applied, and a retry with the same id is safe.
-/// - The primary answers as soon as it commits, and the call returns once the replica has the
-///   request from the stream (it remembers the ids of the requests each commit applied). If a
-///   promotion replaced the primary before that commit reached the stream, the request goes
-///   again, to the new primary: an acknowledged write is never lost to a takeover.
 /// - Refusals are the ``FeedstoreError``s of a local write by name (a unique violation, a
 ///   failed precondition, a value of the wrong kind, an unknown entity), and nothing is written.
 /// - Read-your-writes needs the replica's follower to run. In this process (the same `Store`
@@ -105,75 +101,47 @@ public final class ReplicaWriter: @unchecked Sendable {
 
     private func write(_ writes: [RecordWrite], requestID: String, timeout: Duration, while keepGoing: () -> Bool) throws -> UInt64 {
         let deadline = ContinuousClock.now + timeout
-        let payload = WriteMessages.encode(WriteMessages.Request(id: requestID, writes: writes))
-        var attempt = Attempts()
-        while true {
-            let (sequence, repeated) = try forward(payload, requestID: requestID, deadline: deadline, attempts: &attempt, while: keepGoing)
-            // A repeated request's answer waited for the stream: its commit comes.
-            if repeated {
-                guard try progress.waitUntilApplied(sequence, deadline: deadline, while: keepGoing) else {
-                    throw JetStreamError.replicaBehind(replica: replica.path, sequence: sequence, applied: progress.applied())
-                }
-                return sequence
-            }
-            // A new one came as its commit was made: it counts once the replica has the request
-            // from the stream. When the replica's commit there is another, or none comes within
-            // an attempt's time, the primary may have been replaced (or killed) before it
-            // shipped the commit: the request goes again, and the primary that holds it answers
-            // once the stream does, or a new one applies it.
-            attempt.mayHaveApplied = true
-            if try progress.waitUntilApplied(sequence, deadline: min(deadline, ContinuousClock.now + attemptTimeout), while: keepGoing) {
-                if let applied = try replica.read({ try $0.appliedRequest(requestID) }) { return applied.sequence }
-                attempt.lastProblem = "the primary that applied it as commit \(sequence) was replaced before the stream held that commit"
-                logger.notice("a forwarded write never reached the stream; sending it again", metadata: ["request": "\(requestID)", "sequence": "\(sequence)"])
-            } else {
-                attempt.lastProblem = "the primary applied it as commit \(sequence), but replica \(replica.path) had applied only through commit \(progress.applied()) when the time ran out, so the stream may not hold it; is the replica's follower running?"
-            }
-        }
-    }
-
-    /// What the attempts of one call found so far.
-    private struct Attempts {
-        /// Whether an attempt may have reached the primary: then the outcome is unknown.
-        var mayHaveApplied = false
-        var lastProblem = "no attempt was made"
-        var count = 0
+        let sequence = try forward(writes, requestID: requestID, deadline: deadline, while: keepGoing)
+        try progress.waitUntilApplied(sequence, deadline: deadline, while: keepGoing)
+        return sequence
     }
 
     /// Sends the request until an answer says what became of it, or the deadline passes.
-    /// - Returns: the commit that applied the request, and whether it had been applied before.
-    private func forward(_ payload: [UInt8], requestID: String, deadline: ContinuousClock.Instant, attempts: inout Attempts,
-                         while keepGoing: () -> Bool) throws -> (sequence: UInt64, repeated: Bool)
-    {
+    private func forward(_ writes: [RecordWrite], requestID: String, deadline: ContinuousClock.Instant, while keepGoing: () -> Bool) throws -> UInt64 {
+        let payload = WriteMessages.encode(WriteMessages.Request(id: requestID, writes: writes))
+        // Whether an attempt may have reached the primary: then the outcome is unknown.
+        var mayHaveApplied = false
+        var lastProblem = "no attempt was made"
+        var attempts = 0
         while true {
             guard keepGoing() else { throw CancellationError() }
             let remaining = deadline - ContinuousClock.now
             guard remaining > .zero else {
-                if attempts.mayHaveApplied { throw JetStreamError.writeOutcomeUnknown(stream: stream, request: requestID, reason: attempts.lastProblem) }
-                throw JetStreamError.primaryUnreachable(stream: stream, reason: attempts.lastProblem)
+                if mayHaveApplied { throw JetStreamError.writeOutcomeUnknown(stream: stream, request: requestID, reason: lastProblem) }
+                throw JetStreamError.primaryUnreachable(stream: stream, reason: lastProblem)
             }
-            if attempts.count > 0 { metrics.forwardedRetries.increment() }
-            attempts.count += 1
+            if attempts > 0 { metrics.forwardedRetries.increment() }
+            attempts += 1
             switch attempt(payload, timeout: min(attemptTimeout, remaining)) {
             case let .answered(bytes):
                 switch try WriteMessages.decodeReply(bytes) {
-                case let .applied(sequence, repeated): return (sequence, repeated)
+                case let .applied(sequence, _): return sequence
                 case let .refused(refusal): throw refusal.error
                 case let .notApplied(reason, retry):
                     guard retry else { throw JetStreamError.writeNotApplied(stream: stream, request: requestID, reason: reason) }
-                    attempts.lastProblem = reason
+                    lastProblem = reason
                     pause(until: deadline)
                 }
             case .noResponders:
-                attempts.lastProblem = "no primary accepts writes on \(subject)"
+                lastProblem = "no primary accepts writes on \(subject)"
                 pause(until: deadline)
             case let .notSent(error):
                 guard error.isTransient else { throw JetStreamError.writeNotApplied(stream: stream, request: requestID, reason: "\(error)") }
-                attempts.lastProblem = "\(error)"
+                lastProblem = "\(error)"
                 pause(until: deadline)
             case .timedOut:
-                attempts.mayHaveApplied = true
-                attempts.lastProblem = "no answer within \(attemptTimeout) after \(attempts.count) attempts"
+                mayHaveApplied = true
+                lastProblem = "no answer within \(attemptTimeout) after \(attempts) attempts"
                 logger.debug("a write request got no answer; sending it again", metadata: ["request": "\(requestID)"])
             }
         }
@@ -253,11 +221,12 @@ private final class ReplicaProgress: @unchecked Sendable {
         }
     }
 
-    func applied() -> UInt64 { (try? replica.read { try $0.replicaState()?.originSequence }) ?? 0 }
+    private func applied() -> UInt64 { (try? replica.read { try $0.replicaState()?.originSequence }) ?? 0 }
 
-    /// Waits until the replica has applied `sequence` (true) or the deadline passes (false).
-    func waitUntilApplied(_ sequence: UInt64, deadline: ContinuousClock.Instant, while keepGoing: () -> Bool) throws -> Bool {
-        if applied() >= sequence { return true }
+    /// Returns once the replica has applied `sequence`; throws ``JetStreamError/replicaBehind(replica:sequence:applied:)``
+    /// when the deadline passes first.
+    func waitUntilApplied(_ sequence: UInt64, deadline: ContinuousClock.Instant, while keepGoing: () -> Bool) throws {
+        if applied() >= sequence { return }
         let reached = BlockingResult<UInt64?>()
         condition.withLock {
             waiters.append((sequence, deadline, { reached.set($0) }))
@@ -274,7 +243,7 @@ private final class ReplicaProgress: @unchecked Sendable {
             guard keepGoing() else { throw CancellationError() }
             answer = reached.wait(timeout: .milliseconds(50))
         }
-        return answer! != nil
+        guard answer! != nil else { throw JetStreamError.replicaBehind(replica: replica.path, sequence: sequence, applied: applied()) }
     }
 
     private func run() {

@@ -9,13 +9,9 @@ import Logging
 ///   commit, one message in the stream, one transaction on each replica, for many writers. Each
 ///   request's writes stay atomic, and a refused request is taken out of its batch. A request
 ///   applied before (its id remembered) gets its first answer.
-/// - A request applied now is answered as soon as its commit is made, while the shipper
-///   publishes it: the writer counts it only once its replica has the request from the stream
-///   (``ReplicaWriter``), so the answer need not wait for the stream, and an acknowledged write
-///   survives a promotion all the same.
-/// - A request applied before is answered once its commit is in the stream (the shipper says
-///   so): the writer then waits for that commit alone, since its replica may have forgotten
-///   the id.
+/// - The reply goes out once the commit is in the stream (the shipper says so), not when it is
+///   durable here: an acknowledged write then survives a promotion, and the replica that asked
+///   can apply it at once.
 /// - Refusals are answered at once: the transaction wrote nothing.
 final class WriteService: @unchecked Sendable {
     private let store: Store
@@ -25,8 +21,8 @@ final class WriteService: @unchecked Sendable {
     private let metrics: ReplicationMetrics
     private var subscription: NATSCallbackSubscription?
 
-    /// Replies to repeated requests waiting for their commit to reach the stream, and how far
-    /// the stream holds this store's commits; under `lock`.
+    /// Replies waiting for their commit to reach the stream, and how far the stream holds this
+    /// store's commits; under `lock`.
     private let lock = NSLock()
     private var waiting: [(sequence: UInt64, inbox: String, reply: [UInt8])] = []
     private var shippedThrough: UInt64 = 0
@@ -153,8 +149,7 @@ final class WriteService: @unchecked Sendable {
             case let .success(answers):
                 metrics.forwardedWrites.increment(by: Int64(answers.count))
                 for (item, answer) in zip(batch, answers) {
-                    reply(.applied(sequence: answer.sequence!, repeated: answer.repeated), to: item.inbox,
-                          sequence: answer.repeated ? answer.sequence : nil)
+                    reply(.applied(sequence: answer.sequence!, repeated: answer.repeated), to: item.inbox, sequence: answer.sequence)
                 }
             case let .failure(refused as Refused):
                 answerFailure(refused.error, to: batch[refused.index])
@@ -179,7 +174,7 @@ final class WriteService: @unchecked Sendable {
         }
     }
 
-    /// Sends `answer` now, or once the stream holds commit `sequence` when one is given.
+    /// Sends `answer` now, or once the stream holds commit `sequence`.
     private func reply(_ answer: WriteMessages.Reply, to inbox: String, sequence: UInt64?) {
         guard var bytes = try? WriteMessages.encode(answer) else { return }
         let sendNow: Bool = lock.withLock {
