@@ -138,11 +138,11 @@ struct SampleCompiler {
     struct CompilerMissing: Error {}
     struct StandInFailed: Error { var output: String }
 
-    /// Nil when the adapter `file` of `Sources/Feedstore/Watch` compiles, as a module of its own
+    /// Nil when the adapter `file` of `Sources/Feedstore/Watch/UI` compiles, as a module of its own
     /// that imports Feedstore, and applies `TableUpdates` to a `view`; else the compiler's
     /// messages. (The call fails to compile if the adapter's `#if` left it out.)
     func checkAdapter(_ file: String, view: String) throws -> String? {
-        let source = try String(contentsOfFile: root.path + "/Sources/Feedstore/Watch/" + file, encoding: .utf8)
+        let source = try String(contentsOfFile: root.path + "/Sources/Feedstore/Watch/UI/" + file, encoding: .utf8)
         let probe = "\n@MainActor func probe(_ updates: TableUpdates, _ view: \(view)) { view.performBatchUpdates(updates) }\n"
         let path = "\(directory)/\(file)"
         try ("import Feedstore\n" + source + probe).write(toFile: path, atomically: true, encoding: .utf8)
@@ -170,7 +170,7 @@ struct SampleCompiler {
             let usesUIKit = ([sample.code] + (try sample.contexts.map { try String(contentsOfFile: root.path + "/Tests/Samples/Contexts/\($0).swift", encoding: .utf8) }))
                 .contains { $0.contains("import UIKit") }
             if usesUIKit {
-                let adapter = try String(contentsOfFile: root.path + "/Sources/Feedstore/Watch/TableUpdates+UIKit.swift", encoding: .utf8)
+                let adapter = try String(contentsOfFile: root.path + "/Sources/Feedstore/Watch/UI/TableUpdates+UIKit.swift", encoding: .utf8)
                 try ("import Feedstore\n" + adapter).write(toFile: name + "/TableUpdates+UIKit.swift", atomically: true, encoding: .utf8)
                 arguments.append(name + "/TableUpdates+UIKit.swift")
             }

@@ -257,7 +257,7 @@ struct LMDBPageCheck {
         }
         guard ok else { return }
         func precedes(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-            guard integerKeys else { return a.sortsBefore(b) }
+            guard integerKeys else { return a.lexicographicallyPrecedes(b) }
             return Self.integer(a) < Self.integer(b)
         }
         if integerKeys, let bad = nodes.indices.first(where: { (isLeaf || $0 > 0) && nodes[$0].key.count != 8 }) {
