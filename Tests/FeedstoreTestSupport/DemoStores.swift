@@ -1,5 +1,6 @@
 import Feedstore
 import FeedstoreDemo
+import Foundation
 
 /// A store of the demo feed at `path`, populated by `feed` with `messages` messages and
 /// `contacts` contacts (the feed's next changes continue from there).
@@ -32,4 +33,13 @@ public func populatedDemoStore(at path: String, seed: UInt64, messages: Int, con
 {
     var feed = DemoFeed(seed: seed)
     return try populatedDemoStore(at: path, feed: &feed, messages: messages, contacts: contacts, options: options)
+}
+
+/// A demo-feed message for hand-written scenarios, dated `minute` minutes after the reference
+/// date (titled `m<id>` unless given).
+public func scenarioMessage(_ id: UInt64, folder: Int64 = 1, minute: Double, read: Bool = false, contact: UInt64 = 1,
+                            title: String? = nil) -> Message
+{
+    Message(id: id, folder: folder, date: Date(timeIntervalSinceReferenceDate: minute * 60), title: title ?? "m\(id)", isRead: read,
+            contactId: contact)
 }

@@ -9,11 +9,8 @@ import Testing
 /// mix entity types, key types, failures and nested reads in one transaction, and read through
 /// write transactions whose counts change between reads.
 @Suite struct TypedReadTests {
-    let epoch = Date(timeIntervalSinceReferenceDate: 0)
-
     func message(_ id: UInt64, folder: Int64 = 1, title: String? = nil) -> Message {
-        Message(id: id, folder: folder, date: epoch.addingTimeInterval(Double(id)), title: title ?? "m\(id)",
-                isRead: id % 2 == 0, contactId: id % 3)
+        scenarioMessage(id, folder: folder, minute: Double(id) / 60, read: id % 2 == 0, contact: id % 3, title: title)
     }
 
     @Test func recordsOfSeveralTypesDecodeInTurnInOneTransaction() throws {

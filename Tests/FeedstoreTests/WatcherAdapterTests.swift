@@ -7,10 +7,8 @@ import Testing
 
 /// Single-record observation, related records, and the adapters (CollectionDifference, LiveResults).
 @Suite struct WatcherAdapterTests {
-    static let epoch = Date(timeIntervalSinceReferenceDate: 0)
-
     static func message(_ id: UInt64, folder: Int64 = 1, minute: Double, contact: UInt64, title: String? = nil) -> Message {
-        Message(id: id, folder: folder, date: epoch.addingTimeInterval(minute * 60), title: title ?? "m\(id)", isRead: false, contactId: contact)
+        scenarioMessage(id, folder: folder, minute: minute, contact: contact, title: title)
     }
 
     @Test func observingOneRecord() throws {

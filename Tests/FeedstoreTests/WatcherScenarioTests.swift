@@ -7,10 +7,8 @@ import Testing
 /// Named situations that break other live-query systems, each checked for the exact batch and
 /// against a fresh query.
 @Suite struct WatcherScenarioTests {
-    static let epoch = Date(timeIntervalSinceReferenceDate: 0)
-
     static func message(_ id: UInt64, folder: Int64 = 1, minute: Double, read: Bool = false, title: String? = nil) -> Message {
-        Message(id: id, folder: folder, date: epoch.addingTimeInterval(minute * 60), title: title ?? "m\(id)", isRead: read, contactId: 1)
+        scenarioMessage(id, folder: folder, minute: minute, read: read, title: title)
     }
 
     /// A store with messages 1...6 in folder 1 (newest first: 6, 5, 4, 3, 2, 1), one in folder 3.

@@ -38,10 +38,8 @@ import Testing
             let path = dir + "/s"
             let head: UInt64
             do {
-                let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(durability: .none))
+                let store = try populatedDemoStore(at: path, seed: 5, messages: 1_500, contacts: 30)
                 defer { store.close() }
-                var feed = DemoFeed(seed: 5)
-                try feed.populate(store, messages: 1_500, contacts: 30)
                 try store.sync()
                 head = try store.read { try $0.journalBounds().last }
             }
