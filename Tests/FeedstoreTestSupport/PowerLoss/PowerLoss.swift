@@ -118,11 +118,6 @@ public struct PowerLoss {
         self.directory = directory
     }
 
-    /// The package's directory, where the recorder's source and the fixtures are.
-    static var packageRoot: URL {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-    }
 
     /// Compiles the write recorder into `directory` with the system's C compiler.
     public static func buildRecorder(in directory: String) throws -> String {
@@ -256,7 +251,7 @@ public struct PowerLoss {
     func prepare(_ store: String, for workload: Workload) throws {
         if case let .upgrade(fixture) = workload.writer {
             try FileManager.default.createDirectory(atPath: store, withIntermediateDirectories: true)
-            try FileManager.default.copyItem(atPath: Self.packageRoot.appendingPathComponent("Tests/Fixtures/\(fixture)/data.mdb").path,
+            try FileManager.default.copyItem(atPath: packageRoot.appendingPathComponent("Tests/Fixtures/\(fixture)/data.mdb").path,
                                              toPath: store + "/data.mdb")
             return
         }

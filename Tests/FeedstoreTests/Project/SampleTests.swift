@@ -6,7 +6,7 @@ import Testing
 /// Swift 6 language mode, with UIKit and SwiftUI from the stand-ins in `Tests/Samples/StandIns`.
 /// The markers a block may carry are described in `Tests/Samples/README.md`.
 @Suite struct SampleTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = packageRoot
 
     @Test func everyCodeSampleCompiles() throws {
         let documents = ["README.md"] + (try FileManager.default.contentsOfDirectory(atPath: Self.root.path + "/Sources/Feedstore/Feedstore.docc"))

@@ -7,7 +7,7 @@ import Testing
 /// comments resolves to exactly one symbol.
 @Suite struct DocumentationTests {
     @Test func theDocumentationBuildsWithoutWarnings() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = packageRoot
         let result = try runTool(root.appendingPathComponent("Tools/docs"), [], timeout: 900)
         let diagnostics = (result.stdout + result.stderr).split(separator: "\n").filter {
             $0.hasPrefix("warning:") || $0.hasPrefix("error:")
@@ -19,7 +19,7 @@ import Testing
     /// The newest release in CHANGELOG.md is the version the library reports (and `storectl
     /// --version`, whose test compares it with ``feedstoreVersion``).
     @Test func theChangelogsNewestReleaseIsThisVersion() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = packageRoot
         let changelog = try String(contentsOf: root.appendingPathComponent("CHANGELOG.md"), encoding: .utf8)
         let releases = changelog.split(separator: "\n").filter { $0.hasPrefix("## ") }.map { $0.dropFirst(3).split(separator: " ")[0] }
         #expect(releases.first.map(String.init) == feedstoreVersion, "\(releases)")
