@@ -95,6 +95,26 @@ final class IndexSchema: Sendable {
         condition?.holds { FieldPath.value(of: $0, in: fields) } ?? true
     }
 
+    // MARK: The index's options: which entries it admits
+
+    /// The components that no two of the index's entries may share: an entry's, when the index
+    /// is unique and none of them is null (nulls never collide, as in SQL); nil when the entry
+    /// may share them. Writes, index builds and `verify` all decide uniqueness through this, and
+    /// membership (a partial index's condition) through ``key(of:primaryKey:)``.
+    /// (`components` is read only for a unique index.)
+    func uniqueKey(_ components: @autoclosure () -> [FieldValue]) -> [FieldValue]? {
+        guard definition.unique else { return nil }
+        let components = components()
+        return components.contains(.null) ? nil : components
+    }
+
+    /// The refusal of an entry whose unique key (``uniqueKey(_:)``) the entry of the record
+    /// `holder` (its encoded primary key) already holds.
+    func violation(of key: [FieldValue], heldBy holder: [UInt8]) -> FeedstoreError {
+        .uniqueViolation(entity: catalog.entity, index: definition.name, key: key,
+                         existingID: (try? KeyDecoder.decode(holder).first?.value) ?? .null)
+    }
+
     /// The component values of a record.
     func components(of fields: some TopLevelFields) -> [FieldValue] {
         componentPaths.indices.map { componentValue($0, in: fields) }

@@ -164,8 +164,8 @@ struct StoreVerifier {
                     }
                     if index.definition.unique, let components = try? KeyDecoder.decode(Array(entryKey)).map(\.value) {
                         let values = Array(components.prefix(componentCount))
-                        if values == previous, !values.contains(.null), duplicates.count < maximumPerCheck {
-                            duplicates.append(VerificationIssue(location: location, problem: "unique key \(FieldValue.array(values).jsonText) held twice"))
+                        if let unique = index.uniqueKey(values), unique == previous, duplicates.count < maximumPerCheck {
+                            duplicates.append(VerificationIssue(location: location, problem: "unique key \(FieldValue.array(unique).jsonText) held twice"))
                         }
                         previous = values
                     }

@@ -398,9 +398,8 @@ enum StoreOpener {
         keys.sort { $0.key.sortsBefore($1.key) }
         for (i, entry) in keys.enumerated() {
             try tx.checkKeySize(entry.key, entity: entity, index: index.definition.name)
-            if index.definition.unique, i > 0, entry.components == keys[i - 1].components, !entry.components.contains(.null) {
-                throw FeedstoreError.uniqueViolation(entity: entity.name, index: index.definition.name, key: entry.components,
-                                                     existingID: try KeyDecoder.decode(keys[i - 1].primaryKey).first?.value ?? .null)
+            if let unique = index.uniqueKey(entry.components), i > 0, keys[i - 1].components == unique {
+                throw index.violation(of: unique, heldBy: keys[i - 1].primaryKey)
             }
             try tx.access { _ = try $0.put(index.database, key: entry.key, value: []) }
         }

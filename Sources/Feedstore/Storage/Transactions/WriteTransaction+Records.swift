@@ -235,8 +235,8 @@ extension WriteTransaction {
             changes.append(JournalRecord.IndexChange(indexID: index.id, before: oldKey, after: newKey))
             if let newKey, let after, newKey != oldKey {
                 try checkKeySize(newKey, entity: entity, index: index.definition.name)
-                if index.definition.unique {
-                    try checkUnique(index, components: index.components(of: after), key: newKey, primaryKey: primaryKey, entity: entity)
+                if let unique = index.uniqueKey(index.components(of: after)) {
+                    try checkUnique(index, key: unique, entry: newKey, primaryKey: primaryKey)
                 }
             }
         }
@@ -255,22 +255,18 @@ extension WriteTransaction {
         }
     }
 
-    func checkUnique(_ index: IndexSchema, components: [FieldValue], key: [UInt8], primaryKey: [UInt8],
-                             entity: EntitySchema) throws
-    {
-        if components.contains(where: { if case .null = $0 { true } else { false } }) { return }
-        let prefix = Array(key.prefix(key.count - primaryKey.count))
-        let existing: [UInt8]? = try access { txn in
+    /// Refuses the entry `entry` of the record `primaryKey` when another record's entry holds
+    /// its unique key: entries sort by components then primary key, so the first entry at or
+    /// after the components is the holder if there is one.
+    func checkUnique(_ index: IndexSchema, key unique: [FieldValue], entry: [UInt8], primaryKey: [UInt8]) throws {
+        let prefix = Array(entry.prefix(entry.count - primaryKey.count))
+        let holder: [UInt8]? = try access { txn in
             try txn.withCursor(index.database) { (cursor) throws -> [UInt8]? in
                 guard try cursor.seek(atOrAfter: prefix), cursor.key.starts(with: prefix) else { return nil }
                 return Array(cursor.key.dropFirst(prefix.count))
             }
         }
-        if let existing, existing != primaryKey {
-            let existingID = try KeyDecoder.decode(existing).first?.value ?? .null
-            throw FeedstoreError.uniqueViolation(entity: entity.name, index: index.definition.name, key: components,
-                                                 existingID: existingID)
-        }
+        if let holder, holder != primaryKey { throw index.violation(of: unique, heldBy: holder) }
     }
 
     func checkKeySize(_ key: [UInt8], entity: EntitySchema, index: String?) throws {

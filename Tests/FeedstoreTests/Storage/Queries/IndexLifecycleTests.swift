@@ -74,6 +74,34 @@ import Testing
         }
     }
 
+    struct MaybeCity: Entity { var id: Int64; var city: String?; var age: Int; static let entityName = "Person" }
+    struct UniqueMaybeCity: Entity {
+        var id: Int64; var city: String?; var age: Int
+        static let entityName = "Person"
+        static let indexes = [IndexDefinition("byCity", ["city"], unique: true)]
+    }
+
+    /// A unique index holds any number of entries whose key has a null, and refuses a repeated
+    /// key otherwise, alike when it is built over existing records, when records are written,
+    /// and when `verify` reads it.
+    @Test func uniqueIndexesAdmitNullsAlikeWhenBuiltWrittenAndVerified() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir + "/s"
+            var store = try Store(path: path, entities: [MaybeCity.self])
+            try store.write { tx in
+                for i in 1...4 { try tx.put(MaybeCity(id: Int64(i), city: nil, age: i)) }
+                try tx.put(MaybeCity(id: 5, city: "Oslo", age: 5))
+            }
+            store.close()
+            store = try Store(path: path, entities: [UniqueMaybeCity.self])
+            defer { store.close() }
+            #expect(try store.read { try $0.query(UniqueMaybeCity.self, index: "byCity") }.count == 5, "the build admits the nulls")
+            try store.write { tx in try tx.put(UniqueMaybeCity(id: 6, city: nil, age: 6)) }
+            #expect(throws: FeedstoreError.self) { try store.write { tx in try tx.put(UniqueMaybeCity(id: 7, city: "Oslo", age: 7)) } }
+            #expect(try store.verify().isEmpty, "verify admits the nulls too")
+        }
+    }
+
     @Test func everyDurabilityModeKeepsCommitsAcrossReopen() throws {
         for durability in Durability.allCases {
             try withTemporaryDirectory { dir in
