@@ -21,16 +21,22 @@ struct WindowProjection {
     }
 
     init(oldVisible: Range<Int>, newVisible: Range<Int>, rows: ChangedRows) {
+        self.init(oldVisible: oldVisible, newVisible: newVisible, changedOld: rows.oldPositions, changedNew: rows.newPositions)
+    }
+
+    /// - Parameters:
+    ///   - changedOld: the sorted old full positions of the changed rows that were rows.
+    ///   - changedNew: the sorted new full positions of the changed rows that are rows.
+    init(oldVisible: Range<Int>, newVisible: Range<Int>, changedOld: [Int], changedNew: [Int]) {
         self.oldVisible = oldVisible
         self.newVisible = newVisible
         // Untouched rows, numbered in their (shared) order, that each window shows.
-        let old = Self.untouched(in: oldVisible, changed: rows.oldPositions)
-        let new = Self.untouched(in: newVisible, changed: rows.newPositions)
+        let old = Self.untouched(in: oldVisible, changed: changedOld)
+        let new = Self.untouched(in: newVisible, changed: changedNew)
         for run in Self.subtract(new, from: old) {
-            pushedOut += zip(Self.positions(of: run, changed: rows.oldPositions), Self.positions(of: run, changed: rows.newPositions))
-                .map { ($0, $1) }
+            pushedOut += zip(Self.positions(of: run, changed: changedOld), Self.positions(of: run, changed: changedNew)).map { ($0, $1) }
         }
-        for run in Self.subtract(old, from: new) { pushedIn += Self.positions(of: run, changed: rows.newPositions) }
+        for run in Self.subtract(old, from: new) { pushedIn += Self.positions(of: run, changed: changedNew) }
     }
 
     /// The numbers of the untouched rows among `positions`.
