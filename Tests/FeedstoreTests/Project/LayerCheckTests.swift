@@ -41,6 +41,14 @@ import Testing
         #expect(result.output.contains("Storage calls forEachJournalEntry(after:_:), declared in ChangeFeed"), "\(result.output)")
     }
 
+    @Test func readingTheCountedIndexAboveStorageFailsTheCheck() throws {
+        let result = try check(adding: """
+            extension ReadTransaction { func probe(_ index: IndexSchema) throws -> Int { try accessCounts(of: index) { try $0.total(in: $1) } } }
+            """, to: "Watch/Engine/WatchTarget.swift")
+        #expect(result.status == 1)
+        #expect(result.output.contains("Watch reads the counted index; use ResolvedQuery"), "\(result.output)")
+    }
+
     @Test func aTypeUsedFromALowerLayerFailsTheCheck() throws {
         let result = try check(adding: "func probe(_ target: WatchTarget) {}", to: "Schema/RecordValues.swift")
         #expect(result.status == 1)

@@ -132,17 +132,7 @@ struct CountNodeView {
 
     /// The last child whose fence is <= `key` (child 0 when none is).
     func child(containing key: [UInt8]) -> Int {
-        var low = 1, high = count  // children in [low, high) may still qualify; child 0 always does
-        var best = 0
-        while low < high {
-            let mid = (low + high) / 2
-            if fenceBytes(mid).compare(with: key) <= 0 {
-                best = mid
-                low = mid + 1
-            } else {
-                high = mid
-            }
-        }
-        return best
+        // Child 0 always qualifies; the first of the others whose fence is above the key ends them.
+        (1..<Swift.max(1, count)).partitionPoint { fenceBytes($0).compare(with: key) > 0 } - 1
     }
 }

@@ -35,15 +35,6 @@ public struct Query<E: Entity>: Sendable, Hashable {
 }
 
 extension ReadTransaction {
-    /// A query's range resolved to keys, and the rank of its first entry.
-    struct ResolvedQuery {
-        let entity: EntitySchema
-        let index: IndexSchema
-        let keys: KeyRange
-        /// Entries before the range, and entries in it.
-        let start: Int
-        let count: Int
-    }
 
     /// Resolves a query's range, or finds it resolved earlier in this transaction: a read
     /// transaction's snapshot never changes, so neither does what a query resolves to.
@@ -60,11 +51,8 @@ extension ReadTransaction {
         let index = try entity.index(named: indexName)
         let keys = try KeyRange.resolve(range, descending: index.definition.components.map(\.descending), entity: name, index: indexName)
         if keys.isEmpty { return ResolvedQuery(entity: entity, index: index, keys: keys, start: 0, count: 0) }
-        return try accessCounts(of: index) { counted, txn in
-            let start = try keys.lower.map { try counted.rank(of: $0, in: txn) } ?? 0
-            let end = try keys.upper.map { try counted.rank(of: $0, in: txn) } ?? (try counted.total(in: txn))
-            return ResolvedQuery(entity: entity, index: index, keys: keys, start: start, count: max(0, end - start))
-        }
+        let (start, end) = try ranks(in: index, from: keys.lower, to: keys.upper)
+        return ResolvedQuery(entity: entity, index: index, keys: keys, start: start, count: max(0, end - start))
     }
 
     /// How many records a query holds.
@@ -130,9 +118,7 @@ extension ReadTransaction {
     func withEntryKey(of resolved: ResolvedQuery, reverse: Bool, at position: Int,
                       _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool
     {
-        guard position >= 0, position < resolved.count else { return false }
-        let rank = reverse ? resolved.start + resolved.count - 1 - position : resolved.start + position
-        return try accessCounts(of: resolved.index) { try $0.withEntry(at: rank, in: $1, body) }
+        try resolved.withEntryKey(at: position, reverse: reverse, in: self, body)
     }
 
     /// The position of a record in a range, read without the application's types.
@@ -145,9 +131,7 @@ extension ReadTransaction {
               let key = try resolved.index.key(of: fields, primaryKey: try KeyEncoding.encode([id])),
               key.withUnsafeBytes({ resolved.keys.contains($0) })
         else { return nil }
-        let rank = try accessCounts(of: resolved.index) { try $0.rank(of: key, in: $1) }
-        let forward = rank - resolved.start
-        return reverse ? resolved.count - 1 - forward : forward
+        return try resolved.position(ofKey: key, reverse: reverse, in: self)
     }
 
     /// The entry key (components, then primary key) at position `rank` of an index, without

@@ -188,8 +188,7 @@ extension ReadTransaction {
             keyRange = resolved.keys
             if offset > 0 {
                 guard offset < resolved.count else { return }
-                let rank = reverse ? resolved.start + resolved.count - 1 - offset : resolved.start + offset
-                startKey = try accessCounts(of: resolved.index) { try $0.entry(at: rank, in: $1) }
+                startKey = try resolved.entryKey(at: offset, reverse: reverse, in: self)
                 skip = 0
             }
         } else {

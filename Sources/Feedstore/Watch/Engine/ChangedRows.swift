@@ -56,24 +56,14 @@ struct ChangedRows {
         newCount = query.count
         oldCount = newCount - newKeys.count + oldKeys.count
         func below(_ sorted: [[UInt8]], _ key: [UInt8]) -> Int {
-            var low = 0, high = sorted.count
-            while low < high {
-                let mid = (low + high) / 2
-                if sorted[mid].sortsBefore(key) { low = mid + 1 } else { high = mid }
-            }
-            return low
-        }
-        func rank(_ key: [UInt8]) throws -> Int {
-            try tx.accessCounts(of: query.index) { try $0.rank(of: key, in: $1) } - query.start
+            sorted.indices.partitionPoint { !sorted[$0].sortsBefore(key) }
         }
         for i in rows.indices {
-            if let key = rows[i].newKey {
-                let forward = try rank(key)
-                rows[i].new = reverse ? newCount - 1 - forward : forward
-            }
+            if let key = rows[i].newKey { rows[i].new = try query.position(ofKey: key, reverse: reverse, in: tx) }
             if let key = rows[i].oldKey {
-                let forward = try rank(key) - below(newKeys, key) + below(oldKeys, key)
-                rows[i].old = reverse ? oldCount - 1 - forward : forward
+                // The old order is the new one without the changed rows' new keys and with their old ones.
+                let rank = try query.rank(ofKey: key, in: tx) - below(newKeys, key) + below(oldKeys, key)
+                rows[i].old = query.position(ofRank: rank, reverse: reverse, rows: oldCount)
             }
         }
         oldPositions = rows.compactMap(\.old).sorted()

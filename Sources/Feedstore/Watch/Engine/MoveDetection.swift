@@ -36,12 +36,7 @@ enum MoveDetection {
 
     /// How many values of a sorted array are below `value`.
     static func lowerBound(_ sorted: [Int], _ value: Int) -> Int {
-        var low = 0, high = sorted.count
-        while low < high {
-            let mid = (low + high) / 2
-            if sorted[mid] < value { low = mid + 1 } else { high = mid }
-        }
-        return low
+        sorted.indices.partitionPoint { sorted[$0] >= value }
     }
 
     /// Indexes of a longest strictly increasing subsequence. - Complexity: O(m log m).
@@ -49,11 +44,7 @@ enum MoveDetection {
         var tails: [Int] = []  // index into values of the smallest tail of each length
         var previous = [Int](repeating: -1, count: values.count)
         for (i, v) in values.enumerated() {
-            var low = 0, high = tails.count
-            while low < high {
-                let mid = (low + high) / 2
-                if values[tails[mid]] < v { low = mid + 1 } else { high = mid }
-            }
+            let low = tails.indices.partitionPoint { values[tails[$0]] >= v }
             if low > 0 { previous[i] = tails[low - 1] }
             if low == tails.count { tails.append(i) } else { tails[low] = i }
         }

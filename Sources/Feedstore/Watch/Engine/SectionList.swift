@@ -54,11 +54,7 @@ struct SectionList: Equatable {
         if range == 0..<rowCount { return self }
         if isSingle { return .single(count: range.count, descending: descending) }
         if range.isEmpty { return SectionList([], descending: descending) }
-        var low = 0, high = sections.count
-        while low < high {
-            let mid = (low + high) / 2
-            if starts[mid] + sections[mid].count <= range.lowerBound { low = mid + 1 } else { high = mid }
-        }
+        let low = sections.indices.partitionPoint { starts[$0] + sections[$0].count > range.lowerBound }
         var shown: [Section] = []
         var i = low
         while i < sections.count, starts[i] < range.upperBound {
@@ -78,12 +74,9 @@ struct SectionList: Equatable {
 
     /// The path of the row at flat position `position`.
     func path(ofFlat position: Int) -> RowPath {
-        var low = 0, high = starts.count - 1
-        while low < high {
-            let mid = (low + high + 1) / 2
-            if starts[mid] <= position { low = mid } else { high = mid - 1 }
-        }
-        return RowPath(section: low, row: position - starts[low])
+        // The last section that starts at or before the position.
+        let section = (1..<Swift.max(1, starts.count)).partitionPoint { starts[$0] > position } - 1
+        return RowPath(section: section, row: position - starts[section])
     }
 
     /// Sets a section's count: removes it at 0, inserts it in order when new.

@@ -141,27 +141,15 @@ final class WatchEngine {
         var sections: [SectionList.Section] = []
         var consumed = 0
         while consumed < resolved.count {
-            let key = try tx.accessCounts(of: resolved.index) { try $0.entry(at: resolved.start + consumed, in: $1) }!
+            // Sections are found in index order, then put in the query's.
+            let key = try resolved.entryKey(at: consumed, reverse: false, in: tx)!
             let prefix = try SectionList.prefix(of: key, components: options.sectionBy)
-            let count = try countInRange(prefix: prefix, tx, resolved)
+            let count = try resolved.count(withPrefix: prefix, in: tx)
             guard count > 0 else { throw FeedstoreError.corruptData(what: "index counts", reason: "an entry's section counts 0") }
             sections.append(.init(prefix: prefix, key: try KeyDecoder.decode(prefix).map(\.value), count: count))
             consumed += count
         }
         return SectionList(query.reverse ? sections.reversed() : sections, descending: query.reverse)
-    }
-
-    /// Rows of the query whose key starts with `prefix`.
-    private func countInRange(prefix: [UInt8], _ tx: ReadTransaction, _ resolved: ReadTransaction.ResolvedQuery) throws -> Int {
-        var low: [UInt8]? = prefix
-        if let lower = resolved.keys.lower, prefix.sortsBefore(lower) { low = lower }
-        var high = KeyEncoding.successor(ofPrefix: prefix)
-        if let upper = resolved.keys.upper, high.map({ upper.sortsBefore($0) }) ?? true { high = upper }
-        return try tx.accessCounts(of: resolved.index) { counted, txn in
-            let a = try low.map { try counted.rank(of: $0, in: txn) } ?? 0
-            let b = try high.map { try counted.rank(of: $0, in: txn) } ?? (try counted.total(in: txn))
-            return max(0, b - a)
-        }
     }
 
     // MARK: Incremental batches
@@ -298,20 +286,11 @@ final class WatchEngine {
         return shownStart + shown.start(of: path.section) + path.row
     }
 
-    func indexRank(of path: RowPath, in resolved: ReadTransaction.ResolvedQuery) -> Int? {
-        guard let shown, shown.sections.indices.contains(path.section), path.row >= 0,
-              path.row < shown.sections[path.section].count else { return nil }
-        let position = shownStart + shown.start(of: path.section) + path.row
-        guard position < resolved.count else { return nil }
-        return query.reverse ? resolved.start + resolved.count - 1 - position : resolved.start + position
-    }
-
     /// The path in the snapshot the consumer holds of the row whose entry key is `key` (nil when
     /// it is not shown).
     func path(ofKey key: [UInt8], in tx: ReadTransaction, _ resolved: ReadTransaction.ResolvedQuery) throws -> RowPath? {
         guard let shown, key.withUnsafeBytes({ resolved.keys.contains($0) }) else { return nil }
-        let forward = try tx.accessCounts(of: resolved.index) { try $0.rank(of: key, in: $1) } - resolved.start
-        let position = (query.reverse ? resolved.count - 1 - forward : forward) - shownStart
+        let position = try resolved.position(ofKey: key, reverse: query.reverse, in: tx) - shownStart
         guard position >= 0, position < shown.rowCount else { return nil }
         return shown.path(ofFlat: position)
     }

@@ -202,8 +202,8 @@ public final class BatchWatcher<Batch: Sendable, Row>: AsyncSequence, @unchecked
         try lock.withLock {
             try readShown { [engine] tx in
                 let resolved = try tx.resolve(entity: engine.query.entity, index: engine.query.index, range: engine.query.range)
-                guard let rank = engine.indexRank(of: path, in: resolved),
-                      let key = try tx.accessCounts(of: resolved.index, { try $0.entry(at: rank, in: $1) }) else { return nil }
+                guard let position = engine.queryPosition(of: path),
+                      let key = try resolved.entryKey(at: position, reverse: engine.query.reverse, in: tx) else { return nil }
                 return try makeRow(tx, key, resolved.index)
             }
         }
