@@ -33,14 +33,31 @@ extension ReadTransaction {
         try withRecord(entity: name, id: id) { try recordJSON($0, of: &$1, id: id) }
     }
 
+    /// The record stored under the encoded primary key `primaryKey` (whose value is `id`), or
+    /// nil: a watcher's batch reads its rows by the keys the journal and the index hold.
+    func get<E: Entity>(_ type: E.Type, primaryKey: [UInt8], id: FieldValue) throws -> E? {
+        try withRecord(entity: E.entityName, primaryKey: primaryKey) { try decodeEntity(E.self, $0, of: &$1, id: id) }
+    }
+
+    /// The fields of the record stored under `primaryKey` (whose value is `id`), or nil.
+    func record(entity name: String, primaryKey: [UInt8], id: FieldValue) throws -> [String: FieldValue]? {
+        try withRecord(entity: name, primaryKey: primaryKey) { try decodeFields($0, of: &$1, id: id) }
+    }
+
     /// Lends the stored bytes of the record with `id` to `body`; nil when there is none (or
     /// `id` cannot be a key).
     private func withRecord<R>(entity name: String, id: FieldValue,
                                _ body: (UnsafeRawBufferPointer, inout EntitySchema) throws -> R) throws -> R?
     {
-        var entity = try entity(name)
         guard let key = try? KeyEncoding.encode([id]) else { return nil }
-        return try access { txn in try txn.withValue(entity.records, key: key) { try body($0, &entity) } }
+        return try withRecord(entity: name, primaryKey: key, body)
+    }
+
+    private func withRecord<R>(entity name: String, primaryKey: [UInt8],
+                               _ body: (UnsafeRawBufferPointer, inout EntitySchema) throws -> R) throws -> R?
+    {
+        var entity = try entity(name)
+        return try access { txn in try txn.withValue(entity.records, key: primaryKey) { try body($0, &entity) } }
     }
 
     /// How many records the entity has.
@@ -146,23 +163,44 @@ extension ReadTransaction {
     func ids(entity name: String, index: String?, range: IndexRange, reverse: Bool = false, offset: Int = 0,
              limit: Int? = nil) throws -> [FieldValue]
     {
-        var ids: [FieldValue] = []
+        try rowKeys(entity: name, index: index, range: range, reverse: reverse, offset: offset, limit: limit).map(\.id)
+    }
+
+    /// A row's primary key, decoded and as stored.
+    struct RowKey {
+        var id: FieldValue
+        var primaryKey: [UInt8]
+        static let none = RowKey(id: .null, primaryKey: [])
+    }
+
+    /// ``ids(entity:index:range:reverse:offset:limit:)`` with each key as stored too.
+    func rowKeys(entity name: String, index: String?, range: IndexRange, reverse: Bool = false, offset: Int = 0,
+                 limit: Int? = nil) throws -> [RowKey]
+    {
+        var keys: [RowKey] = []
         try scan(entity: name, index: index, range: range, reverse: reverse, offset: offset, limit: limit) { key, _ in
-            ids.append(try KeyDecoder.decode(Array(key)).last?.value ?? .null)
+            // The primary key is the entry key's last component.
+            var decoder = KeyDecoder(key)
+            var start = 0, id = FieldValue.null
+            while !decoder.isAtEnd {
+                start = decoder.offset
+                id = try decoder.next().value
+            }
+            keys.append(RowKey(id: id, primaryKey: Array(key[(key.startIndex + start)...])))
         }
-        return ids
+        return keys
     }
 
     /// The primary keys at `positions` (in any order) of the order of `index` within `range`.
     /// - Complexity: O(r log n + k) for k positions in r runs of consecutive ones.
-    func ids(entity name: String, index: String, range: IndexRange, reverse: Bool, at positions: [Int]) throws -> [FieldValue] {
-        var ids = [FieldValue](repeating: .null, count: positions.count)
+    func rowKeys(entity name: String, index: String, range: IndexRange, reverse: Bool, at positions: [Int]) throws -> [RowKey] {
+        var ids = [RowKey](repeating: .none, count: positions.count)
         let order = positions.indices.sorted { positions[$0] < positions[$1] }
         var i = 0
         while i < order.count {
             var j = i + 1
             while j < order.count, positions[order[j]] == positions[order[j - 1]] + 1 { j += 1 }
-            let run = try self.ids(entity: name, index: index, range: range, reverse: reverse, offset: positions[order[i]], limit: j - i)
+            let run = try rowKeys(entity: name, index: index, range: range, reverse: reverse, offset: positions[order[i]], limit: j - i)
             guard run.count == j - i else {
                 throw FeedstoreError.corruptData(what: "index \(name).\(index)", reason: "fewer entries than its counts say")
             }

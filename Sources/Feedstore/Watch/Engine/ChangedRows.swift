@@ -1,14 +1,22 @@
-/// A record the commits since the consumer's snapshot changed, as the watched index sees it.
+/// A record the commits since the consumer's snapshot changed, as the watched index sees it:
+/// keys and field numbers as stored, made into names only for the batch.
 struct ChangedRecord {
     var id: FieldValue
+    /// The encoded primary key, by which the batch reads the record.
+    var primaryKey: [UInt8]
     /// The entry key before the span (nil: not a member).
     var oldKey: [UInt8]?
     /// The entry key after the span (nil: not a member).
     var newKey: [UInt8]?
-    /// The fields that changed, by name (a related entity's name for a related record's change).
-    var fields: Set<String>
+    /// Catalog numbers of the fields that changed.
+    var fieldIDs: Set<UInt32> = []
+    /// Related entities (by name, as batches report them) whose changed records the row shows.
+    var related: Set<String> = []
     /// An insert or delete happened in the span, so any field may differ.
     var allFields: Bool
+
+    /// Whether nothing about the record changed that a batch reports.
+    var isUnchanged: Bool { !allFields && fieldIDs.isEmpty && related.isEmpty }
 }
 
 /// The positions stage: each changed record's place in the query's full order before and after
@@ -48,7 +56,7 @@ struct ChangedRows {
         for change in changes {
             let old = inRange(change.oldKey), new = inRange(change.newKey)
             if old == nil && new == nil { continue }
-            if old == new && !change.allFields && change.fields.isEmpty { continue }
+            if old == new && change.isUnchanged { continue }
             rows.append(Row(change: change, oldKey: old, newKey: new))
         }
         let oldKeys = rows.compactMap(\.oldKey).sorted { $0.sortsBefore($1) }

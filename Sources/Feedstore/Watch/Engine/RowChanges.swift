@@ -6,12 +6,16 @@ struct RowChanges {
     struct Row {
         var path: RowPath
         var id: FieldValue
+        /// The encoded primary key, by which values are read (empty when no value is read:
+        /// deletes, and rows an indexes-only batch leaves unread).
+        var primaryKey: [UInt8] = []
     }
 
     struct Pair {
         var from: RowPath
         var to: RowPath
         var id: FieldValue
+        var primaryKey: [UInt8]
         var fields: [String]
     }
 
@@ -51,8 +55,8 @@ extension ChangeBatch {
             }
             return id
         }
-        func value(_ key: FieldValue) throws -> E {
-            guard let value = try tx.get(E.self, id: try id(key)) else {
+        func value(_ key: FieldValue, _ primaryKey: [UInt8]) throws -> E {
+            guard let value = try tx.get(E.self, primaryKey: primaryKey, id: key) else {
                 throw FeedstoreError.corruptData(what: "journal", reason: "\(E.entityName) \(key.jsonText) is in the index but not stored")
             }
             return value
@@ -61,8 +65,8 @@ extension ChangeBatch {
         sectionDeletes = rows.sectionDeletes
         sectionInserts = rows.sectionInserts.map { SectionInsert(index: $0.index, key: $0.key) }
         deletes = try rows.deletes.map { Delete(path: $0.path, id: try id($0.id)) }
-        inserts = try rows.inserts.map { Insert(path: $0.path, id: try id($0.id), value: try value($0.id)) }
-        moves = try rows.moves.map { Move(from: $0.from, to: $0.to, id: try id($0.id), fields: $0.fields, value: try value($0.id)) }
-        updates = try rows.updates.map { Update(from: $0.from, to: $0.to, id: try id($0.id), fields: $0.fields, value: try value($0.id)) }
+        inserts = try rows.inserts.map { Insert(path: $0.path, id: try id($0.id), value: try value($0.id, $0.primaryKey)) }
+        moves = try rows.moves.map { Move(from: $0.from, to: $0.to, id: try id($0.id), fields: $0.fields, value: try value($0.id, $0.primaryKey)) }
+        updates = try rows.updates.map { Update(from: $0.from, to: $0.to, id: try id($0.id), fields: $0.fields, value: try value($0.id, $0.primaryKey)) }
     }
 }

@@ -119,9 +119,9 @@ final class WatchEngine {
         if indexesOnly {
             batch.insertedSections = shown.sections.enumerated().map { ($0.offset, $0.element.count) }
         } else {
-            let ids = try tx.ids(entity: query.entity, index: query.index, range: query.range, reverse: query.reverse,
-                                 offset: visible.lowerBound, limit: visible.count)
-            batch.inserts = ids.enumerated().map { .init(path: shown.path(ofFlat: $0.offset), id: $0.element) }
+            let keys = try tx.rowKeys(entity: query.entity, index: query.index, range: query.range, reverse: query.reverse,
+                                      offset: visible.lowerBound, limit: visible.count)
+            batch.inserts = keys.enumerated().map { .init(path: shown.path(ofFlat: $0.offset), id: $0.element.id, primaryKey: $0.element.primaryKey) }
         }
         sections = list
         self.shown = shown
@@ -175,6 +175,7 @@ final class WatchEngine {
         var deletedOld: [Int] = [], insertedNew: [Int] = []
         var candidates: [MoveDetection.Candidate] = [], candidateRows: [(row: ChangedRows.Row, old: Int, new: Int)] = []
         var sameKeyRows: [(row: ChangedRows.Row, old: Int, new: Int)] = []
+        let filter = try FieldFilter(options.fields, entity: tx.entity(query.entity))
         for row in rows.rows {
             switch (oldFlat(row.old), newFlat(row.new)) {
             case let (o?, nil):
@@ -182,7 +183,7 @@ final class WatchEngine {
                 batch.deletes.append(.init(path: oldShown.path(ofFlat: o), id: row.change.id))
             case let (nil, n?):
                 insertedNew.append(n)
-                batch.inserts.append(.init(path: newShown.path(ofFlat: n), id: row.change.id))
+                batch.inserts.append(.init(path: newShown.path(ofFlat: n), id: row.change.id, primaryKey: row.change.primaryKey))
             case let (o?, n?) where row.keyChanged:
                 let changedSection = try SectionList.prefix(of: row.oldKey!, components: options.sectionBy)
                     != SectionList.prefix(of: row.newKey!, components: options.sectionBy)
@@ -194,17 +195,18 @@ final class WatchEngine {
                 break
             }
         }
-        let pushedIDs = indexesOnly ? nil : try tx.ids(entity: query.entity, index: query.index, range: query.range,
-                                                        reverse: query.reverse, at: window.pushedOut.map(\.new) + window.pushedIn)
+        let pushedKeys = indexesOnly ? nil : try tx.rowKeys(entity: query.entity, index: query.index, range: query.range,
+                                                             reverse: query.reverse, at: window.pushedOut.map(\.new) + window.pushedIn)
         for (i, pushed) in window.pushedOut.enumerated() {
             let o = pushed.old - oldVisible.lowerBound
             deletedOld.append(o)
-            batch.deletes.append(.init(path: oldShown.path(ofFlat: o), id: pushedIDs?[i] ?? .null))
+            batch.deletes.append(.init(path: oldShown.path(ofFlat: o), id: pushedKeys?[i].id ?? .null))
         }
         for (i, position) in window.pushedIn.enumerated() {
             let n = position - newVisible.lowerBound
             insertedNew.append(n)
-            batch.inserts.append(.init(path: newShown.path(ofFlat: n), id: pushedIDs?[window.pushedOut.count + i] ?? .null))
+            let key = pushedKeys?[window.pushedOut.count + i] ?? .none
+            batch.inserts.append(.init(path: newShown.path(ofFlat: n), id: key.id, primaryKey: key.primaryKey))
         }
 
         // Moves, then updates of the rest.
@@ -212,17 +214,15 @@ final class WatchEngine {
         insertedNew.sort()
         let moved = MoveDetection.moves(changedKeys: candidates, deletedOld: deletedOld, insertedNew: insertedNew)
         for (j, c) in candidateRows.enumerated() {
+            let moves = moved.contains(j)
+            guard moves || filter.passes(c.row.change) else { continue }
             let pair = RowChanges.Pair(from: oldShown.path(ofFlat: c.old), to: newShown.path(ofFlat: c.new), id: c.row.change.id,
-                                       fields: fields(c.row.change))
-            if moved.contains(j) {
-                batch.moves.append(pair)
-            } else if passesFieldFilter(c.row.change) {
-                batch.updates.append(pair)
-            }
+                                       primaryKey: c.row.change.primaryKey, fields: filter.names(of: c.row.change))
+            if moves { batch.moves.append(pair) } else { batch.updates.append(pair) }
         }
-        for c in sameKeyRows where passesFieldFilter(c.row.change) {
+        for c in sameKeyRows where filter.passes(c.row.change) {
             batch.updates.append(.init(from: oldShown.path(ofFlat: c.old), to: newShown.path(ofFlat: c.new), id: c.row.change.id,
-                                       fields: fields(c.row.change)))
+                                       primaryKey: c.row.change.primaryKey, fields: filter.names(of: c.row.change)))
         }
         batch.sort()
         sections = newSections
@@ -234,16 +234,15 @@ final class WatchEngine {
 
     // MARK: Changed records
 
-    /// The folded changes by field name, with the rows that show a changed related record: an
-    /// update whose changed field is the related entity's name. Those rows are found through the
-    /// foreign-key index, O(log n) each.
+    /// The folded changes, with the rows that show a changed related record: an update whose
+    /// changed field is the related entity's name. Those rows are found through the foreign-key
+    /// index, O(log n) each.
     private func changedRecords(_ folded: FoldedChanges, entity: EntitySchema, in tx: ReadTransaction) throws -> [ChangedRecord] {
         var changes: [[UInt8]: ChangedRecord] = [:]
         changes.reserveCapacity(folded.records.count)
         for (primaryKey, change) in folded.records {
-            changes[primaryKey] = ChangedRecord(id: change.id, oldKey: change.oldKey, newKey: change.newKey,
-                                                fields: Set(change.fieldIDs.map { entity.fieldTable.name(id: $0) ?? "#\($0)" }),
-                                                allFields: change.allFields)
+            changes[primaryKey] = ChangedRecord(id: change.id, primaryKey: primaryKey, oldKey: change.oldKey, newKey: change.newKey,
+                                                fieldIDs: change.fieldIDs, allFields: change.allFields)
         }
         guard !folded.related.isEmpty else { return Array(changes.values) }
         let watched = try entity.index(named: query.index)
@@ -253,25 +252,45 @@ final class WatchEngine {
                 for id in try tx.ids(entity: query.entity, index: related.foreignKeyIndex, range: .prefix(relatedID)) {
                     let primaryKey = try KeyEncoding.encode([id])
                     if changes[primaryKey] != nil {
-                        changes[primaryKey]!.fields.insert(related.entity)
+                        changes[primaryKey]!.related.insert(related.entity)
                         continue
                     }
-                    guard let fields = try tx.record(entity: query.entity, id: id),
+                    guard let fields = try tx.record(entity: query.entity, primaryKey: primaryKey, id: id),
                           let key = try watched.key(of: fields, primaryKey: primaryKey) else { continue }
-                    changes[primaryKey] = ChangedRecord(id: id, oldKey: key, newKey: key, fields: [related.entity], allFields: false)
+                    changes[primaryKey] = ChangedRecord(id: id, primaryKey: primaryKey, oldKey: key, newKey: key, related: [related.entity],
+                                                        allFields: false)
                 }
             }
         }
         return Array(changes.values)
     }
 
-    /// The changed fields an update or move reports (empty when any field may have changed).
-    private func fields(_ c: ChangedRecord) -> [String] { c.allFields ? [] : c.fields.sorted() }
+    /// The watch options' `fields` by catalog number, for one batch: updates are filtered by the
+    /// numbers the journal holds, and only the rows a batch reports get names.
+    private struct FieldFilter {
+        let entity: EntitySchema
+        /// Nil: every update passes.
+        let fieldIDs: Set<UInt32>?
+        let related: Set<String>
 
-    /// Whether an update passes the field filter.
-    private func passesFieldFilter(_ c: ChangedRecord) -> Bool {
-        guard let filter = options.fields, !c.allFields else { return true }
-        return !c.fields.isDisjoint(with: filter)
+        init(_ names: Set<String>?, entity: EntitySchema) {
+            self.entity = entity
+            fieldIDs = names.map { Set($0.compactMap { name in entity.fieldTable.position(named: name).map { entity.fieldTable.ids[$0] } }) }
+            related = names ?? []
+        }
+
+        /// Whether an update of `change` passes the filter.
+        func passes(_ change: ChangedRecord) -> Bool {
+            guard let fieldIDs, !change.allFields else { return true }
+            return !change.fieldIDs.isDisjoint(with: fieldIDs) || !change.related.isDisjoint(with: related)
+        }
+
+        /// The changed fields an update or move reports, by name (empty when any field may
+        /// have changed).
+        func names(of change: ChangedRecord) -> [String] {
+            guard !change.allFields else { return [] }
+            return Set(change.fieldIDs.map { entity.fieldTable.name(id: $0) ?? "#\($0)" }).union(change.related).sorted()
+        }
     }
 
     // MARK: Reading the shown snapshot
