@@ -48,22 +48,3 @@ public struct DynamicChangeBatch: Sendable {
     /// Rows whose content changed, with old and new path.
     public var updates: [Pair] = []
 }
-
-extension DynamicChangeBatch {
-    /// The batch with records, read in `tx`.
-    init(_ rows: RowChanges, entity: String, in tx: ReadTransaction) throws {
-        func stored(_ id: FieldValue, _ primaryKey: [UInt8]) throws -> [String: FieldValue] {
-            guard let fields = try tx.record(entity: entity, primaryKey: primaryKey, id: id) else {
-                throw FeedstoreError.corruptData(what: "journal", reason: "\(entity) \(id.jsonText) is in the index but not stored")
-            }
-            return fields
-        }
-        self.init(fromSequence: rows.fromSequence, toSequence: rows.toSequence, isInitial: rows.isInitial, isReset: rows.isReset)
-        sectionDeletes = rows.sectionDeletes
-        sectionInserts = rows.sectionInserts
-        deletes = rows.deletes.map { Row(path: $0.path, id: $0.id, record: nil) }
-        inserts = try rows.inserts.map { Row(path: $0.path, id: $0.id, record: try stored($0.id, $0.primaryKey)) }
-        moves = try rows.moves.map { Pair(from: $0.from, to: $0.to, id: $0.id, fields: $0.fields, record: try stored($0.id, $0.primaryKey)) }
-        updates = try rows.updates.map { Pair(from: $0.from, to: $0.to, id: $0.id, fields: $0.fields, record: try stored($0.id, $0.primaryKey)) }
-    }
-}

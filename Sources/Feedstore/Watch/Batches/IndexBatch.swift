@@ -54,22 +54,6 @@ public struct IndexBatch: Sendable {
         sectionDeletes.isEmpty && sectionInserts.isEmpty && deletes.isEmpty && inserts.isEmpty && moves.isEmpty && updates.isEmpty
     }
 
-    init(_ rows: RowChanges) {
-        fromSequence = rows.fromSequence
-        toSequence = rows.toSequence
-        isInitial = rows.isInitial
-        isReset = rows.isReset
-        sectionDeletes = rows.sectionDeletes
-        sectionInserts = rows.sectionInserts
-        deletes = Self.ranges(rows.deletes.map(\.path))
-        inserts = Self.ranges(rows.inserts.map(\.path)) + rows.insertedSections.filter { $0.count > 0 }.map {
-            RowRange(section: $0.section, rows: 0..<$0.count)
-        }
-        inserts.sort { ($0.section, $0.rows.lowerBound) < ($1.section, $1.rows.lowerBound) }
-        moves = rows.moves.map { Move(from: $0.from, to: $0.to) }
-        updates = rows.updates.map { Update(from: $0.from, to: $0.to, fields: $0.fields) }
-    }
-
     /// Groups sorted paths into runs of consecutive rows.
     static func ranges(_ paths: [RowPath]) -> [RowRange] {
         var result: [RowRange] = []

@@ -115,7 +115,7 @@ final class WatchEngine {
         let visible = WindowProjection.visible(options.window, count: list.rowCount)
         let shown = list.clipped(to: visible)
         var batch = RowChanges(fromSequence: reset ? sequence : 0, toSequence: head, isInitial: !reset, isReset: reset)
-        batch.sectionInserts = shown.sections.enumerated().map { SectionInsert(index: $0.offset, key: $0.element.key) }
+        batch.header.sectionInserts = shown.sections.enumerated().map { SectionInsert(index: $0.offset, key: $0.element.key) }
         if indexesOnly {
             batch.insertedSections = shown.sections.enumerated().map { ($0.offset, $0.element.count) }
         } else {
@@ -166,7 +166,7 @@ final class WatchEngine {
         let newVisible = WindowProjection.visible(options.window, count: rows.newCount)
         let oldShown = oldSections.clipped(to: oldVisible), newShown = newSections.clipped(to: newVisible)
         var batch = RowChanges(fromSequence: sequence, toSequence: head, isInitial: false, isReset: false)
-        if options.sectionBy > 0 { (batch.sectionDeletes, batch.sectionInserts) = SectionList.difference(from: oldShown, to: newShown) }
+        if options.sectionBy > 0 { (batch.header.sectionDeletes, batch.header.sectionInserts) = SectionList.difference(from: oldShown, to: newShown) }
 
         // Window: changed rows by their full positions, untouched rows pushed across its edges.
         let window = WindowProjection(oldVisible: oldVisible, newVisible: newVisible, rows: rows)

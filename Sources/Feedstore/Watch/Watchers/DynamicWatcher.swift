@@ -21,7 +21,7 @@ extension Store {
     {
         DynamicWatcher(store: self, engine: untypedEngine(entity, index, range, reverse, options, indexesOnly: false),
                        makeRow: { tx, key, schema in try tx.indexEntry(forKey: key, entity: entity, index: schema).record }) { rows, tx in
-            try DynamicChangeBatch(rows, entity: entity, in: tx)
+            try RecordsReducer(entity: entity).batch(from: rows, in: tx)
         }
     }
 
@@ -31,8 +31,8 @@ extension Store {
                              options: WatchOptions = WatchOptions()) -> DynamicIndexWatcher
     {
         DynamicIndexWatcher(store: self, engine: untypedEngine(entity, index, range, reverse, options, indexesOnly: true),
-                            makeRow: { tx, key, schema in try tx.indexEntry(forKey: key, entity: entity, index: schema).record }) { rows, _ in
-            IndexBatch(rows)
+                            makeRow: { tx, key, schema in try tx.indexEntry(forKey: key, entity: entity, index: schema).record }) { rows, tx in
+            PositionsReducer().batch(from: rows, in: tx)
         }
     }
 

@@ -17,6 +17,6 @@ extension Store {
     /// Watches `query` in indexes-only mode: batches of positions, rows read on demand.
     public func watchIndexes<E: Entity>(_ query: Query<E>, options: WatchOptions = WatchOptions()) -> IndexWatcher<E> {
         IndexWatcher(store: self, engine: WatchEngine(query: WatchTarget(query), options: options, indexesOnly: true, feed: core.feed),
-                     makeRow: { tx, key, index in try tx.object(E.self, forKey: key, index: index) }) { rows, _ in IndexBatch(rows) }
+                     makeRow: { tx, key, index in try tx.object(E.self, forKey: key, index: index) }) { rows, tx in PositionsReducer().batch(from: rows, in: tx) }
     }
 }

@@ -32,7 +32,7 @@ extension Store {
     /// change the query shows (coalesced when the consumer is slower than the writers).
     public func watch<E: Entity>(_ query: Query<E>, options: WatchOptions = WatchOptions()) -> Watcher<E> {
         Watcher(store: self, engine: WatchEngine(query: WatchTarget(query), options: options, indexesOnly: false, feed: core.feed),
-                makeRow: { tx, key, index in try tx.object(E.self, forKey: key, index: index) }) { rows, tx in try ChangeBatch(rows, in: tx) }
+                makeRow: { tx, key, index in try tx.object(E.self, forKey: key, index: index) }) { rows, tx in try ValuesReducer<E>().batch(from: rows, in: tx) }
     }
 
     /// Watches `query`, calling `handler` on `queue` with each batch; see
