@@ -295,8 +295,6 @@ final class WatchEngine {
 
     // MARK: Reading the shown snapshot
 
-    /// The full-order rank in the index of the row at `path` of the snapshot the consumer holds,
-    /// or nil outside it.
     /// The position in the query's order of the row at `path` of the snapshot the consumer
     /// holds (a window's rows start at its offset); nil outside it.
     func queryPosition(of path: RowPath) -> Int? {
