@@ -70,7 +70,7 @@ extension ReadTransaction {
         // would be boxed, which looks up `Optional<E>`'s generic type on every call.
         let slot = UnsafeMutablePointer<E>.allocate(capacity: 1)
         defer { slot.deallocate() }
-        let found = try withEntryKey(of: resolved, reverse: query.reverse, at: position) { key in
+        let found = try resolved.withEntryKey(at: position, reverse: query.reverse, in: self) { key in
             slot.initialize(to: try row(forKey: key, components: resolved.index.definition.components.count,
                                         entity: &entity, index: query.index) { try decodeEntity(E.self, $0, of: &$1) })
         }
@@ -102,23 +102,8 @@ extension ReadTransaction {
                       at position: Int) throws -> IndexEntry?
     {
         let resolved = try resolve(entity: name, index: indexName, range: range)
-        guard let key = try entryKey(of: resolved, reverse: reverse, at: position) else { return nil }
+        guard let key = try resolved.entryKey(at: position, reverse: reverse, in: self) else { return nil }
         return try indexEntry(forKey: key, entity: name, index: resolved.index)
-    }
-
-    /// The index entry key at `position` of a resolved range; nil past its end.
-    private func entryKey(of resolved: ResolvedQuery, reverse: Bool, at position: Int) throws -> [UInt8]? {
-        var key: [UInt8]?
-        try withEntryKey(of: resolved, reverse: reverse, at: position) { key = Array($0) }
-        return key
-    }
-
-    /// Lends the index entry key at `position` of a resolved range to `body`; false past its end.
-    @discardableResult
-    func withEntryKey(of resolved: ResolvedQuery, reverse: Bool, at position: Int,
-                      _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool
-    {
-        try resolved.withEntryKey(at: position, reverse: reverse, in: self, body)
     }
 
     /// The position of a record in a range, read without the application's types.

@@ -175,7 +175,7 @@ final class WatchEngine {
         var deletedOld: [Int] = [], insertedNew: [Int] = []
         var candidates: [MoveDetection.Candidate] = [], candidateRows: [(row: ChangedRows.Row, old: Int, new: Int)] = []
         var sameKeyRows: [(row: ChangedRows.Row, old: Int, new: Int)] = []
-        let filter = try FieldFilter(options.fields, entity: tx.entity(query.entity))
+        let filter = FieldFilter(options.fields, entity: resolved.entity)
         for row in rows.rows {
             switch (oldFlat(row.old), newFlat(row.new)) {
             case let (o?, nil):
