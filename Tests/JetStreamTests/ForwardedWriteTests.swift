@@ -340,14 +340,19 @@ import Testing
             for k in 0..<20 { try writer.writeBlocking([Self.item(Int64(k))], requestID: "w\(k)") }
 
             // Writes go on from 16 threads while the standby is promoted and the old primary runs.
-            let failures = Locked<[String]>([]), done = Locked(0)
+            // Each thread writes at least 20, and goes on until the promotion is done, so the old
+            // primary hears requests after it and must be refused.
+            let failures = Locked<[String]>([]), done = Locked(0), written = Locked(20), promotedYet = Locked(false)
             let writing = Thread {
                 Self.onThreads(16) { w in
-                    for n in 0..<20 {
-                        let k = 1_000 + w * 100 + n
+                    var n = 0
+                    while n < 20 || (!promotedYet.current && n < 1_000) {
+                        let k = 1_000 + w * 1_000 + n
                         do { try writer.writeBlocking([Self.item(Int64(k))], requestID: "w\(k)", timeout: .seconds(20)) } catch {
                             failures.withLock { $0.append("w\(k): \(error)") }
                         }
+                        written.withLock { $0 += 1 }
+                        n += 1
                     }
                 }
                 done.withLock { $0 = 1 }
@@ -358,6 +363,7 @@ import Testing
             while followers[0].isExecuting { Thread.sleep(forTimeInterval: 0.01) }
             let promoted = try standby.promote(durability: .none)
             defer { promoted.close() }
+            promotedYet.withLock { $0 = true }
             let newShipper = try JournalShipper(store: promoted, connection: connection, stream: Self.stream, snapshots: nil, acceptWrites: ForwardedWrites())
             nonisolated(unsafe) let runningNew = newShipper
             let newShipping = Thread { try? runningNew.run(while: { running.current }) }
@@ -379,11 +385,11 @@ import Testing
                 return
             }
             let requests = try ShipperTests.streamMessages(server).flatMap { try ChangeEnvelope.decode($0.data, streamSequence: $0.streamSequence).requests.map(\.id) }
-            #expect(requests.count == 20 + 16 * 20 && Set(requests).count == requests.count, "\(requests.count) requests in the stream")
-            #expect(try promoted.read { try $0.count(entity: "Item") } == 20 + 16 * 20)
+            #expect(requests.count == written.current && Set(requests).count == requests.count, "\(requests.count) requests in the stream, \(written.current) written")
+            #expect(try promoted.read { try $0.count(entity: "Item") } == written.current)
             let last = try promoted.read { try $0.journalBounds().last }
             while (other.state?.originSequence ?? 0) < last, Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
-            #expect(try other.replica.read { try $0.count(entity: "Item") } == 20 + 16 * 20)
+            #expect(try other.replica.read { try $0.count(entity: "Item") } == written.current)
         }
     }
 
