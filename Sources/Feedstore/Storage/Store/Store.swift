@@ -128,10 +128,10 @@ public final class Store: Sendable {
             var value: R?
             var outcome: Result<Void, any Error>?
             let done = DispatchSemaphore(value: 0)
-            try core.writer.perform(WriteQueue.Request(body: { tx in value = try body(tx) }, completion: { result in
+            try core.writer.perform([WriteQueue.Request(body: { tx in value = try body(tx) }, completion: { result in
                 outcome = result
                 done.signal()
-            }), wait: { done.wait() })
+            })], wait: { done.wait() })
             try outcome!.get()
             return value!
         }
@@ -156,13 +156,18 @@ public final class Store: Sendable {
         guard !bodies.isEmpty else { return [] }
         let outcomes = Protected([Result<Void, any Error>?](repeating: nil, count: bodies.count))
         let done = DispatchSemaphore(value: 0)
-        try core.writer.submit(bodies.enumerated().map { i, body in
+        let requests = bodies.enumerated().map { i, body in
             WriteQueue.Request(body: body, completion: { result in
                 outcomes.withLock { $0[i] = result }
                 done.signal()
             })
-        })
-        for _ in bodies { done.wait() }
+        }
+        // A commit's worth at a time, each on this thread when no other write is in the way.
+        for start in stride(from: 0, to: requests.count, by: WriteQueue.maximumBatch) {
+            let group = Array(requests[start..<min(start + WriteQueue.maximumBatch, requests.count)])
+            try core.writer.perform(group, wait: {})
+            for _ in group { done.wait() }
+        }
         return outcomes.current.map { $0! }
     }
 

@@ -59,10 +59,11 @@ final class WriteQueue: @unchecked Sendable {
         return [writerThread, inlineThread].contains { $0.map { pthread_equal($0, me) != 0 } ?? false }
     }
 
-    /// Runs a synchronous caller's request: on the calling thread when no other write is running
-    /// or waiting, else through the writer thread (joining its group commit). Returns once the
-    /// request is complete.
-    func perform(_ request: Request, wait: () -> Void) throws {
+    /// Runs a synchronous caller's requests (at most ``maximumBatch``), in order: on the calling
+    /// thread when no other write is running or waiting, else through the writer thread (joining
+    /// its group commit). Returns once the requests are complete.
+    func perform(_ requests: [Request], wait: () -> Void) throws {
+        precondition(requests.count <= Self.maximumBatch, "an inline batch shares one commit")
         condition.lock()
         guard !isShutDown else {
             condition.unlock()
@@ -70,13 +71,13 @@ final class WriteQueue: @unchecked Sendable {
         }
         guard !isBusy && pending.isEmpty else {
             condition.unlock()
-            try submit(request)
+            try submit(requests)
             return wait()
         }
         isBusy = true
         inlineThread = pthread_self()
         condition.unlock()
-        process([request])
+        process(requests)
         condition.lock()
         inlineThread = nil
         isBusy = false
