@@ -29,6 +29,29 @@ import Testing
                 #expect(read.entries.map { $0.after } == commit.entries.map { $0.record }, "the exact records, seed \(seed)")
                 #expect(read.requests.map(\.id) == ["r \"1\""])
 
+                // Compact and canonical (members in UTF-8 order, as the tree read back writes
+                // itself), and each entry's index keys and changed fields as the journal has them.
+                let tree = try FieldValue(jsonText: String(decoding: compact, as: UTF8.self))
+                #expect(tree.jsonBytes == compact, "seed \(seed)")
+                guard case let .object(top) = tree, case let .array(written)? = top["entries"], written.count == commit.entries.count else {
+                    Issue.record("no entries, seed \(seed)")
+                    continue
+                }
+                for (entry, item) in zip(commit.entries, written) {
+                    guard case let .object(fields) = item, case let .object(keys)? = fields["indexKeys"] else {
+                        Issue.record("an entry without index keys, seed \(seed)")
+                        continue
+                    }
+                    #expect(fields["changedFields"] == .array(entry.changedFields.map(FieldValue.string)), "seed \(seed)")
+                    #expect(fields["op"] == .string(entry.kind == .insert ? "c" : entry.kind == .update ? "u" : "d"), "seed \(seed)")
+                    #expect(Set(keys.keys) == Set(entry.indexChanges.map(\.index)), "seed \(seed)")
+                    for change in entry.indexChanges {
+                        let expected = FieldValue.object(["before": try change.before.map { .array(try $0.components()) } ?? .null,
+                                                          "after": try change.after.map { .array(try $0.components()) } ?? .null])
+                        #expect(keys[change.index]?.jsonText == expected.jsonText, "seed \(seed)")
+                    }
+                }
+
                 // The same JSON laid out otherwise (white space, escaped slashes) reads the same.
                 let object = try JSONSerialization.jsonObject(with: Data(compact))
                 let spread = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted])

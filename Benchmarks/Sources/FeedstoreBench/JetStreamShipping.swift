@@ -1,6 +1,6 @@
 import DemoFeed
 import Feedstore
-import FeedstoreJetStream
+@_spi(Benchmarking) import FeedstoreJetStream
 import Foundation
 import NATSTestServer
 
@@ -192,12 +192,17 @@ struct JetStreamShipping {
 extension JetStreamShipping {
     /// Reads the commits after `after` through `through` (the newest when nil) and encodes each
     /// as the shipper does, 512 commits a read; returns the envelopes' size in all.
-    static func encodeJournal(of store: Store, after: UInt64, through: UInt64? = nil, store identifier: UUID) throws -> Int {
+    static func encodeJournal(of store: Store, after: UInt64, through: UInt64? = nil, store identifier: UUID,
+                              each: ([UInt8]) throws -> Void = { _ in }) throws -> Int {
         var bytes = 0
         var after = after
         while after < (through ?? .max), let last = try store.read({ tx in
             let commits = try tx.journal(after: after, limit: 512)
-            for commit in commits { bytes += try ChangeEnvelope.encode(commit, store: identifier).count }
+            for commit in commits {
+                let envelope = try ChangeEnvelope.encode(commit, store: identifier)
+                bytes += envelope.count
+                try each(envelope)
+            }
             return commits.last?.sequence
         }) { after = last }
         return bytes

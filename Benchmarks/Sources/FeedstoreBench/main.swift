@@ -1,6 +1,7 @@
 import DemoFeed
 import Feedstore
 import Foundation
+@_spi(Benchmarking) import FeedstoreJetStream
 
 // Release build: swift run -c release --package-path Benchmarks feedstore-bench <command>
 let arguments = CommandLine.arguments.dropFirst()
@@ -231,7 +232,8 @@ case "forwarded-writes":
     for line in JetStreamForwardedWrites.format(forwarded) { print(line) }
 case "envelopes":
     // Reads and encodes every commit of a store as the shipper does, without a server (for
-    // callgrind): `--build --commits N PATH` makes N one-row commits and one of 1,000 rows.
+    // callgrind): `--build --commits N PATH` makes N one-row commits; `--decode` also reads each
+    // envelope back as a replica does.
     let path = arguments.last!
     if arguments.contains("--build") {
         let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(durability: .none))
@@ -241,11 +243,15 @@ case "envelopes":
         store.close()
     } else {
         let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(readOnly: true))
-        var bytes = 0
+        var bytes = 0, entries = 0
+        let decoding = arguments.contains("--decode")
         for _ in 0..<option("--rounds", default: 1) {
-            bytes += try JetStreamShipping.encodeJournal(of: store, after: try store.read { try $0.journalBounds().first } - 1, store: UUID())
+            bytes += try JetStreamShipping.encodeJournal(of: store, after: try store.read { try $0.journalBounds().first } - 1, store: UUID()) { envelope in
+                // As a replica reads them: `--decode` also decodes each envelope.
+                if decoding { entries += try ChangeEnvelope.entryCount(decoding: envelope) }
+            }
         }
-        print("encoded \(bytes) bytes")
+        print("encoded \(bytes) bytes" + (decoding ? ", decoded \(entries) entries" : ""))
     }
 case "watch":
     let bench = WatcherBench(sizes: sizes(default: [10_000, 100_000, 1_000_000, 10_000_000]),

@@ -7,25 +7,30 @@ extension FieldValue {
     /// JSON has no dates, UUIDs, bytes or 64-bit integers beyond 2^53, so: dates print as ISO 8601
     /// strings with fractional seconds, UUIDs as their string, bytes as base64, and integers
     /// exactly as written. Non-finite doubles print as strings ("nan", "inf", "-inf").
-    public var jsonText: String {
-        var out = ""
+    public var jsonText: String { String(decoding: jsonBytes, as: UTF8.self) }
+
+    /// ``jsonText`` as UTF-8 bytes.
+    public var jsonBytes: [UInt8] {
+        var out: [UInt8] = []
         appendJSON(to: &out)
         return out
     }
 
-    func appendJSON(to out: inout String) {
+    /// Appends ``jsonText``'s bytes to `out` (bytes, not a `String`: appending to an array is
+    /// several times cheaper, and envelopes and tools write bytes anyway).
+    @_spi(Replication) public func appendJSON(to out: inout [UInt8]) {
         switch self {
-        case .null: out += "null"
-        case let .bool(v): out += v ? "true" : "false"
-        case let .int(v): out += String(v)
-        case let .uint(v): out += String(v)
+        case .null: out += "null".utf8
+        case let .bool(v): out += (v ? "true" : "false").utf8
+        case let .int(v): out += String(v).utf8
+        case let .uint(v): out += String(v).utf8
         case let .double(v):
-            if v.isNaN { out += "\"nan\"" } else if v.isInfinite { out += v < 0 ? "\"-inf\"" : "\"inf\"" } else {
+            if v.isNaN { out += "\"nan\"".utf8 } else if v.isInfinite { out += (v < 0 ? "\"-inf\"" : "\"inf\"").utf8 } else {
                 if v == v.rounded() && abs(v) < 1e15 {
                     // An integral value, as "%.1f" prints it (-0.0 keeps its sign), without printf.
-                    out += v == 0 && v.sign == .minus ? "-0.0" : String(Int64(v)) + ".0"
+                    out += (v == 0 && v.sign == .minus ? "-0.0" : String(Int64(v)) + ".0").utf8
                 } else {
-                    out += "\(v)"
+                    out += "\(v)".utf8
                 }
             }
         case let .date(d): Self.appendJSONDate(d, to: &out)
@@ -33,25 +38,25 @@ extension FieldValue {
         case let .bytes(b): Self.appendJSONString(Data(b).base64EncodedString(), to: &out)
         case let .uuid(u): Self.appendJSONString(u.uuidString, to: &out)
         case let .array(items):
-            out += "["
+            out.append(UInt8(ascii: "["))
             for (i, item) in items.enumerated() {
-                if i > 0 { out += "," }
+                if i > 0 { out.append(UInt8(ascii: ",")) }
                 item.appendJSON(to: &out)
             }
-            out += "]"
+            out.append(UInt8(ascii: "]"))
         case let .object(members):
-            out += "{"
+            out.append(UInt8(ascii: "{"))
             for (i, member) in members.sorted(by: { $0.key.precedesAsKey($1.key) }).enumerated() {
-                if i > 0 { out += "," }
+                if i > 0 { out.append(UInt8(ascii: ",")) }
                 Self.appendJSONString(member.key, to: &out)
-                out += ":"
+                out.append(UInt8(ascii: ":"))
                 member.value.appendJSON(to: &out)
             }
-            out += "}"
+            out.append(UInt8(ascii: "}"))
         }
     }
 
-    static func appendJSONString(_ s: String, to out: inout String) {
+    @_spi(Replication) public static func appendJSONString(_ s: String, to out: inout [UInt8]) {
         // Most strings need no escapes: appended whole, not scalar by scalar.
         var text = s
         let plain = text.withUTF8 { bytes in
@@ -59,30 +64,30 @@ extension FieldValue {
             return true
         }
         if plain {
-            out += "\""
-            out += s
-            out += "\""
+            out.append(UInt8(ascii: "\""))
+            out += s.utf8
+            out.append(UInt8(ascii: "\""))
             return
         }
-        out += "\""
+        out.append(UInt8(ascii: "\""))
         for scalar in s.unicodeScalars {
             switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case let c where c.value < 0x20: out += String(format: "\\u%04x", c.value)
-            default: out.unicodeScalars.append(scalar)
+            case "\"": out += "\\\"".utf8
+            case "\\": out += "\\\\".utf8
+            case "\n": out += "\\n".utf8
+            case "\r": out += "\\r".utf8
+            case "\t": out += "\\t".utf8
+            case let c where c.value < 0x20: out += String(format: "\\u%04x", c.value).utf8
+            default: UTF8.encode(scalar, into: { out.append($0) })
             }
         }
-        out += "\""
+        out.append(UInt8(ascii: "\""))
     }
 
     /// Appends `date` as ``isoFormatter`` writes it (`2026-07-26T18:05:33.120Z`), a hundred
     /// times faster: computed directly for the years 1583 to 9999, written by the formatter
     /// otherwise (it counts earlier days in the Julian calendar).
-    static func appendJSONDate(_ date: Date, to out: inout String) {
+    static func appendJSONDate(_ date: Date, to out: inout [UInt8]) {
         // Milliseconds since 1970, rounded as the formatter rounds them (half up).
         let milliseconds = (date.timeIntervalSince1970 * 1000 + 0.5).rounded(.down)
         guard milliseconds >= -12_212_553_600_000, milliseconds < 253_402_300_800_000 else {
@@ -120,7 +125,7 @@ extension FieldValue {
             put(seconds / 60 % 60, digits: 2, at: 15)
             put(seconds % 60, digits: 2, at: 18)
             put(millisecondOfDay % 1000, digits: 3, at: 21)
-            out += String(decoding: UnsafeBufferPointer(text), as: UTF8.self)
+            out.append(contentsOf: text)
         }
     }
 

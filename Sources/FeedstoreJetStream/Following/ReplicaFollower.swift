@@ -500,13 +500,24 @@ public final class ReplicaFollower {
         }
     }
 
+    /// The store the last message named, as written and parsed.
+    private var lastOrigin: (text: String, id: UUID)?
+
     /// Reads a message and checks that its commit is the one after `planned`; nil when the replica
     /// already has it.
     private func check(_ message: StreamMessage, after planned: ReplicaState?) throws -> (received: ChangeEnvelope.Received, next: ReplicaState)? {
         if let planned, message.streamSequence <= planned.streamSequence { return nil }
         let envelope = try ChangeEnvelope.decode(message.data, streamSequence: message.streamSequence)
-        guard let origin = UUID(uuidString: envelope.store) else {
-            throw JetStreamError.badEnvelope(streamSequence: message.streamSequence, reason: "store \(envelope.store) is not a UUID")
+        // Every message names its store; parsing the same UUID text each time is not free.
+        let origin: UUID
+        if let known = lastOrigin, known.text == envelope.store {
+            origin = known.id
+        } else {
+            guard let parsed = UUID(uuidString: envelope.store) else {
+                throw JetStreamError.badEnvelope(streamSequence: message.streamSequence, reason: "store \(envelope.store) is not a UUID")
+            }
+            origin = parsed
+            lastOrigin = (envelope.store, parsed)
         }
         if let promotion = envelope.promotion {
             // The origin changes; the history goes on. A replica seeded from the promoted

@@ -45,39 +45,72 @@ public enum ChangeEnvelope {
     /// - Throws: ``JetStreamError/commitWithoutRecord(sequence:)`` when an insert or update lacks
     ///   its record (a commit made before the store kept record images).
     public static func encode(_ commit: JournalCommit, store: UUID, schemas: [CatalogEntity] = [], requests: [AppliedRequest] = []) throws -> [UInt8] {
-        let entries = try commit.entries.map { entry -> FieldValue in
+        try encode(commit, storeText: store.uuidString.lowercased(), schemas: schemas, requests: requests)
+    }
+
+    /// ``encode(_:store:schemas:requests:)`` with the store's identifier already written out, in
+    /// lowercase (a shipper writes it once, not for every commit).
+    static func encode(_ commit: JournalCommit, storeText: String, schemas: [CatalogEntity] = [], requests: [AppliedRequest] = []) throws -> [UInt8] {
+        // Written straight to bytes, members in UTF-8 order as in every object here: entries,
+        // requests, schema, source, v; in an entry, after, changedFields, entity, id,
+        // indexKeys, op, stored.
+        var out: [UInt8] = []
+        out.reserveCapacity(512 * max(1, commit.entries.count))
+        func put(_ text: String) { out += text.utf8 }
+        put("{\"entries\":[")
+        for (i, entry) in commit.entries.enumerated() {
             if entry.kind != .delete && entry.record == nil { throw JetStreamError.commitWithoutRecord(sequence: commit.sequence) }
-            var keys: [String: FieldValue] = [:]
-            for change in entry.indexChanges {
-                keys[change.index] = .object(["before": try change.before.map { .array(try $0.components()) } ?? .null,
-                                              "after": try change.after.map { .array(try $0.components()) } ?? .null])
+            if i > 0 { put(",") }
+            put("{\"after\":")
+            if let record = entry.record { FieldValue.object(record).appendJSON(to: &out) } else { put("null") }
+            put(",\"changedFields\":[")
+            for (j, field) in entry.changedFields.enumerated() {
+                if j > 0 { put(",") }
+                FieldValue.appendJSONString(field, to: &out)
             }
-            return .object([
-                "entity": .string(entry.entity),
-                "id": entry.id,
-                "op": .string(entry.kind == .insert ? "c" : entry.kind == .update ? "u" : "d"),
-                "changedFields": .array(entry.changedFields.map(FieldValue.string)),
-                "after": entry.record.map(FieldValue.object) ?? .null,
-                "stored": entry.record.map { .string(Data(FieldValue.object($0).storedEncoding).base64EncodedString()) } ?? .null,
-                "indexKeys": .object(keys),
-            ])
+            put("],\"entity\":")
+            FieldValue.appendJSONString(entry.entity, to: &out)
+            put(",\"id\":")
+            entry.id.appendJSON(to: &out)
+            put(",\"indexKeys\":{")
+            for (j, change) in entry.indexChanges.sorted(by: { $0.index.utf8.lexicographicallyPrecedes($1.index.utf8) }).enumerated() {
+                if j > 0 { put(",") }
+                FieldValue.appendJSONString(change.index, to: &out)
+                put(":{\"after\":")
+                if let key = change.after { FieldValue.array(try key.components()).appendJSON(to: &out) } else { put("null") }
+                put(",\"before\":")
+                if let key = change.before { FieldValue.array(try key.components()).appendJSON(to: &out) } else { put("null") }
+                put("}")
+            }
+            put("},\"op\":\"" + (entry.kind == .insert ? "c" : entry.kind == .update ? "u" : "d") + "\",\"stored\":")
+            if let record = entry.record {
+                FieldValue.appendJSONString(Data(FieldValue.object(record).storedEncoding).base64EncodedString(), to: &out)
+            } else {
+                put("null")
+            }
+            put("}")
         }
-        let source = FieldValue.object(["store": .string(store.uuidString.lowercased()), "sequence": .uint(commit.sequence),
-                                        "time": .date(commit.timestamp)])
-        // Members in UTF-8 order, as every object here: entries, requests, schema, source, v.
-        var text = "{\"entries\":" + FieldValue.array(entries).jsonText
+        put("]")
         if !requests.isEmpty {
-            text += ",\"requests\":" + FieldValue.array(requests.map { .object(["id": .string($0.id), "time": .date($0.time)]) }).jsonText
+            put(",\"requests\":")
+            FieldValue.array(requests.map { .object(["id": .string($0.id), "time": .date($0.time)]) }).appendJSON(to: &out)
         }
         if !schemas.isEmpty {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            text += ",\"schema\":{" + (try schemas.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }.map { entity in
-                FieldValue.string(entity.name).jsonText + ":" + String(decoding: try encoder.encode(entity), as: UTF8.self)
-            }.joined(separator: ",")) + "}"
+            put(",\"schema\":{")
+            for (j, entity) in schemas.sorted(by: { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }).enumerated() {
+                if j > 0 { put(",") }
+                FieldValue.appendJSONString(entity.name, to: &out)
+                put(":")
+                out += try encoder.encode(entity)
+            }
+            put("}")
         }
-        text += ",\"source\":" + source.jsonText + ",\"v\":\(version)}"
-        return Array(text.utf8)
+        put(",\"source\":{\"sequence\":" + String(commit.sequence) + ",\"store\":\"" + storeText + "\",\"time\":")
+        FieldValue.date(commit.timestamp).appendJSON(to: &out)
+        put("},\"v\":" + String(version) + "}")
+        return out
     }
 
     /// The promotion record of `store`, which continues the history of `from` after its commit
@@ -119,14 +152,18 @@ public enum ChangeEnvelope {
         var requests: [(id: String, time: Date)] = []
         /// Set for a promotion record, which has no entries.
         var promotion: Promotion? = nil
-        /// The envelope's `source`, and each entry's entity, id, operation and record: to
-        /// compare commits.
-        var commit: FieldValue
         /// When the origin made the commit (`source.time`) as the envelope writes it, unparsed.
-        var timeText: String? {
-            guard case let .object(members) = commit, case let .object(source)? = members["source"],
-                  case let .string(text)? = source["time"] else { return nil }
-            return text
+        var timeText: String?
+
+        /// The envelope's source (store, sequence, time), and each entry's entity, id,
+        /// operation and record: to compare commits.
+        var commit: FieldValue {
+            var source: [String: FieldValue] = ["store": .string(store), "sequence": .uint(sequence)]
+            if let timeText { source["time"] = .string(timeText) }
+            guard promotion == nil else { return .object(["source": .object(source)]) }
+            return .object(["source": .object(source), "entries": .array(entries.map { entry in
+                .object(["entity": .string(entry.entity), "id": entry.id, "op": .string(entry.op), "after": entry.after.map(FieldValue.object) ?? .null])
+            })])
         }
     }
 
@@ -169,25 +206,27 @@ public enum ChangeEnvelope {
     static func decode(_ data: [UInt8], streamSequence: UInt64) throws -> Received {
         func bad(_ reason: String) -> JetStreamError { .badEnvelope(streamSequence: streamSequence, reason: reason) }
         let scanner = JSONScanner(data)
-        let members: [String: Range<Int>]
+        let members: JSONScanner.Members
         do { members = try scanner.members(of: 0..<data.count) } catch { throw bad("not a JSON object (\(error))") }
         let v = members["v"].flatMap { try? scanner.value(in: $0) }
         guard v == .int(Int64(version)) else { throw bad("version \(v?.jsonText ?? "missing"), expected \(version)") }
-        guard let sourceRange = members["source"], case let .object(source)? = try? scanner.value(in: sourceRange),
-              case let .string(store)? = source["store"], let sequence = source["sequence"].flatMap(Self.unsigned)
+        guard let sourceRange = members["source"], let source = try? scanner.members(of: sourceRange),
+              let store = source["store"].flatMap({ try? scanner.string(in: $0) }),
+              let sequence = source["sequence"].flatMap({ try? scanner.value(in: $0) }).flatMap(Self.unsigned)
         else { throw bad("no source store and sequence") }
+        let timeText = source["time"].flatMap { try? scanner.string(in: $0) }
         if let range = members["promotion"], !scanner.isNull(range) {
             guard case let .object(promotion)? = try? scanner.value(in: range), case let .string(from)? = promotion["from"],
                   let fromStore = UUID(uuidString: from), let through = promotion["through"].flatMap(Self.unsigned), through == sequence
             else { throw bad("a promotion record without the store it replaces and the commit it continues after") }
             return Received(store: store, sequence: sequence, entries: [], schemas: [:],
-                            promotion: Promotion(from: fromStore, through: through), commit: .object(["source": .object(source)]))
+                            promotion: Promotion(from: fromStore, through: through), timeText: timeText)
         }
         guard let entriesRange = members["entries"], let items = try? scanner.elements(of: entriesRange) else { throw bad("no entries") }
         let entries = try items.map { item -> Entry in
             guard let entry = try? scanner.members(of: item), let entity = entry["entity"].flatMap({ try? scanner.string(in: $0) }),
                   let id = entry["id"].flatMap({ try? scanner.value(in: $0) }), let op = entry["op"].flatMap({ try? scanner.string(in: $0) }),
-                  ["c", "u", "d"].contains(op)
+                  op == "c" || op == "u" || op == "d"
             else { throw bad("an entry without entity, id or op") }
             var after: [String: FieldValue]?
             var exact = false
@@ -211,19 +250,20 @@ public enum ChangeEnvelope {
         }
         var requests: [(id: String, time: Date)] = []
         if let range = members["requests"] {
-            guard case let .array(listed)? = try? scanner.value(in: range) else { throw bad("requests that are not a list") }
+            guard let listed = try? scanner.elements(of: range) else { throw bad("requests that are not a list") }
             for request in listed {
-                guard case let .object(fields) = request, case let .string(id)? = fields["id"], case let .string(time)? = fields["time"],
-                      let milliseconds = milliseconds(fromTime: time)
+                guard let fields = try? scanner.members(of: request), let id = fields["id"].flatMap({ try? scanner.string(in: $0) }),
+                      let time = fields["time"].flatMap({ try? scanner.string(in: $0) }), let milliseconds = milliseconds(fromTime: time)
                 else { throw bad("a request without id or time") }
                 requests.append((id, Date(timeIntervalSince1970: Double(milliseconds) / 1_000)))
             }
         }
-        // What names the commit: its source and each entry's entity, id, operation and record.
-        let commit = FieldValue.object(["source": .object(source), "entries": .array(entries.map { entry in
-            .object(["entity": .string(entry.entity), "id": entry.id, "op": .string(entry.op), "after": entry.after.map(FieldValue.object) ?? .null])
-        })])
-        return Received(store: store, sequence: sequence, entries: entries, schemas: schemas, requests: requests, commit: commit)
+        return Received(store: store, sequence: sequence, entries: entries, schemas: schemas, requests: requests, timeText: timeText)
+    }
+
+    /// Decodes an envelope as a replica does and counts its entries (for benchmarks).
+    @_spi(Benchmarking) public static func entryCount(decoding data: [UInt8]) throws -> Int {
+        try decode(data, streamSequence: 1).entries.count
     }
 
     static func unsigned(_ value: FieldValue) -> UInt64? {
@@ -237,7 +277,12 @@ public enum ChangeEnvelope {
     /// The `Nats-Msg-Id` of a commit: the store and the sequence, so that JetStream drops a
     /// second publish of the same commit.
     public static func messageID(store: UUID, sequence: UInt64) -> String {
-        "\(store.uuidString.lowercased()):\(sequence)"
+        messageID(storeText: store.uuidString.lowercased(), sequence: sequence)
+    }
+
+    /// ``messageID(store:sequence:)`` with the store's identifier already written out, in lowercase.
+    static func messageID(storeText: String, sequence: UInt64) -> String {
+        storeText + ":" + String(sequence)
     }
 
     /// What a `Nats-Msg-Id` of ours names: the store and the sequence, and whether it is a

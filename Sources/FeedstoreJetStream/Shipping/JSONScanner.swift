@@ -2,7 +2,8 @@ import Feedstore
 
 /// Finds the members of JSON objects and the elements of arrays without building their values,
 /// so that a reader of envelopes parses only the values it uses (a replica reads an entry's
-/// exact `stored` record and skips its `after` and `indexKeys`).
+/// exact `stored` record and skips its `after` and `indexKeys`). Every commit a replica applies
+/// passes through here, so it walks raw bytes and makes no dictionary or string it does not need.
 struct JSONScanner {
     let bytes: [UInt8]
 
@@ -13,49 +14,78 @@ struct JSONScanner {
 
     init(_ bytes: [UInt8]) { self.bytes = bytes }
 
-    /// The members of the object that `range` holds, by name, each the range of its value.
-    func members(of range: Range<Int>) throws -> [String: Range<Int>] {
-        var i = skipSpace(range.lowerBound)
-        guard i < range.upperBound, bytes[i] == UInt8(ascii: "{") else { throw Malformed(offset: i) }
-        i = skipSpace(i + 1)
-        var found: [String: Range<Int>] = [:]
-        if i < range.upperBound, bytes[i] == UInt8(ascii: "}") { return found }
-        while true {
-            let keyEnd = try endOfValue(at: i)
-            let key = try string(in: i..<keyEnd)
-            i = skipSpace(keyEnd)
-            guard i < range.upperBound, bytes[i] == UInt8(ascii: ":") else { throw Malformed(offset: i) }
-            let start = skipSpace(i + 1)
-            let end = try endOfValue(at: start)
-            found[key] = start..<end
-            i = skipSpace(end)
-            guard i < range.upperBound else { throw Malformed(offset: i) }
-            if bytes[i] == UInt8(ascii: "}") { return found }
-            guard bytes[i] == UInt8(ascii: ",") else { throw Malformed(offset: i) }
-            i = skipSpace(i + 1)
+    /// The members of an object: where each name and each value lies. Looked up by name with
+    /// a walk over a handful of members, which costs less than hashing their names.
+    struct Members {
+        fileprivate let scanner: JSONScanner
+        /// Each member's name (quotes included) and value.
+        fileprivate var members: [(name: Range<Int>, value: Range<Int>)] = []
+
+        /// The range of the value of member `name`; the last one when the name repeats, as a
+        /// dictionary built from the object would keep.
+        subscript(name: String) -> Range<Int>? {
+            for member in members.reversed() where scanner.name(member.name, is: name) { return member.value }
+            return nil
         }
+    }
+
+    /// The members of the object that `range` holds.
+    func members(of range: Range<Int>) throws -> Members {
+        var found = Members(scanner: self)
+        try bytes.withUnsafeBufferPointer { b in
+            var i = Self.skipSpace(b, range.lowerBound)
+            guard i < range.upperBound, b[i] == UInt8(ascii: "{") else { throw Malformed(offset: i) }
+            i = Self.skipSpace(b, i + 1)
+            if i < range.upperBound, b[i] == UInt8(ascii: "}") { return }
+            while true {
+                guard i < range.upperBound, b[i] == UInt8(ascii: "\"") else { throw Malformed(offset: i) }
+                let nameEnd = try Self.endOfValue(b, at: i)
+                let name = i..<nameEnd
+                i = Self.skipSpace(b, nameEnd)
+                guard i < range.upperBound, b[i] == UInt8(ascii: ":") else { throw Malformed(offset: i) }
+                let start = Self.skipSpace(b, i + 1)
+                let end = try Self.endOfValue(b, at: start)
+                found.members.append((name, start..<end))
+                i = Self.skipSpace(b, end)
+                guard i < range.upperBound else { throw Malformed(offset: i) }
+                if b[i] == UInt8(ascii: "}") { return }
+                guard b[i] == UInt8(ascii: ",") else { throw Malformed(offset: i) }
+                i = Self.skipSpace(b, i + 1)
+            }
+        }
+        return found
     }
 
     /// The ranges of the elements of the array that `range` holds.
     func elements(of range: Range<Int>) throws -> [Range<Int>] {
-        var i = skipSpace(range.lowerBound)
-        guard i < range.upperBound, bytes[i] == UInt8(ascii: "[") else { throw Malformed(offset: i) }
-        i = skipSpace(i + 1)
-        var found: [Range<Int>] = []
-        if i < range.upperBound, bytes[i] == UInt8(ascii: "]") { return found }
-        while true {
-            let end = try endOfValue(at: i)
-            found.append(i..<end)
-            i = skipSpace(end)
-            guard i < range.upperBound else { throw Malformed(offset: i) }
-            if bytes[i] == UInt8(ascii: "]") { return found }
-            guard bytes[i] == UInt8(ascii: ",") else { throw Malformed(offset: i) }
-            i = skipSpace(i + 1)
+        try bytes.withUnsafeBufferPointer { b in
+            var i = Self.skipSpace(b, range.lowerBound)
+            guard i < range.upperBound, b[i] == UInt8(ascii: "[") else { throw Malformed(offset: i) }
+            i = Self.skipSpace(b, i + 1)
+            var found: [Range<Int>] = []
+            if i < range.upperBound, b[i] == UInt8(ascii: "]") { return found }
+            while true {
+                let end = try Self.endOfValue(b, at: i)
+                found.append(i..<end)
+                i = Self.skipSpace(b, end)
+                guard i < range.upperBound else { throw Malformed(offset: i) }
+                if b[i] == UInt8(ascii: "]") { return found }
+                guard b[i] == UInt8(ascii: ",") else { throw Malformed(offset: i) }
+                i = Self.skipSpace(b, i + 1)
+            }
         }
     }
 
     /// Whether `range` holds `null`.
     func isNull(_ range: Range<Int>) -> Bool { bytes[range].elementsEqual("null".utf8) }
+
+    /// Whether the JSON string at `range` (quotes included) is `name`.
+    fileprivate func name(_ range: Range<Int>, is name: String) -> Bool {
+        let inner = bytes[(range.lowerBound + 1)..<(range.upperBound - 1)]
+        if inner.elementsEqual(name.utf8) { return true }
+        // A name written with escapes is read in full; a plain one that differs is another name.
+        return inner.contains(UInt8(ascii: "\\")) && (try? string(in: range)) == name
+    }
 
     /// The string that `range` holds (a JSON string, quotes included).
     func string(in range: Range<Int>) throws -> String {
@@ -63,46 +93,68 @@ struct JSONScanner {
             throw Malformed(offset: range.lowerBound)
         }
         let inner = (range.lowerBound + 1)..<(range.upperBound - 1)
-        // Escapes are rare in these names and values: the full reader takes them.
-        if bytes[inner].contains(UInt8(ascii: "\\")) {
+        // Escapes and control characters are rare in these names and values: the full reader
+        // takes them (and refuses what JSON does not allow).
+        if bytes[inner].contains(where: { $0 == UInt8(ascii: "\\") || $0 < 0x20 }) {
             guard case let .string(text) = try value(in: range) else { throw Malformed(offset: range.lowerBound) }
             return text
         }
         return String(decoding: bytes[inner], as: UTF8.self)
     }
 
-    /// The value that `range` holds, read in full.
-    func value(in range: Range<Int>) throws -> FieldValue {
-        try FieldValue(jsonText: String(decoding: bytes[range], as: UTF8.self))
+    /// The unsigned integer that `range` holds, written in plain digits; nil for anything else.
+    func unsigned(in range: Range<Int>) -> UInt64? {
+        guard !range.isEmpty, range.count <= 19, bytes[range.lowerBound] != UInt8(ascii: "0") || range.count == 1 else { return nil }
+        var value: UInt64 = 0
+        for byte in bytes[range] {
+            let digit = byte &- UInt8(ascii: "0")
+            guard digit < 10 else { return nil }
+            value = value * 10 + UInt64(digit)
+        }
+        return value
     }
 
-    private func skipSpace(_ start: Int) -> Int {
+    /// The value that `range` holds, read in full. Plain integers and strings without escapes,
+    /// the common ids, are read directly, as ``FieldValue/init(jsonText:)`` reads them.
+    func value(in range: Range<Int>) throws -> FieldValue {
+        if let first = range.first.map({ bytes[$0] }) {
+            if first == UInt8(ascii: "-"), let magnitude = unsigned(in: (range.lowerBound + 1)..<range.upperBound), magnitude <= UInt64(Int64.max) {
+                return .int(-Int64(magnitude))
+            }
+            if let value = unsigned(in: range) { return value <= UInt64(Int64.max) ? .int(Int64(value)) : .uint(value) }
+            if first == UInt8(ascii: "\""), range.count >= 2, bytes[range.upperBound - 1] == UInt8(ascii: "\""),
+               !bytes[(range.lowerBound + 1)..<(range.upperBound - 1)].contains(where: { $0 == UInt8(ascii: "\\") || $0 < 0x20 || $0 >= 0x80 })
+            {
+                return .string(String(decoding: bytes[(range.lowerBound + 1)..<(range.upperBound - 1)], as: UTF8.self))
+            }
+        }
+        return try FieldValue(jsonText: String(decoding: bytes[range], as: UTF8.self))
+    }
+
+    private static func skipSpace(_ b: UnsafeBufferPointer<UInt8>, _ start: Int) -> Int {
         var i = start
-        while i < bytes.count, [0x20, 0x0A, 0x0D, 0x09].contains(bytes[i]) { i += 1 }
+        while i < b.count, isSpace(b[i]) { i += 1 }
         return i
     }
 
+    private static func isSpace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09
+    }
+
     /// Where the value that starts at `start` ends.
-    private func endOfValue(at start: Int) throws -> Int {
-        guard start < bytes.count else { throw Malformed(offset: start) }
-        switch bytes[start] {
+    private static func endOfValue(_ b: UnsafeBufferPointer<UInt8>, at start: Int) throws -> Int {
+        guard start < b.count else { throw Malformed(offset: start) }
+        switch b[start] {
         case UInt8(ascii: "\""):
-            var i = start + 1
-            while i < bytes.count {
-                switch bytes[i] {
-                case UInt8(ascii: "\\"): i += 2
-                case UInt8(ascii: "\""): return i + 1
-                default: i += 1
-                }
-            }
-            throw Malformed(offset: start)
+            return try endOfString(b, at: start)
         case UInt8(ascii: "{"), UInt8(ascii: "["):
             // Brackets nest; strings inside may hold brackets, so they are stepped over whole.
             var depth = 0
             var i = start
-            while i < bytes.count {
-                switch bytes[i] {
-                case UInt8(ascii: "\""): i = try endOfValue(at: i)
+            while i < b.count {
+                switch b[i] {
+                case UInt8(ascii: "\""):
+                    i = try endOfString(b, at: i)
                     continue
                 case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
                 case UInt8(ascii: "}"), UInt8(ascii: "]"):
@@ -116,9 +168,26 @@ struct JSONScanner {
         default:
             // A number or a literal: up to the next delimiter.
             var i = start
-            while i < bytes.count, ![UInt8(ascii: ","), UInt8(ascii: "}"), UInt8(ascii: "]"), 0x20, 0x0A, 0x0D, 0x09].contains(bytes[i]) { i += 1 }
+            while i < b.count {
+                let byte = b[i]
+                if byte == UInt8(ascii: ",") || byte == UInt8(ascii: "}") || byte == UInt8(ascii: "]") || isSpace(byte) { break }
+                i += 1
+            }
             guard i > start else { throw Malformed(offset: start) }
             return i
         }
+    }
+
+    /// Where the string that opens at `start` ends (after its closing quote).
+    private static func endOfString(_ b: UnsafeBufferPointer<UInt8>, at start: Int) throws -> Int {
+        var i = start + 1
+        while i < b.count {
+            switch b[i] {
+            case UInt8(ascii: "\\"): i += 2
+            case UInt8(ascii: "\""): return i + 1
+            default: i += 1
+            }
+        }
+        throw Malformed(offset: start)
     }
 }

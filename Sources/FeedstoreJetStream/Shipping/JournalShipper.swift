@@ -27,6 +27,8 @@ public final class JournalShipper {
     public private(set) var subject: String
     /// The store's identifier.
     public let storeIdentifier: UUID
+    /// ``storeIdentifier`` as envelopes and message ids write it.
+    private let storeText: String
     /// The newest commit the stream holds.
     public private(set) var shippedSequence: UInt64
 
@@ -84,6 +86,7 @@ public final class JournalShipper {
         self.store = store
         self.stream = stream
         self.storeIdentifier = identifier
+        storeText = identifier.uuidString.lowercased()
         metrics = ReplicationMetrics(stream: stream)
         var logger = logger
         logger[metadataKey: "stream"] = "\(stream)"
@@ -270,10 +273,10 @@ public final class JournalShipper {
                 schemas.append(entity)
                 sending[name] = entity
             }
-            let envelope = try ChangeEnvelope.encode(commit, store: storeIdentifier, schemas: schemas, requests: requests[commit.sequence] ?? [])
+            let envelope = try ChangeEnvelope.encode(commit, storeText: storeText, schemas: schemas, requests: requests[commit.sequence] ?? [])
             bytes += UInt64(envelope.count)
             // The expected sequence goes in as a header: the client's option takes 0 to mean none.
-            let id = ChangeEnvelope.messageID(store: storeIdentifier, sequence: commit.sequence)
+            let id = ChangeEnvelope.messageID(storeText: storeText, sequence: commit.sequence)
             let expected = String(streamLast + UInt64(offset))
             if offset == 0 {
                 try connection.publishAsync(subject: subject, data: envelope, headers: ["Nats-Msg-Id": id, "Nats-Expected-Last-Sequence": expected])
@@ -281,7 +284,7 @@ public final class JournalShipper {
                 // Each later commit of the batch also names the commit before it: once one is
                 // refused because another store's message took its place, a later one cannot
                 // land after that message by matching its position.
-                let previous = ChangeEnvelope.messageID(store: storeIdentifier, sequence: commits[offset - 1].sequence)
+                let previous = ChangeEnvelope.messageID(storeText: storeText, sequence: commits[offset - 1].sequence)
                 try connection.publishAsync(subject: subject, data: envelope,
                                             headers: ["Nats-Msg-Id": id, "Nats-Expected-Last-Sequence": expected, "Nats-Expected-Last-Msg-Id": previous])
             }

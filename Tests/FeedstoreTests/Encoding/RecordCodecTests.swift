@@ -117,9 +117,9 @@ import Testing
             let value = Self.printableDates(random.value(depth: 4))
             var bytes: [UInt8] = []
             RecordCodec.appendValue(value, to: &bytes)
-            var out = ""
+            var out: [UInt8] = []
             try bytes.withUnsafeBytes { try StoredValue($0).appendJSON(to: &out) }
-            #expect(out == value.jsonText, "seed \(seed): \(value.jsonText)")
+            #expect(out == value.jsonBytes, "seed \(seed): \(value.jsonText)")
         }
     }
 

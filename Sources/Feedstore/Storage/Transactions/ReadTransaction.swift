@@ -89,19 +89,19 @@ public class ReadTransaction {
     func recordJSON(_ bytes: UnsafeRawBufferPointer, of entity: inout EntitySchema, id: @autoclosure () -> FieldValue?) throws -> String {
         try withStoredRecord(bytes, of: &entity, id: id) { record in
             guard let table = record.nameTable else { return "{}" }
-            var out = "{"
+            var out: [UInt8] = [UInt8(ascii: "{")]
             out.reserveCapacity(bytes.count * 2 + 16)
             var first = true
             for position in table.sortedPositions {
                 let fieldID = Int(table.ids[position])
                 guard fieldID < record.fieldOffsets.count, record.fieldOffsets[fieldID] >= 0 else { continue }
-                if !first { out += "," }
+                if !first { out.append(UInt8(ascii: ",")) }
                 first = false
-                out += table.jsonKeys[position]
+                out += table.jsonKeys[position].utf8
                 try StoredValue(bytes, at: record.fieldOffsets[fieldID]).appendJSON(to: &out)
             }
-            out += "}"
-            return out
+            out.append(UInt8(ascii: "}"))
+            return String(decoding: out, as: UTF8.self)
         }
     }
 
