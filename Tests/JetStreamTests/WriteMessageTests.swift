@@ -66,4 +66,20 @@ import Testing
         #expect(throws: (any Error).self) { _ = try WriteMessages.decodeRequest(Array("{\"id\":\"r\",\"writes\":[]}".utf8)) }
         #expect(throws: WriteMessages.Malformed.self) { _ = try WriteMessages.decodeReply(FieldValue.object([:]).storedEncoding) }
     }
+
+    /// Default request ids are version 7 UUIDs: the time they were made leads, so later ids sort
+    /// after earlier ones (and the primary files them together).
+    @Test func defaultRequestIDsAreTimeOrderedUUIDs() throws {
+        var previous = ReplicaWriter.newRequestID()
+        for _ in 0..<5 {
+            Thread.sleep(forTimeInterval: 0.002)
+            let id = ReplicaWriter.newRequestID()
+            let bytes = withUnsafeBytes(of: try #require(UUID(uuidString: id), "\(id) is a UUID").uuid) { Array($0) }
+            #expect(bytes[6] >> 4 == 7 && bytes[8] >> 6 == 0b10, "\(id): version 7, the RFC's variant")
+            #expect(previous < id, "\(previous) then \(id)")
+            let milliseconds = bytes[0..<6].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            #expect(abs(Double(milliseconds) - Date().timeIntervalSince1970 * 1_000) < 1_000, "\(id) holds the time")
+            previous = id
+        }
+    }
 }

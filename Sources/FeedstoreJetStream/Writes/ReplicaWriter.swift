@@ -65,6 +65,20 @@ public final class ReplicaWriter: @unchecked Sendable {
         progress.stop()
     }
 
+    /// A new request id: a version 7 UUID (RFC 9562), its leading 48 bits the time in
+    /// milliseconds and the rest random. The primary files the ids it remembers in order, so
+    /// ids that grow with time land together at the end of that list instead of on a page of
+    /// their own each: a forwarded write dirties fewer pages on the primary and on every replica.
+    public static func newRequestID() -> String {
+        var bytes = withUnsafeBytes(of: UUID().uuid) { Array($0) }
+        let milliseconds = UInt64(max(0, Date().timeIntervalSince1970 * 1_000))
+        for i in 0..<6 { bytes[i] = UInt8(truncatingIfNeeded: milliseconds >> (8 * (5 - i))) }
+        bytes[6] = 0x70 | (bytes[6] & 0x0F)  // version 7
+        bytes[8] = 0x80 | (bytes[8] & 0x3F)  // the RFC's variant
+        let uuid = bytes.withUnsafeBytes { $0.loadUnaligned(as: uuid_t.self) }
+        return UUID(uuid: uuid).uuidString
+    }
+
     /// Sends `writes` to the primary as one transaction, and waits until the replica has
     /// applied the commit that holds them. Runs on a thread of its own, so that its waits hold
     /// none of the threads Swift concurrency shares.
@@ -74,7 +88,8 @@ public final class ReplicaWriter: @unchecked Sendable {
     /// writes: calling again with the same `requestID` applies them at most once.
     /// - Parameters:
     ///   - writes: the transaction's writes, applied in order.
-    ///   - requestID: the request's id; give the one of an earlier call to retry it safely.
+    ///   - requestID: the request's id; give the one of an earlier call to retry it safely. By
+    ///     default a new ``newRequestID()``.
     ///   - timeout: how long the call may take in all.
     /// - Returns: the commit's sequence (the newest commit, when the writes changed nothing).
     /// - Throws: the ``FeedstoreError`` a local write would throw (nothing was written);
@@ -83,7 +98,7 @@ public final class ReplicaWriter: @unchecked Sendable {
     ///   ``JetStreamError/writeNotApplied(stream:request:reason:)``,
     ///   ``JetStreamError/replicaBehind(replica:sequence:applied:)``; `CancellationError`.
     @discardableResult
-    public func write(_ writes: [RecordWrite], requestID: String = UUID().uuidString, timeout: Duration = .seconds(10)) async throws -> UInt64 {
+    public func write(_ writes: [RecordWrite], requestID: String = ReplicaWriter.newRequestID(), timeout: Duration = .seconds(10)) async throws -> UInt64 {
         final class Box: @unchecked Sendable { var sequence: UInt64 = 0 }
         let (writer, box) = (self, Box())
         try await OwnThread.run(name: "feedstore replica writer") { keepGoing in
@@ -95,7 +110,7 @@ public final class ReplicaWriter: @unchecked Sendable {
     /// ``write(_:requestID:timeout:)`` for callers outside Swift concurrency (tools, threads of
     /// their own): blocks the calling thread.
     @discardableResult
-    public func writeBlocking(_ writes: [RecordWrite], requestID: String = UUID().uuidString, timeout: Duration = .seconds(10)) throws -> UInt64 {
+    public func writeBlocking(_ writes: [RecordWrite], requestID: String = ReplicaWriter.newRequestID(), timeout: Duration = .seconds(10)) throws -> UInt64 {
         try write(writes, requestID: requestID, timeout: timeout, while: { true })
     }
 
