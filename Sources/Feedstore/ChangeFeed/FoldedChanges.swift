@@ -3,20 +3,8 @@
 /// changed in between. Folding keeps one entry per record, so memory grows with the records
 /// changed, not with the commits, and stops at a limit (then the consumer resets instead).
 struct FoldedChanges {
-    struct Change {
-        var id: FieldValue
-        /// The entry key in the watched index before the span (nil: not a member).
-        var oldKey: [UInt8]?
-        /// The entry key after the span (nil: not a member).
-        var newKey: [UInt8]?
-        /// Catalog numbers of the fields updates in the span changed.
-        var fieldIDs: Set<UInt32> = []
-        /// An insert or delete happened in the span, so any field may differ.
-        var allFields = false
-    }
-
     /// Changed records of the watched entity, by encoded primary key.
-    var records: [[UInt8]: Change] = [:]
+    var records: [[UInt8]: ChangedRecord] = [:]
     /// Ids of changed records of related entities, by the related entity's catalog number.
     var related: [UInt32: Set<FieldValue>] = [:]
     /// More records changed than a consumer may hold: it must take a whole new snapshot.
@@ -35,8 +23,8 @@ struct FoldedChanges {
             if record.kind != .update { change.allFields = true }
             records[record.primaryKey] = change
         } else if records.count < limit {
-            records[record.primaryKey] = Change(id: entry.id, oldKey: before, newKey: after, fieldIDs: Set(record.changedFieldIDs),
-                                                allFields: record.kind != .update)
+            records[record.primaryKey] = ChangedRecord(id: entry.id, primaryKey: record.primaryKey, oldKey: before, newKey: after,
+                                                       fieldIDs: Set(record.changedFieldIDs), allFields: record.kind != .update)
         } else {
             overflow()
         }

@@ -1,24 +1,3 @@
-/// A record the commits since the consumer's snapshot changed, as the watched index sees it:
-/// keys and field numbers as stored, made into names only for the batch.
-struct ChangedRecord {
-    var id: FieldValue
-    /// The encoded primary key, by which the batch reads the record.
-    var primaryKey: [UInt8]
-    /// The entry key before the span (nil: not a member).
-    var oldKey: [UInt8]?
-    /// The entry key after the span (nil: not a member).
-    var newKey: [UInt8]?
-    /// Catalog numbers of the fields that changed.
-    var fieldIDs: Set<UInt32> = []
-    /// Related entities (by name, as batches report them) whose changed records the row shows.
-    var related: Set<String> = []
-    /// An insert or delete happened in the span, so any field may differ.
-    var allFields: Bool
-
-    /// Whether nothing about the record changed that a batch reports.
-    var isUnchanged: Bool { !allFields && fieldIDs.isEmpty && related.isEmpty }
-}
-
 /// The positions stage: each changed record's place in the query's full order before and after
 /// the span. New positions are counted ranks in the index; old ones are the new ones corrected
 /// for the changed rows (the old index is the new one minus their new keys plus their old

@@ -238,27 +238,21 @@ final class WatchEngine {
     /// changed field is the related entity's name. Those rows are found through the foreign-key
     /// index, O(log n) each.
     private func changedRecords(_ folded: FoldedChanges, entity: EntitySchema, in tx: ReadTransaction) throws -> [ChangedRecord] {
-        var changes: [[UInt8]: ChangedRecord] = [:]
-        changes.reserveCapacity(folded.records.count)
-        for (primaryKey, change) in folded.records {
-            changes[primaryKey] = ChangedRecord(id: change.id, primaryKey: primaryKey, oldKey: change.oldKey, newKey: change.newKey,
-                                                fieldIDs: change.fieldIDs, allFields: change.allFields)
-        }
+        var changes = folded.records
         guard !folded.related.isEmpty else { return Array(changes.values) }
         let watched = try entity.index(named: query.index)
         for related in options.related {
             guard let changed = folded.related[try tx.entity(related.entity).catalog.id] else { continue }
             for relatedID in changed {
-                for id in try tx.ids(entity: query.entity, index: related.foreignKeyIndex, range: .prefix(relatedID)) {
-                    let primaryKey = try KeyEncoding.encode([id])
-                    if changes[primaryKey] != nil {
-                        changes[primaryKey]!.related.insert(related.entity)
+                for row in try tx.rowKeys(entity: query.entity, index: related.foreignKeyIndex, range: .prefix(relatedID)) {
+                    if changes[row.primaryKey] != nil {
+                        changes[row.primaryKey]!.related.insert(related.entity)
                         continue
                     }
-                    guard let fields = try tx.record(entity: query.entity, primaryKey: primaryKey, id: id),
-                          let key = try watched.key(of: fields, primaryKey: primaryKey) else { continue }
-                    changes[primaryKey] = ChangedRecord(id: id, primaryKey: primaryKey, oldKey: key, newKey: key, related: [related.entity],
-                                                        allFields: false)
+                    guard let fields = try tx.record(entity: query.entity, primaryKey: row.primaryKey, id: row.id),
+                          let key = try watched.key(of: fields, primaryKey: row.primaryKey) else { continue }
+                    changes[row.primaryKey] = ChangedRecord(id: row.id, primaryKey: row.primaryKey, oldKey: key, newKey: key,
+                                                            related: [related.entity], allFields: false)
                 }
             }
         }
