@@ -49,6 +49,15 @@ public final class JournalCursor: Sendable {
         }
     }
 
+    /// Records that every commit through `sequence` was processed, with this process's next
+    /// commit instead of a commit (and a sync) of its own: for a consumer that acknowledges after
+    /// every round, many times a second. Until a commit records it (or the store closes) the move
+    /// is this process's alone; after a crash the cursor is where it was, and the consumer reads
+    /// those commits again.
+    public func acknowledgeWithNextCommit(through sequence: UInt64) {
+        store.core.deferredCursorMoves.note(name, through: sequence)
+    }
+
     /// Moves the cursor to just after the newest commit (after a reset, for instance).
     public func skipToLatest() throws {
         try store.write { tx in

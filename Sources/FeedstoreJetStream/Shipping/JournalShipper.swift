@@ -228,12 +228,13 @@ public final class JournalShipper {
         return shipped
     }
 
-    /// While busy, a running shipper moves its durable cursor at most this often: each move is
-    /// a commit of the store's own, with its syncs, which would otherwise follow every round.
-    /// The stream, not the cursor, says where shipping resumes; the cursor only lets retention
-    /// trim what the stream holds.
+    /// A running shipper moves its durable cursor with the store's next commit after each round
+    /// (no commit or sync of its own), and with a commit of its own only once it has been idle
+    /// this long: the stream, not the cursor, says where shipping resumes; the cursor only lets
+    /// retention trim what the stream holds.
     static let cursorInterval: Duration = .milliseconds(50)
-    private var cursorMoved = ContinuousClock.now
+    /// When the shipper last published.
+    private var lastShipped = ContinuousClock.now
     /// Where this shipper last moved the cursor.
     private var cursorMovedTo: UInt64 = 0
 
@@ -241,7 +242,6 @@ public final class JournalShipper {
     private func acknowledgeCursor() throws {
         guard shippedSequence > cursorMovedTo else { return }
         if try cursor.position() < shippedSequence { try cursor.acknowledge(through: shippedSequence) }
-        cursorMoved = ContinuousClock.now
         cursorMovedTo = shippedSequence
     }
 
@@ -351,10 +351,11 @@ public final class JournalShipper {
                 // Idle: a commit of this process wakes the shipper at once; one of another
                 // process is found when the wait ends.
                 if try ship(limit: 512) == 0 {
-                    try acknowledgeCursor()
+                    if ContinuousClock.now - lastShipped >= Self.cursorInterval { try acknowledgeCursor() }
                     _ = store.waitForCommit(after: shippedSequence, timeout: interval.seconds)
-                } else if ContinuousClock.now - cursorMoved >= Self.cursorInterval {
-                    try acknowledgeCursor()
+                } else {
+                    lastShipped = .now
+                    cursor.acknowledgeWithNextCommit(through: shippedSequence)
                 }
             } catch let error as JetStreamError where error.isTransient {
                 logger.warning("\(error); reconnecting")

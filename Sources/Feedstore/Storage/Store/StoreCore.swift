@@ -29,6 +29,8 @@ final class StoreCore: @unchecked Sendable {
     private let observer = Protected<(any CommitObserver)?>(nil)
     /// Rung after each durable commit of this process, for threads waiting for the next one.
     let commitBell = CommitBell()
+    /// Journal cursor moves that ride on the writer's next commit.
+    let deferredCursorMoves = DeferredCursorMoves()
 
     init(path: String, environment: LMDBEnvironment, readOnlyReason: String?, options: StoreOptions, system: SystemDatabases,
          schema: SchemaSnapshot)
@@ -189,6 +191,10 @@ final class StoreCore: @unchecked Sendable {
     func close() {
         observer.current?.close()
         mapLock.withExclusive { releasePinnedSnapshots() }
+        if !deferredCursorMoves.isEmpty, !isReadOnly {
+            // A commit of nothing records them; the shutdown below waits for it.
+            try? writer.submit(WriteQueue.Request(body: { _ in }, completion: { _ in }))
+        }
         writer.shutdown()
         if durability != .full, !isReadOnly { try? environment.sync(force: true) }
         environment.close()

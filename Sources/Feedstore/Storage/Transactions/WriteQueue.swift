@@ -246,9 +246,12 @@ final class WriteQueue: @unchecked Sendable {
             guard let next = tx.detach() else { throw FeedstoreError.transactionEnded }
             txn = next
         }
+        // Before trimming, so that retention sees where the cursors are now.
+        let settled = try core.deferredCursorMoves.write(in: txn, cursors: DurableCursors(core: core))
         try JournalTrimmer(core: core).trim(in: txn, lastSequence: lastSequence, budget: JournalTrimmer.removalsPerRun,
                                             minimumRun: JournalTrimmer.softTrimRun)
         try txn.commit()
+        core.deferredCursorMoves.committed(settled)
         core.publish(schema)
         core.published(lastSequence, entries: kept)
         return Self.outcomes(of: batch, failures: failures)

@@ -88,6 +88,36 @@ import Testing
         }
     }
 
+    /// A move acknowledged with the next commit waits for one: a write records it, it never moves
+    /// a cursor back or brings back a removed one, and closing the store records what is left.
+    @Test func acknowledgingWithTheNextCommitRidesOnIt() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir + "/s"
+            var store = try Store(path: path, entities: [Item.self])
+            try commit(store, 4)
+            let cursor = try store.journalCursor(named: "shipper", start: .oldest)
+            let gone = try store.journalCursor(named: "gone", start: .oldest)
+            gone.acknowledgeWithNextCommit(through: 3)
+            try gone.remove()
+            cursor.acknowledgeWithNextCommit(through: 2)
+            #expect(try cursor.position() == 0, "no commit yet")
+            try commit(store, 1, from: 10)
+            #expect(try cursor.position() == 2, "the next commit carried it")
+            #expect(try store.read { try $0.journalCursors() }.map(\.name) == ["shipper"], "a removed cursor stays removed")
+
+            try cursor.acknowledge(through: 4)
+            cursor.acknowledgeWithNextCommit(through: 3)
+            try commit(store, 1, from: 11)
+            #expect(try cursor.position() == 4, "never moved back")
+
+            cursor.acknowledgeWithNextCommit(through: 5)
+            store.close()
+            store = try Store(path: path, entities: [Item.self])
+            defer { store.close() }
+            #expect(try store.journalCursor(named: "shipper").position() == 5, "recorded when the store closed")
+        }
+    }
+
     @Test func retentionTrimsPassedCommitsAndReportsReadersBehindIt() throws {
         try withTemporaryDirectory { dir in
             let store = try Store(path: dir + "/s", entities: [Item.self],
