@@ -233,7 +233,7 @@ case "forwarded-writes":
 case "envelopes":
     // Reads and encodes every commit of a store as the shipper does, without a server (for
     // callgrind): `--build --commits N PATH` makes N one-row commits; `--decode` also reads each
-    // envelope back as a replica does.
+    // envelope back as a replica does, `--apply REPLICA` also applies it to a store.
     let path = arguments.last!
     if arguments.contains("--build") {
         let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(durability: .none))
@@ -245,10 +245,27 @@ case "envelopes":
         let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(readOnly: true))
         var bytes = 0, entries = 0
         let decoding = arguments.contains("--decode")
+        // `--apply REPLICA`: each envelope applied to a store at REPLICA as a replica applies it.
+        let replica = try arguments.firstIndex(of: "--apply").map {
+            try Store(path: arguments[$0 + 1], entities: DemoFeed.entities, options: StoreOptions(durability: .none))
+        }
+        defer { replica?.close() }
         for _ in 0..<option("--rounds", default: 1) {
             bytes += try JetStreamShipping.encodeJournal(of: store, after: try store.read { try $0.journalBounds().first } - 1, store: UUID()) { envelope in
                 // As a replica reads them: `--decode` also decodes each envelope.
                 if decoding { entries += try ChangeEnvelope.entryCount(decoding: envelope) }
+                if let replica {
+                    let records = try ChangeEnvelope.records(decoding: envelope)
+                    try replica.write { tx in
+                        for record in records {
+                            if let fields = record.fields {
+                                try tx.put(entity: record.entity, id: record.id, fields: fields, keepingUndeclaredFields: true)
+                            } else {
+                                _ = try tx.delete(entity: record.entity, id: record.id)
+                            }
+                        }
+                    }
+                }
             }
         }
         print("encoded \(bytes) bytes" + (decoding ? ", decoded \(entries) entries" : ""))
