@@ -173,10 +173,11 @@ final class WatchEngine {
         func oldFlat(_ position: Int?) -> Int? { position.flatMap { oldVisible.contains($0) ? $0 - oldVisible.lowerBound : nil } }
         func newFlat(_ position: Int?) -> Int? { position.flatMap { newVisible.contains($0) ? $0 - newVisible.lowerBound : nil } }
         var deletedOld: [Int] = [], insertedNew: [Int] = []
-        var candidates: [MoveDetection.Candidate] = [], candidateRows: [(row: ChangedRows.Row, old: Int, new: Int)] = []
-        var sameKeyRows: [(row: ChangedRows.Row, old: Int, new: Int)] = []
+        // Changed rows shown before and after, at their flat positions; only those whose key
+        // changed may move.
+        var survivors: [Survivor] = []
         let filter = FieldFilter(options.fields, entity: resolved.entity)
-        for row in rows.rows {
+        for (index, row) in rows.rows.enumerated() {
             switch (oldFlat(row.old), newFlat(row.new)) {
             case let (o?, nil):
                 deletedOld.append(o)
@@ -184,13 +185,11 @@ final class WatchEngine {
             case let (nil, n?):
                 insertedNew.append(n)
                 batch.inserts.append(.init(path: newShown.path(ofFlat: n), id: row.change.id, primaryKey: row.change.primaryKey))
-            case let (o?, n?) where row.keyChanged:
-                let changedSection = try SectionList.prefix(of: row.oldKey!, components: options.sectionBy)
-                    != SectionList.prefix(of: row.newKey!, components: options.sectionBy)
-                candidates.append(.init(old: o, new: n, changedSection: changedSection))
-                candidateRows.append((row, o, n))
             case let (o?, n?):
-                sameKeyRows.append((row, o, n))
+                let changedSection = try row.keyChanged && SectionList.prefix(of: row.oldKey!, components: options.sectionBy)
+                    != SectionList.prefix(of: row.newKey!, components: options.sectionBy)
+                survivors.append(Survivor(row: index, position: .init(old: o, new: n, changedSection: changedSection),
+                                          keyChanged: row.keyChanged))
             case (nil, nil):
                 break
             }
@@ -212,17 +211,15 @@ final class WatchEngine {
         // Moves, then updates of the rest.
         deletedOld.sort()
         insertedNew.sort()
-        let moved = MoveDetection.moves(changedKeys: candidates, deletedOld: deletedOld, insertedNew: insertedNew)
-        for (j, c) in candidateRows.enumerated() {
-            let moves = moved.contains(j)
-            guard moves || filter.passes(c.row.change) else { continue }
-            let pair = RowChanges.Pair(from: oldShown.path(ofFlat: c.old), to: newShown.path(ofFlat: c.new), id: c.row.change.id,
-                                       primaryKey: c.row.change.primaryKey, fields: filter.names(of: c.row.change))
+        let movable = survivors.indices.filter { survivors[$0].keyChanged }
+        let moved = Set(MoveDetection.moves(changedKeys: movable.map { survivors[$0].position }, deletedOld: deletedOld,
+                                            insertedNew: insertedNew).map { movable[$0] })
+        for (i, survivor) in survivors.enumerated() {
+            let moves = moved.contains(i), change = rows.rows[survivor.row].change
+            guard moves || filter.passes(change) else { continue }
+            let pair = RowChanges.Pair(from: oldShown.path(ofFlat: survivor.position.old), to: newShown.path(ofFlat: survivor.position.new),
+                                       id: change.id, primaryKey: change.primaryKey, fields: filter.names(of: change))
             if moves { batch.moves.append(pair) } else { batch.updates.append(pair) }
-        }
-        for c in sameKeyRows where filter.passes(c.row.change) {
-            batch.updates.append(.init(from: oldShown.path(ofFlat: c.old), to: newShown.path(ofFlat: c.new), id: c.row.change.id,
-                                       primaryKey: c.row.change.primaryKey, fields: filter.names(of: c.row.change)))
         }
         batch.sort()
         sections = newSections
@@ -230,6 +227,15 @@ final class WatchEngine {
         shownStart = newVisible.lowerBound
         sequence = head
         return batch
+    }
+
+    /// A changed row shown before and after the span: its flat positions, and whether its key
+    /// changed (only then may it move).
+    private struct Survivor {
+        /// The row's index in ``ChangedRows/rows``.
+        var row: Int
+        var position: MoveDetection.Candidate
+        var keyChanged: Bool
     }
 
     // MARK: Changed records
