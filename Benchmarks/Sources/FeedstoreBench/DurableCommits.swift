@@ -6,17 +6,30 @@ import GRDB
 
 /// Durable one-row commits per second, each writer committing one new message at a time and
 /// waiting for it to be on disk: Feedstore (`.full`; concurrent async writers are group-committed),
-/// GRDB (`synchronous = FULL`, one writer connection, so writers queue), raw LMDB (synced commits).
+/// GRDB (`synchronous = FULL`, one writer connection, so writers queue), raw LMDB (synced commits
+/// of one put), and raw LMDB committing Feedstore's own puts for each row (its record, index
+/// entries and journal entry, read back from Feedstore's files as ``RecordedPuts`` does), which
+/// is the floor of what Feedstore's layout costs. Also the bytes each one writes per row (the
+/// process's write calls: pages and meta pages, or the WAL and its checkpoints), and for one
+/// writer the pages of a one-row commit, by tree.
 struct DurableCommits {
     let directory: String
     /// Commits each writer makes.
     let commitsPerWriter: Int
+    /// One-row commits sampled, after the timed ones, for the pages by tree.
+    var pageSamples = 20
 
     struct Result {
         var writers: Int
         var feedstore: Double
         var grdb: Double
         var rawLMDB: Double
+        /// Raw LMDB committing the puts Feedstore made for each row.
+        var rawFeedstorePuts: Double
+        /// Bytes written per row: Feedstore, GRDB, raw LMDB, raw LMDB with Feedstore's puts.
+        var bytesPerRow: [Double]
+        /// Mean pages of a one-row commit by tree (one writer only).
+        var pages: [String: Double]?
     }
 
     func message(_ id: UInt64) -> Message {
@@ -24,11 +37,21 @@ struct DurableCommits {
                 isRead: false, contactId: id % 1_000)
     }
 
+    /// Bytes this process has passed to write calls so far (`wchar` of /proc/self/io).
+    static func bytesWritten() -> Double {
+        let text = (try? String(contentsOfFile: "/proc/self/io", encoding: .utf8)) ?? ""
+        let line = text.split(separator: "\n").first { $0.hasPrefix("wchar:") }
+        return line.flatMap { Double($0.dropFirst("wchar:".count).trimmingCharacters(in: .whitespaces)) } ?? 0
+    }
+
     func run(writers: Int) async throws -> Result {
         try? FileManager.default.removeItem(atPath: directory)
         let total = writers * commitsPerWriter
+        var bytes: [Double] = []
 
-        let store = try Store(path: directory + "/feedstore", entities: DemoFeed.entities, options: StoreOptions(durability: .full))
+        let storePath = directory + "/feedstore"
+        let store = try Store(path: storePath, entities: DemoFeed.entities, options: StoreOptions(durability: .full))
+        var written = Self.bytesWritten()
         var start = Date()
         try await withThrowingTaskGroup(of: Void.self) { group in
             for w in 0..<writers {
@@ -42,11 +65,27 @@ struct DurableCommits {
             try await group.waitForAll()
         }
         let feedstore = Double(total) / Date().timeIntervalSince(start)
+        bytes.append((Self.bytesWritten() - written) / Double(total))
+        var pages: [String: Double]?
+        if writers == 1 {
+            let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent().appendingPathComponent("commit-pages.py").path
+            var totals: [String: Double] = [:]
+            for i in 0..<pageSamples {
+                let m = message(UInt64(total + i + 1))
+                try await store.write { tx in try tx.insert(m) }
+                for (tree, count) in try CommitPages.lastCommitPages(script: script, dataFile: storePath + "/data.mdb") {
+                    totals[tree, default: 0] += Double(count) / Double(pageSamples)
+                }
+            }
+            pages = totals
+        }
         store.close()
 
         let pool = try GRDBPeer.open(directory + "/grdb.sqlite", durable: true)
+        written = Self.bytesWritten()
         start = Date()
-        try concurrently(writers) { w in
+        try Self.concurrently(writers) { w in
             for c in 0..<commitsPerWriter {
                 let m = message(UInt64(w * commitsPerWriter + c + 1))
                 try pool.write { db in try m.insert(db) }
@@ -54,12 +93,14 @@ struct DurableCommits {
         }
         let grdb = Double(total) / Date().timeIntervalSince(start)
         try pool.close()
+        bytes.append((Self.bytesWritten() - written) / Double(total))
 
         // Raw LMDB: one put per synced commit (LMDB lets one writer in at a time).
         nonisolated(unsafe) let env = try RawLMDB.open(directory + "/raw", flags: 0)
         let dbi = try RawLMDB.database(env, "records")
+        written = Self.bytesWritten()
         start = Date()
-        try concurrently(writers) { w in
+        try Self.concurrently(writers) { w in
             var value = [UInt8](repeating: 7, count: 60)
             for c in 0..<commitsPerWriter {
                 var txn: OpaquePointer?
@@ -70,12 +111,21 @@ struct DurableCommits {
         }
         let raw = Double(total) / Date().timeIntervalSince(start)
         mdb_env_close(env)
+        bytes.append((Self.bytesWritten() - written) / Double(total))
+
+        // Raw LMDB with Feedstore's puts for each row (the journal keeps the newest 1,000
+        // commits by default, so a long run replays its newest rows).
+        let puts = try RecordedPuts(feedstorePath: storePath, everyRow: false, counts: true)
+        written = Self.bytesWritten()
+        let rawFeedstorePuts = try puts.replayDurably(into: directory + "/raw-puts", writers: writers)
+        bytes.append((Self.bytesWritten() - written) / Double(puts.rows.count))
         try? FileManager.default.removeItem(atPath: directory)
-        return Result(writers: writers, feedstore: feedstore, grdb: grdb, rawLMDB: raw)
+        return Result(writers: writers, feedstore: feedstore, grdb: grdb, rawLMDB: raw, rawFeedstorePuts: rawFeedstorePuts,
+                      bytesPerRow: bytes, pages: pages)
     }
 
     /// Runs `body` on `count` threads at once and waits for all; rethrows the first error.
-    func concurrently(_ count: Int, _ body: @escaping @Sendable (Int) throws -> Void) throws {
+    static func concurrently(_ count: Int, _ body: @escaping @Sendable (Int) throws -> Void) throws {
         let group = DispatchGroup()
         let failure = LockedBox<(any Error)?>(nil)
         for i in 0..<count {

@@ -2,46 +2,66 @@ import CLMDBPeer
 import Feedstore
 import Foundation
 
-/// The puts Feedstore made for a bulk insert of `BenchMessage`s, read back from its files: for
-/// each row, in id order, its record, its two index entries and its journal entry, with the exact
-/// keys and values. Replaying them with raw LMDB gives the physical limit of "the same puts":
-/// what Feedstore writes beyond them (index counts, commit headers) and all its CPU work are
-/// what the comparison measures.
+/// The puts Feedstore made for rows of `Message`, read back from its files: for each row, in id
+/// order, its record, its entry in each index, its journal entry, and (when asked) one write of
+/// each index's counts tree, with the exact keys and values. Replaying them with raw LMDB gives
+/// the physical limit of "the same puts": what Feedstore writes beyond them (index counts unless
+/// replayed, commit headers) and all its CPU work are what the comparison measures.
 struct RecordedPuts {
     /// Per row: (database, key, value) in the order Feedstore wrote them.
     private(set) var rows: [[(database: Int, key: [UInt8], value: [UInt8])]] = []
-    static let databases = ["records:Message", "index:Message.byFolderDate", "index:Message.byContact", "feedstore.journal"]
+    /// The trees the puts go to: the records, each index, the journal, then each counts tree.
+    private(set) var databases: [String] = []
+    /// The trees whose keys ascend with the rows (the records and the journal), appended to.
+    private(set) var appended: Set<Int> = []
 
-    init(feedstorePath: String) throws {
+    /// - Parameters:
+    ///   - everyRow: whether every record must have its journal entry. Without it, a store whose
+    ///     journal retention trimmed its older commits gives its newest records, paired with the
+    ///     entries the journal still holds.
+    ///   - counts: whether each row also rewrites each index's counts tree (its root entry, as
+    ///     the store holds it): the page a small store's commit writes in each.
+    init(feedstorePath: String, everyRow: Bool = true, counts: Bool = false) throws {
         let env = try RawLMDB.open(feedstorePath, mapSize: 1 << 30, databases: 200, flags: MDB_RDONLY)
         defer { mdb_env_close(env) }
         var txn: OpaquePointer?
         try RawLMDB.check(mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &txn))
         defer { mdb_txn_abort(txn) }
-        let contents = try Self.databases.map { try Self.entries(of: $0, in: txn) }
+        let names = try Self.entries(of: nil, in: txn).map { String(decoding: $0.key, as: UTF8.self) }
+        let indexes = names.filter { $0.hasPrefix("index:Message.") }.sorted()
+        let countTrees = counts ? names.filter { $0.hasPrefix("counts:Message.") }.sorted() : []
+        databases = ["records:Message"] + indexes + ["feedstore.journal"] + countTrees
+        let journalTree = indexes.count + 1
+        appended = [0, journalTree]
+        let contents = try databases.map { try Self.entries(of: $0, in: txn) }
         // The journal also holds one header per commit (its ordinal is all ones), which is not
         // one of a row's puts.
-        let (records, journal) = (contents[0], contents[3].filter { !$0.key.suffix(4).allSatisfy { $0 == 0xFF } })
+        var (records, journal) = (contents[0], contents[journalTree].filter { !$0.key.suffix(4).allSatisfy { $0 == 0xFF } })
+        if !everyRow, journal.count < records.count { records = Array(records.suffix(journal.count)) }
         guard records.count == journal.count else { throw LMDBError(code: MDB_CORRUPTED, operation: "one journal entry per record") }
         // An index key ends with the record's key (the encoded primary key).
         func byRecord(_ entries: [(key: [UInt8], value: [UInt8])]) -> [[UInt8]: [UInt8]] {
-            Dictionary(uniqueKeysWithValues: entries.map { (Array($0.key.suffix(records[0].key.count)), $0.key) })
+            Dictionary(entries.map { (Array($0.key.suffix(records[0].key.count)), $0.key) }, uniquingKeysWith: { a, _ in a })
         }
-        let indexes = [byRecord(contents[1]), byRecord(contents[2])]
+        let indexEntries = contents[1...indexes.count].map(byRecord)
+        let roots = contents[(journalTree + 1)...].map { $0.first! }
         for (record, entry) in zip(records, journal) {
             var puts = [(0, record.key, record.value)]
-            for (i, index) in indexes.enumerated() {
-                guard let key = index[record.key] else { throw LMDBError(code: MDB_CORRUPTED, operation: "index entry of a record") }
+            for (i, index) in indexEntries.enumerated() {
+                // A partial index holds only the records its condition admits.
+                guard let key = index[record.key] else { continue }
                 puts.append((i + 1, key, []))
             }
-            puts.append((3, entry.key, entry.value))
+            puts.append((journalTree, entry.key, entry.value))
+            for (i, root) in roots.enumerated() { puts.append((journalTree + 1 + i, root.key, root.value)) }
             rows.append(puts)
         }
     }
 
-    private static func entries(of name: String, in txn: OpaquePointer?) throws -> [(key: [UInt8], value: [UInt8])] {
+    /// The entries of the named database `name`, or of LMDB's catalog of them when nil.
+    private static func entries(of name: String?, in txn: OpaquePointer?) throws -> [(key: [UInt8], value: [UInt8])] {
         var dbi: MDB_dbi = 0
-        try RawLMDB.check(mdb_dbi_open(txn, name, 0, &dbi), "open \(name)")
+        try RawLMDB.check(mdb_dbi_open(txn, name, 0, &dbi), "open \(name ?? "the catalog")")
         var cursor: OpaquePointer?
         try RawLMDB.check(mdb_cursor_open(txn, dbi, &cursor))
         defer { mdb_cursor_close(cursor) }
@@ -56,19 +76,38 @@ struct RecordedPuts {
         return entries
     }
 
+    /// The rows replayed by `writers` threads into a new environment, each row in a synced commit
+    /// of its own (LMDB lets one writer in at a time); returns the rows per second.
+    func replayDurably(into path: String, writers: Int) throws -> Double {
+        nonisolated(unsafe) let env = try RawLMDB.open(path, flags: 0)
+        defer { mdb_env_close(env) }
+        let dbis = try databases.indices.map { try RawLMDB.database(env, "db\($0)") }
+        let rows = self.rows
+        let start = Date()
+        try DurableCommits.concurrently(writers) { w in
+            for row in stride(from: w, to: rows.count, by: writers).map({ rows[$0] }) {
+                var txn: OpaquePointer?
+                try RawLMDB.check(mdb_txn_begin(env, nil, 0, &txn))
+                for (database, key, value) in row { try RawLMDB.put(txn, dbis[database], key: key, value: value) }
+                try RawLMDB.check(mdb_txn_commit(txn))
+            }
+        }
+        return Double(rows.count) / Date().timeIntervalSince(start)
+    }
+
     /// Writes the rows into a new environment, `rowsPerTransaction` per transaction, appending
     /// where Feedstore appends (records and journal entries, whose keys ascend).
     func replay(into path: String, rowsPerTransaction: Int, sync: Bool) throws {
         let env = try RawLMDB.open(path, flags: sync ? 0 : MDB_NOSYNC)
         defer { mdb_env_close(env) }
-        let dbis = try Self.databases.indices.map { try RawLMDB.database(env, "db\($0)") }
+        let dbis = try databases.indices.map { try RawLMDB.database(env, "db\($0)") }
         var start = 0
         while start < rows.count {
             var txn: OpaquePointer?
             try RawLMDB.check(mdb_txn_begin(env, nil, 0, &txn))
             for row in rows[start..<min(rows.count, start + rowsPerTransaction)] {
                 for (database, key, value) in row {
-                    let flags = database == 0 || database == 3 ? MDB_APPEND : 0
+                    let flags = appended.contains(database) ? MDB_APPEND : 0
                     try RawLMDB.put(txn, dbis[database], key: key, value: value, flags: UInt32(flags))
                 }
             }

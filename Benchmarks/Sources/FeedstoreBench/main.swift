@@ -42,13 +42,30 @@ func bulkInsert(rows: Int, durable: Bool, feedstoreOnly: Bool = false) throws {
 }
 
 func durableCommits(writers: [Int], commits: Int) async throws {
-    emit("\nDurable one-row commits per second (each writer waits for its commit; \(commits) commits per writer)\n")
-    emit("| writers | Feedstore (.full, group commit) | GRDB (synchronous = FULL) | raw LMDB (synced commits) | Feedstore ÷ GRDB | Feedstore ÷ raw LMDB |")
-    emit("|---:|---:|---:|---:|---:|---:|")
+    emit("\nDurable one-row commits per second (each writer waits for its commit; \(commits) commits per writer; raw LMDB, Feedstore's puts: each row's record, index entries, journal entry and one write of each index's counts as Feedstore wrote them, replayed one row per synced commit)\n")
+    emit("| writers | Feedstore (.full, group commit) | GRDB (synchronous = FULL) | raw LMDB (synced commits) | Feedstore ÷ GRDB | Feedstore ÷ raw LMDB | raw LMDB, Feedstore's puts | Feedstore ÷ raw LMDB, its puts |")
+    emit("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    var results: [DurableCommits.Result] = []
     for w in writers {
         let r = try await DurableCommits(directory: scratch, commitsPerWriter: commits).run(writers: w)
+        results.append(r)
         emit("| \(w) | \(Int(r.feedstore).formatted()) | \(Int(r.grdb).formatted()) | \(Int(r.rawLMDB).formatted()) | "
-            + String(format: "%.1f | %.1f |", r.feedstore / r.grdb, r.feedstore / r.rawLMDB))
+            + String(format: "%.1f | %.1f | ", r.feedstore / r.grdb, r.feedstore / r.rawLMDB)
+            + "\(Int(r.rawFeedstorePuts).formatted()) | " + String(format: "%.2f |", r.feedstore / r.rawFeedstorePuts))
+    }
+    emit("\nBytes written per durable row (the process's write calls: LMDB's pages and meta pages; SQLite's WAL frames and checkpoints)\n")
+    emit("| writers | Feedstore | GRDB | raw LMDB (one put) | raw LMDB, Feedstore's puts |")
+    emit("|---:|---:|---:|---:|---:|")
+    for r in results { emit("| \(r.writers) | " + r.bytesPerRow.map { Int($0).formatted() }.joined(separator: " | ") + " |") }
+    if let pages = results.first(where: { $0.pages != nil })?.pages {
+        emit("\nPages a durable one-row commit writes, by tree (one writer, mean of 20 commits after the timed ones, commit-pages.py)\n")
+        emit("| tree | pages |")
+        emit("|---|---:|")
+        for (tree, count) in pages.sorted(by: { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }) {
+            emit("| \(tree) | " + String(format: "%.2f", count) + " |")
+        }
+        emit("| (meta page) | 1.00 |")
+        emit("| **total** | **" + String(format: "%.2f", pages.values.reduce(1, +)) + "** |")
     }
 }
 
@@ -93,7 +110,7 @@ case "bulk-insert":
     try bulkInsert(rows: option("--rows", default: 1_000_000), durable: arguments.contains("--durable"),
                    feedstoreOnly: arguments.contains("--only-feedstore"))
 case "commits":
-    try await durableCommits(writers: [1, 16], commits: option("--commits", default: 200))
+    try await durableCommits(writers: [1, 16], commits: option("--commits", default: 1_000))
 case "read-peers":
     try readPeers(size: option("--rows", default: 1_000_000))
 case "watch-peers":
@@ -105,7 +122,7 @@ case "peers":
         + "\(host.physicalMemory / 1_073_741_824) GiB, release build\(quick ? " (--quick)" : "")")
     try bulkInsert(rows: quick ? 20_000 : 200_000, durable: false)
     try bulkInsert(rows: quick ? 5_000 : 50_000, durable: true)
-    try await durableCommits(writers: [1, 16], commits: quick ? 20 : 200)
+    try await durableCommits(writers: [1, 16], commits: quick ? 20 : 1_000)
     try readPeers(size: quick ? 20_000 : 1_000_000)
     let rows = try watchPeers(sizes: quick ? [10_000, 30_000] : sizes(default: [10_000, 100_000, 1_000_000, 10_000_000]))
     try save(quick ? "peers-quick.md" : "peers.md", extra: [quick ? "watch-peers-quick.csv" : "watch-peers.csv": WatchPeers.csv(rows)])
