@@ -37,12 +37,8 @@ struct DurableCommits {
                 isRead: false, contactId: id % 1_000)
     }
 
-    /// Bytes this process has passed to write calls so far (`wchar` of /proc/self/io).
-    static func bytesWritten() -> Double {
-        let text = (try? String(contentsOfFile: "/proc/self/io", encoding: .utf8)) ?? ""
-        let line = text.split(separator: "\n").first { $0.hasPrefix("wchar:") }
-        return line.flatMap { Double($0.dropFirst("wchar:".count).trimmingCharacters(in: .whitespaces)) } ?? 0
-    }
+    /// Bytes this process has passed to write calls so far.
+    static func bytesWritten() -> Double { Double(ProcessWrites.current.bytes) }
 
     func run(writers: Int) async throws -> Result {
         try? FileManager.default.removeItem(atPath: directory)

@@ -141,6 +141,12 @@ case "commit-pages":
     emit("\(runTitle("Pages a one-row update writes, by tree")): mean of \(bench.updates) updates, demo feed, durability none\n")
     for line in CommitPages.format(try bench.run()) { emit(line) }
     try save("commit-pages.md")
+case "after-load":
+    // One-row commits right after a bulk load, with the default journal retention; saves Benchmarks/results/after-load.md.
+    let bench = AfterLoad(sizes: sizes(default: [1_000_000, 10_000_000]), directory: scratch, commits: option("--commits", default: 6_000))
+    emit("\(runTitle("One-row commits after a bulk load")): the demo feed loaded 5,000 messages a commit, durability none, default journal retention; one watcher of byFolderDate\n")
+    for line in AfterLoad.format(try bench.run()) { emit(line) }
+    try save("after-load.md")
 case "bulk-load":
     // The demo feed loaded with each durability and transaction size; saves Benchmarks/results/bulk-load.md.
     let messages = option("--messages", default: 1_000_000)
@@ -308,6 +314,8 @@ default:
                                           counted-index lookups and inserts; saves Benchmarks/results/counts.md
           watch [--sizes …]               Feedstore watchers from 10 thousand to 10 million rows; saves …/watch.md
           bulk-load [--messages N]        the demo feed loaded with each durability and transaction size; saves …/bulk-load.md
+          after-load [--sizes …] [--commits N]
+                                          one-row commits right after a bulk load, in spans; saves …/after-load.md
           shapes [--quick] [--sizes …] [--updates N]
                                           every watcher shape (windows, sections, indexes-only, blocking, async) and
                                           many watchers (up to 10,000 busy, 100,000 idle); saves Benchmarks/results/

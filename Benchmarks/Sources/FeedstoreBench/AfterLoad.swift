@@ -1,0 +1,74 @@
+import Feedstore
+import DemoFeed
+import Foundation
+
+/// One-row commits right after a bulk load, with the store's default journal retention (the
+/// newest 1,000 commits): once the load's commits fall out of retention, the writes that follow
+/// remove their journal keys, a bounded number at a time. Each commit moves a random message's
+/// date and a watcher of the whole index takes the batch; the commit → batch times are reported
+/// in spans of the commits after the load, so that the spans the trimming falls in show.
+struct AfterLoad {
+    let sizes: [Int]
+    let directory: String
+    var commits = 6_000
+    /// The spans reported, by commit number after the load.
+    static let spans: [Range<Int>] = [0..<800, 800..<2_000, 2_000..<4_000, 4_000..<6_000]
+
+    struct Row {
+        var size: Int
+        /// Per span: commit → batch p50 and p99 in µs, and the commit alone p99.
+        var spans: [(p50: Double, p99: Double, commitP99: Double)]
+        var all: (p50: Double, p99: Double)
+        /// Journal entries after the last commit, entries of trimmed commits not yet removed
+        /// included (the retained one-row commits hold about 1,000).
+        var journalEntries: Int
+    }
+
+    func run() throws -> [Row] {
+        var rows: [Row] = []
+        for size in sizes {
+            let path = directory + "/after-load-\(size)"
+            try? FileManager.default.removeItem(atPath: path)
+            let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(durability: .none, initialMapSize: 1 << 30))
+            var feed = DemoFeed(seed: 1)
+            try feed.populate(store, messages: size, contacts: 1_000, batch: 5_000)
+            let watcher = store.watch(Query(Message.self, index: "byFolderDate"), options: WatchOptions())
+            _ = try watcher.poll()
+            var rng = SplitMix(state: UInt64(size))
+            var total: [Double] = [], commit: [Double] = []
+            for _ in 0..<commits {
+                let id = UInt64.random(in: 1...UInt64(size), using: &rng)
+                let t0 = DispatchTime.now().uptimeNanoseconds
+                try WatcherBench.moveDate(of: id, in: store, using: &rng)
+                let t1 = DispatchTime.now().uptimeNanoseconds
+                guard let b = try watcher.poll(), b.moves.count + b.updates.count == 1 else { fatalError("missing batch") }
+                let t2 = DispatchTime.now().uptimeNanoseconds
+                commit.append(Double(t1 - t0) / 1_000)
+                total.append(Double(t2 - t0) / 1_000)
+            }
+            watcher.cancel()
+            let entries = try store.inspect().journal.entriesRetained
+            store.close()
+            try? FileManager.default.removeItem(atPath: path)
+            let spans = Self.spans.map { span in
+                let t = Timing(samples: Array(total[span])), c = Timing(samples: Array(commit[span]))
+                return (t.p50, t.p99, c.p99)
+            }
+            let all = Timing(samples: total)
+            rows.append(Row(size: size, spans: spans, all: (all.p50, all.p99), journalEntries: entries))
+        }
+        return rows
+    }
+
+    static func format(_ rows: [Row]) -> [String] {
+        let header = "| messages | " + spans.map { "commits \($0.lowerBound.formatted())–\($0.upperBound.formatted()): commit → batch p50 / p99 µs (commit alone p99)" }
+            .joined(separator: " | ") + " | all: p50 / p99 µs | p99 ÷ p50 | journal entries after the run |"
+        var lines = [header, "|---:|" + String(repeating: "---:|", count: spans.count + 3)]
+        for r in rows {
+            let cells = r.spans.map { String(format: "%.0f / %.0f (%.0f)", $0.p50, $0.p99, $0.commitP99) }
+            lines.append("| \(r.size.formatted()) | " + cells.joined(separator: " | ")
+                + String(format: " | %.0f / %.0f | %.1f | ", r.all.p50, r.all.p99, r.all.p99 / r.all.p50) + "\(r.journalEntries.formatted()) |")
+        }
+        return lines
+    }
+}
