@@ -56,15 +56,16 @@ struct JournalTrimmer {
     /// a quarter of a small commit's pages). Hard bounds trim as soon as they are passed.
     static let softTrimRun: UInt64 = 16
 
-    /// Journal keys of trimmed commits removed at once, at most: what bounds the cost of trimming
-    /// in any one commit, whatever the size of the commits being trimmed (a bulk load's commits
-    /// hold thousands of entries each). Writes remove them once every ``softTrimRun`` commits, so
-    /// that the other commits do not also write the journal's oldest pages.
+    /// Journal keys of trimmed commits that writes remove per ``softTrimRun`` commits, at most:
+    /// what bounds the cost of trimming, whatever the size of the commits being trimmed (a bulk
+    /// load's commits hold thousands of entries each). Each write removes its share (128), so
+    /// that a backlog is paid evenly, not by one commit in 16; a run of small trimmed commits fits
+    /// one share, so the other commits of the run write only the journal's newest pages.
     static let removalsPerRun = 2_048
 
     /// Trims the oldest commits that retention lets go (none while fewer than `minimumRun` may
-    /// go and no hard bound is passed), then removes at most `budget` keys of trimmed commits
-    /// (with a `minimumRun` above 1, only at commits whose sequence is a multiple of it).
+    /// go and no hard bound is passed), then removes keys of trimmed commits: at most `budget`,
+    /// or with a `minimumRun` above 1, its share for one commit of the run (`budget / minimumRun`).
     ///
     /// Trimming is two steps. The first retained sequence moves at once, which is all readers
     /// look at: nothing below it is ever read. The trimmed commits' keys are then removed, a
@@ -87,14 +88,17 @@ struct JournalTrimmer {
                 first = target
             }
         }
-        guard let oldest, oldest < first, minimumRun <= 1 || lastSequence % minimumRun == 0 else { return }
+        guard let oldest, oldest < first else { return }
+        let allowance = minimumRun <= 1 ? budget : max(1, budget / Int(minimumRun))
         var removed = 0
         try txn.withCursor(core.system.journal) { cursor in
             var found = try cursor.first()
-            while found, removed < budget, try JournalKeys.sequence(from: cursor.key) < first {
+            while found, removed < allowance, try JournalKeys.sequence(from: cursor.key) < first {
                 try cursor.deleteCurrent()
                 removed += 1
-                found = try cursor.first()
+                // After a delete LMDB leaves the cursor on the next key, which `next` returns
+                // without moving: no descent from the root for each key.
+                found = try cursor.next()
             }
         }
     }
