@@ -166,6 +166,13 @@ extension FieldValue {
         }
     }
 
+    /// The date of ISO 8601 text as JSON text holds dates (``jsonText`` writes them with
+    /// milliseconds; other writers may leave the fraction out), or nil: the common form read
+    /// with arithmetic, others through the formatters.
+    @_spi(Replication) public static func date(fromJSONText text: String) -> Date? {
+        parseJSONDate(text) ?? isoFormatter.date(from: text) ?? plainISOFormatter.date(from: text)
+    }
+
     /// Reads ISO 8601 without fractional seconds (`2026-07-26T18:05:33Z`).
     nonisolated(unsafe) static let plainISOFormatter = ISO8601DateFormatter()
 

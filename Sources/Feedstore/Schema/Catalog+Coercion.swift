@@ -62,7 +62,7 @@ extension FieldValue {
         case let ("int", .double(d)) where d.rounded() == d: return Int64(exactly: d).map { .int($0) } ?? value
         case let ("uint", .double(d)) where d.rounded() == d: return UInt64(exactly: d).map { .uint($0) } ?? value
         case let ("date", .string(s)):
-            return (Self.parseJSONDate(s) ?? Self.isoFormatter.date(from: s) ?? Self.plainISOFormatter.date(from: s)).map { .date($0) } ?? value
+            return Self.date(fromJSONText: s).map { .date($0) } ?? value
         case let ("date", .int(i)): return .date(Date(timeIntervalSince1970: Double(i)))
         case let ("date", .double(d)): return .date(Date(timeIntervalSince1970: d))
         case let ("uuid", .string(s)): return UUID(uuidString: s).map { .uuid($0) } ?? value

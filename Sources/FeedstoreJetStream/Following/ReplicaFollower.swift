@@ -554,7 +554,7 @@ public final class ReplicaFollower {
     /// When the origin made an envelope's commit, to the millisecond, as the replica's state
     /// keeps it.
     private static func originTime(_ envelope: ChangeEnvelope.Received) -> Date? {
-        envelope.timeText.flatMap(ChangeEnvelope.milliseconds(fromTime:)).map { Date(timeIntervalSince1970: Double($0) / 1_000) }
+        envelope.timeText.flatMap(FieldValue.date(fromJSONText:))
     }
 
     /// The changes of a commit as the replica stores them (values read from JSON take the kinds

@@ -167,33 +167,7 @@ public enum ChangeEnvelope {
         }
     }
 
-    /// `source.time` as milliseconds since 1970: `YYYY-MM-DDTHH:MM:SS.sssZ`, as
-    /// ``FieldValue/jsonText`` writes dates, read with arithmetic (fast enough for every commit);
-    /// other ISO 8601 forms through ``timeFormatter``.
-    static func milliseconds(fromTime text: String) -> Int64? {
-        var utf8 = text.utf8.makeIterator()
-        var digits: [Int64] = []
-        var separators: [UInt8] = []
-        while let byte = utf8.next() {
-            if byte >= 48 && byte <= 57 { digits.append(Int64(byte - 48)) } else { separators.append(byte) }
-        }
-        guard digits.count == 17, separators == Array("--T::.Z".utf8) else {
-            return timeFormatter.date(from: text).map { Int64(($0.timeIntervalSince1970 * 1_000).rounded()) }
-        }
-        func number(_ range: Range<Int>) -> Int64 { digits[range].reduce(0) { $0 * 10 + $1 } }
-        let (year, month, day) = (number(0..<4), number(4..<6), number(6..<8))
-        // Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil).
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yearOfEra = y - era * 400
-        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        let days = era * 146_097 + dayOfEra - 719_468
-        let seconds = days * 86_400 + number(8..<10) * 3_600 + number(10..<12) * 60 + number(12..<14)
-        return seconds * 1_000 + number(14..<17)
-    }
-
-    /// Reads `source.time` (ISO 8601 with milliseconds, as ``FieldValue/jsonText`` writes dates).
+    /// Writes and reads the times of the Object Store's metadata (ISO 8601 with milliseconds).
     nonisolated(unsafe) static let timeFormatter: ISO8601DateFormatter = {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
@@ -253,9 +227,9 @@ public enum ChangeEnvelope {
             guard let listed = try? scanner.elements(of: range) else { throw bad("requests that are not a list") }
             for request in listed {
                 guard let fields = try? scanner.members(of: request), let id = fields["id"].flatMap({ try? scanner.string(in: $0) }),
-                      let time = fields["time"].flatMap({ try? scanner.string(in: $0) }), let milliseconds = milliseconds(fromTime: time)
+                      let time = fields["time"].flatMap({ try? scanner.string(in: $0) }).flatMap(FieldValue.date(fromJSONText:))
                 else { throw bad("a request without id or time") }
-                requests.append((id, Date(timeIntervalSince1970: Double(milliseconds) / 1_000)))
+                requests.append((id, time))
             }
         }
         return Received(store: store, sequence: sequence, entries: entries, schemas: schemas, requests: requests, timeText: timeText)
