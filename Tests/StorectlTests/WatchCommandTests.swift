@@ -172,23 +172,17 @@ enum JSONMirror {
     /// text, ids and section keys their JSON text as strings. Indexes-only ranges (`count`) are
     /// rows whose records are unknown (nil).
     struct PrintedBatch: RowChangeBatch {
-        var fromSequence: UInt64
-        var toSequence: UInt64
-        var isInitial: Bool
-        var isReset: Bool
-        var sectionDeletes: [Int]
-        var sectionInserts: [SectionInsert]
+        var header: BatchHeader
         var rowChanges: [RowChange<String?>] = []
 
         init(_ batch: [String: Any]) throws {
             func list(_ name: String) -> [[String: Any]] { batch[name] as? [[String: Any]] ?? [] }
             func id(_ entry: [String: Any]) -> FieldValue? { text(entry["id"]).map { .string($0) } }
-            fromSequence = UInt64(batch["fromSequence"] as? Int ?? 0)
-            toSequence = UInt64(batch["toSequence"] as? Int ?? 0)
-            isInitial = batch["initial"] as? Bool == true
-            isReset = batch["reset"] as? Bool == true
-            sectionDeletes = list("sectionDeletes").compactMap { $0["at"] as? Int }
-            sectionInserts = list("sectionInserts").map { SectionInsert(index: $0["at"] as? Int ?? -1, key: [.string(text($0["key"]) ?? "")]) }
+            header = BatchHeader(
+                fromSequence: UInt64(batch["fromSequence"] as? Int ?? 0), toSequence: UInt64(batch["toSequence"] as? Int ?? 0),
+                isInitial: batch["initial"] as? Bool == true, isReset: batch["reset"] as? Bool == true,
+                sectionDeletes: list("sectionDeletes").compactMap { $0["at"] as? Int },
+                sectionInserts: list("sectionInserts").map { SectionInsert(index: $0["at"] as? Int ?? -1, key: [.string(text($0["key"]) ?? "")]) })
             for entry in list("deletes") {
                 let start = try path(entry["at"])
                 for i in 0..<(entry["count"] as? Int ?? 1) {

@@ -33,15 +33,28 @@ extension ReadTransaction {
         try withRecord(entity: name, id: id) { try recordJSON($0, of: &$1, id: id) }
     }
 
-    /// The record stored under the encoded primary key `primaryKey` (whose value is `id`), or
-    /// nil: a watcher's batch reads its rows by the keys the journal and the index hold.
-    func get<E: Entity>(_ type: E.Type, primaryKey: [UInt8], id: FieldValue) throws -> E? {
-        try withRecord(entity: E.entityName, primaryKey: primaryKey) { try decodeEntity(E.self, $0, of: &$1, id: id) }
+    /// Reads the records stored under `keys` in one pass, in their order, with the entity looked
+    /// up once, lending each record's stored bytes (nil where none is) to `visit`: a watcher's
+    /// batch reads the rows it names this way, by the keys the journal and the index hold.
+    func readRecords(entity name: String, keys: [RowKey],
+                     _ visit: (_ stored: UnsafeRawBufferPointer?, _ entity: inout EntitySchema, _ id: FieldValue) throws -> Void) throws
+    {
+        var entity = try entity(name)
+        let records = entity.records
+        try access { txn in
+            for key in keys {
+                try visit(try key.primaryKey.withUnsafeBytes { try txn.borrowedValue(records, key: $0) }, &entity, key.id)
+            }
+        }
     }
 
     /// The fields of the record stored under `primaryKey` (whose value is `id`), or nil.
     func record(entity name: String, primaryKey: [UInt8], id: FieldValue) throws -> [String: FieldValue]? {
-        try withRecord(entity: name, primaryKey: primaryKey) { try decodeFields($0, of: &$1, id: id) }
+        var fields: [String: FieldValue]?
+        try readRecords(entity: name, keys: [RowKey(id: id, primaryKey: primaryKey)]) { stored, entity, id in
+            fields = try stored.map { try decodeFields($0, of: &entity, id: id) }
+        }
+        return fields
     }
 
     /// Lends the stored bytes of the record with `id` to `body`; nil when there is none (or
@@ -50,14 +63,8 @@ extension ReadTransaction {
                                _ body: (UnsafeRawBufferPointer, inout EntitySchema) throws -> R) throws -> R?
     {
         guard let key = try? KeyEncoding.encode([id]) else { return nil }
-        return try withRecord(entity: name, primaryKey: key, body)
-    }
-
-    private func withRecord<R>(entity name: String, primaryKey: [UInt8],
-                               _ body: (UnsafeRawBufferPointer, inout EntitySchema) throws -> R) throws -> R?
-    {
         var entity = try entity(name)
-        return try access { txn in try txn.withValue(entity.records, key: primaryKey) { try body($0, &entity) } }
+        return try access { txn in try txn.withValue(entity.records, key: key) { try body($0, &entity) } }
     }
 
     /// How many records the entity has.

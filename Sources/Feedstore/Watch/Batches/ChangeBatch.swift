@@ -74,19 +74,8 @@ public struct ChangeBatch<E: Entity>: Sendable {
         public var value: E
     }
 
-    /// The sequence of the snapshot this batch starts from (0 for an initial batch).
-    public var fromSequence: UInt64
-    /// The sequence of the snapshot this batch produces.
-    public var toSequence: UInt64
-    /// The first batch of a watcher: the whole snapshot as inserts.
-    public var isInitial: Bool
-    /// The watcher fell behind the journal's retention: this is the whole new snapshot as
-    /// inserts; discard everything shown before.
-    public var isReset: Bool
-    /// Old indexes of sections that are gone.
-    public var sectionDeletes: [Int] = []
-    /// New sections, by new index.
-    public var sectionInserts: [SectionInsert] = []
+    /// The sequences, flags and section changes (``RowChangeBatch`` shows them as the batch's own).
+    public var header: BatchHeader
     /// Rows that left, at old paths.
     public var deletes: [Delete] = []
     /// Rows that joined, at new paths.

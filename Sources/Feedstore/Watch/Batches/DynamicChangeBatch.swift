@@ -27,18 +27,8 @@ public struct DynamicChangeBatch: Sendable {
         public var record: [String: FieldValue]
     }
 
-    /// The sequence of the snapshot this batch starts from (0 for an initial batch).
-    public var fromSequence: UInt64
-    /// The sequence of the snapshot this batch produces.
-    public var toSequence: UInt64
-    /// The first batch of a watcher: the whole snapshot as inserts.
-    public var isInitial: Bool
-    /// The whole new snapshot after the watcher fell behind; discard everything shown before.
-    public var isReset: Bool
-    /// Old indexes of sections that are gone.
-    public var sectionDeletes: [Int] = []
-    /// New sections, by new index.
-    public var sectionInserts: [SectionInsert] = []
+    /// The sequences, flags and section changes (``RowChangeBatch`` shows them as the batch's own).
+    public var header: BatchHeader
     /// Rows that left, at old paths.
     public var deletes: [Row] = []
     /// Rows that joined, at new paths, with their fields.

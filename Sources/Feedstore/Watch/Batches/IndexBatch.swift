@@ -28,18 +28,8 @@ public struct IndexBatch: Sendable {
         public var fields: [String]
     }
 
-    /// The sequence of the snapshot this batch starts from (0 for an initial batch).
-    public var fromSequence: UInt64
-    /// The sequence of the snapshot this batch produces.
-    public var toSequence: UInt64
-    /// The first batch: the whole snapshot, one range per section.
-    public var isInitial: Bool
-    /// The watcher fell behind: the whole new snapshot; discard what was shown.
-    public var isReset: Bool
-    /// Old indexes of sections that are gone.
-    public var sectionDeletes: [Int] = []
-    /// New sections: index and the index components they group by.
-    public var sectionInserts: [SectionInsert] = []
+    /// The sequences, flags and section changes (``RowChangeBatch`` shows them as the batch's own).
+    public var header: BatchHeader
     /// Rows that left, as ranges of old paths.
     public var deletes: [RowRange] = []
     /// Rows that joined, as ranges of new paths.

@@ -1,14 +1,3 @@
-/// The sequences, flags and section changes every kind of batch begins with, as the engine
-/// computes them (``RowChanges``) and as each batch type carries them.
-struct BatchHeader: Sendable {
-    var fromSequence: UInt64
-    var toSequence: UInt64
-    var isInitial: Bool
-    var isReset: Bool
-    var sectionDeletes: [Int] = []
-    var sectionInserts: [SectionInsert] = []
-}
-
 /// How a watcher makes the batch it delivers from the engine's rows (``RowChanges``): paths,
 /// primary keys and changed fields, without values. The three kinds live here, in one place.
 protocol BatchReducer: Sendable {
@@ -16,7 +5,8 @@ protocol BatchReducer: Sendable {
     func batch(from rows: RowChanges, in tx: ReadTransaction) throws -> Batch
 }
 
-/// Typed values (``ChangeBatch``): each row the batch names read by its primary key, as `E`.
+/// Typed values (``ChangeBatch``): the rows the batch names read in one pass by their primary
+/// keys, as `E`.
 struct ValuesReducer<E: Entity>: BatchReducer {
     func batch(from rows: RowChanges, in tx: ReadTransaction) throws -> ChangeBatch<E> {
         func id(_ value: FieldValue) throws -> E.ID {
@@ -25,18 +15,20 @@ struct ValuesReducer<E: Entity>: BatchReducer {
             }
             return id
         }
-        func value(_ key: FieldValue, _ primaryKey: [UInt8]) throws -> E {
-            guard let value = try tx.get(E.self, primaryKey: primaryKey, id: key) else { throw RowChanges.missing(E.entityName, key) }
-            return value
+        var values: [E] = []
+        values.reserveCapacity(rows.valuesToRead)
+        try rows.readValues(in: tx, entity: E.entityName) { stored, entity, id in
+            values.append(try tx.decodeEntity(E.self, stored, of: &entity, id: id))
         }
         var batch = ChangeBatch<E>(header: rows.header)
         batch.deletes = try rows.deletes.map { .init(path: $0.path, id: try id($0.id)) }
-        batch.inserts = try rows.inserts.map { .init(path: $0.path, id: try id($0.id), value: try value($0.id, $0.primaryKey)) }
-        batch.moves = try rows.moves.map {
-            .init(from: $0.from, to: $0.to, id: try id($0.id), fields: $0.fields, value: try value($0.id, $0.primaryKey))
-        }
+        // Values are in the order they were read: inserts, moves, updates.
+        var v = values.startIndex
+        batch.inserts = try rows.inserts.map { defer { v += 1 }; return .init(path: $0.path, id: try id($0.id), value: values[v]) }
+        batch.moves = try rows.moves.map { defer { v += 1 }; return .init(from: $0.from, to: $0.to, id: try id($0.id), fields: $0.fields, value: values[v]) }
         batch.updates = try rows.updates.map {
-            .init(from: $0.from, to: $0.to, id: try id($0.id), fields: $0.fields, value: try value($0.id, $0.primaryKey))
+            defer { v += 1 }
+            return .init(from: $0.from, to: $0.to, id: try id($0.id), fields: $0.fields, value: values[v])
         }
         return batch
     }
@@ -47,15 +39,17 @@ struct RecordsReducer: BatchReducer {
     let entity: String
 
     func batch(from rows: RowChanges, in tx: ReadTransaction) throws -> DynamicChangeBatch {
-        func stored(_ id: FieldValue, _ primaryKey: [UInt8]) throws -> [String: FieldValue] {
-            guard let fields = try tx.record(entity: entity, primaryKey: primaryKey, id: id) else { throw RowChanges.missing(entity, id) }
-            return fields
+        var records: [[String: FieldValue]] = []
+        records.reserveCapacity(rows.valuesToRead)
+        try rows.readValues(in: tx, entity: entity) { stored, entity, id in
+            records.append(try tx.decodeFields(stored, of: &entity, id: id))
         }
         var batch = DynamicChangeBatch(header: rows.header)
         batch.deletes = rows.deletes.map { .init(path: $0.path, id: $0.id, record: nil) }
-        batch.inserts = try rows.inserts.map { .init(path: $0.path, id: $0.id, record: try stored($0.id, $0.primaryKey)) }
-        batch.moves = try rows.moves.map { .init(from: $0.from, to: $0.to, id: $0.id, fields: $0.fields, record: try stored($0.id, $0.primaryKey)) }
-        batch.updates = try rows.updates.map { .init(from: $0.from, to: $0.to, id: $0.id, fields: $0.fields, record: try stored($0.id, $0.primaryKey)) }
+        var r = records.startIndex
+        batch.inserts = rows.inserts.map { defer { r += 1 }; return .init(path: $0.path, id: $0.id, record: records[r]) }
+        batch.moves = rows.moves.map { defer { r += 1 }; return .init(from: $0.from, to: $0.to, id: $0.id, fields: $0.fields, record: records[r]) }
+        batch.updates = rows.updates.map { defer { r += 1 }; return .init(from: $0.from, to: $0.to, id: $0.id, fields: $0.fields, record: records[r]) }
         return batch
     }
 }
@@ -76,29 +70,28 @@ struct PositionsReducer: BatchReducer {
 }
 
 extension RowChanges {
+    /// How many rows' values a batch carries.
+    var valuesToRead: Int { inserts.count + moves.count + updates.count }
+
+    /// Reads the records of the rows whose values a batch carries in one pass, by their primary
+    /// keys, lending each to `visit` in the order the reducers take them: inserts, moves, updates.
+    /// - Throws: ``missing(_:_:)`` for a row without its record.
+    func readValues(in tx: ReadTransaction, entity name: String,
+                    _ visit: (_ stored: UnsafeRawBufferPointer, _ entity: inout EntitySchema, _ id: FieldValue) throws -> Void) throws
+    {
+        var keys: [ReadTransaction.RowKey] = []
+        keys.reserveCapacity(valuesToRead)
+        for row in inserts { keys.append(.init(id: row.id, primaryKey: row.primaryKey)) }
+        for pair in moves { keys.append(.init(id: pair.id, primaryKey: pair.primaryKey)) }
+        for pair in updates { keys.append(.init(id: pair.id, primaryKey: pair.primaryKey)) }
+        try tx.readRecords(entity: name, keys: keys) { stored, entity, id in
+            guard let stored else { throw Self.missing(name, id) }
+            try visit(stored, &entity, id)
+        }
+    }
+
     /// A row the index holds without its record.
     static func missing(_ entity: String, _ id: FieldValue) -> FeedstoreError {
         .corruptData(what: "journal", reason: "\(entity) \(id.jsonText) is in the index but not stored")
-    }
-}
-
-extension ChangeBatch {
-    init(header: BatchHeader) {
-        self.init(fromSequence: header.fromSequence, toSequence: header.toSequence, isInitial: header.isInitial, isReset: header.isReset,
-                  sectionDeletes: header.sectionDeletes, sectionInserts: header.sectionInserts)
-    }
-}
-
-extension DynamicChangeBatch {
-    init(header: BatchHeader) {
-        self.init(fromSequence: header.fromSequence, toSequence: header.toSequence, isInitial: header.isInitial, isReset: header.isReset,
-                  sectionDeletes: header.sectionDeletes, sectionInserts: header.sectionInserts)
-    }
-}
-
-extension IndexBatch {
-    init(header: BatchHeader) {
-        self.init(fromSequence: header.fromSequence, toSequence: header.toSequence, isInitial: header.isInitial, isReset: header.isReset,
-                  sectionDeletes: header.sectionDeletes, sectionInserts: header.sectionInserts)
     }
 }

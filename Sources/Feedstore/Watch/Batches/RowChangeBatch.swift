@@ -5,20 +5,25 @@
 public protocol RowChangeBatch: Sendable {
     /// The value the batch carries for a row it inserts, moves or updates.
     associatedtype Value
-    /// The sequence of the snapshot this batch starts from (0 for an initial batch).
-    var fromSequence: UInt64 { get }
-    /// The sequence of the snapshot this batch produces.
-    var toSequence: UInt64 { get }
-    /// The whole snapshot as inserts, the first batch.
-    var isInitial: Bool { get }
-    /// The whole new snapshot after the watcher fell behind; discard everything shown before.
-    var isReset: Bool { get }
-    /// Old indexes of sections that are gone.
-    var sectionDeletes: [Int] { get }
-    /// New sections, by new index.
-    var sectionInserts: [SectionInsert] { get }
+    /// The sequences, flags and section changes.
+    var header: BatchHeader { get }
     /// Every row the batch names, once.
     var rowChanges: [RowChange<Value>] { get }
+}
+
+extension RowChangeBatch {
+    /// The header's ``BatchHeader/fromSequence``.
+    public var fromSequence: UInt64 { header.fromSequence }
+    /// The header's ``BatchHeader/toSequence``.
+    public var toSequence: UInt64 { header.toSequence }
+    /// The header's ``BatchHeader/isInitial``.
+    public var isInitial: Bool { header.isInitial }
+    /// The header's ``BatchHeader/isReset``.
+    public var isReset: Bool { header.isReset }
+    /// The header's ``BatchHeader/sectionDeletes``.
+    public var sectionDeletes: [Int] { header.sectionDeletes }
+    /// The header's ``BatchHeader/sectionInserts``.
+    public var sectionInserts: [SectionInsert] { header.sectionInserts }
 }
 
 /// What a batch did to a row.
