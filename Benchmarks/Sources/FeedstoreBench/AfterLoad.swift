@@ -7,15 +7,23 @@ import Foundation
 /// remove their journal keys, a bounded number at a time. Each commit moves a random message's
 /// date and a watcher of the whole index takes the batch; the commit → batch times are reported
 /// in spans of the commits after the load, so that the spans the trimming falls in show.
+///
+/// Two paces, each after a load of its own: commits back to back, where every commit removes its
+/// share of the trimmed keys, and one commit every 5 ms, as an application's writes come, where
+/// the writer removes them in the gaps.
 struct AfterLoad {
     let sizes: [Int]
     let directory: String
     var commits = 6_000
+    /// The pauses between commits measured, in µs.
+    static let gaps = [0, 5_000]
     /// The spans reported, by commit number after the load.
     static let spans: [Range<Int>] = [0..<800, 800..<2_000, 2_000..<4_000, 4_000..<6_000]
 
     struct Row {
         var size: Int
+        /// The pause between commits, µs.
+        var gap: Int
         /// Per span: commit → batch p50 and p99 in µs, and the commit alone p99.
         var spans: [(p50: Double, p99: Double, commitP99: Double)]
         var all: (p50: Double, p99: Double)
@@ -27,6 +35,13 @@ struct AfterLoad {
     func run() throws -> [Row] {
         var rows: [Row] = []
         for size in sizes {
+            for gap in Self.gaps { rows.append(try run(size: size, gap: gap)) }
+        }
+        return rows
+    }
+
+    private func run(size: Int, gap: Int) throws -> Row {
+        do {
             let path = directory + "/after-load-\(size)"
             try? FileManager.default.removeItem(atPath: path)
             let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(durability: .none, initialMapSize: 1 << 30))
@@ -37,6 +52,7 @@ struct AfterLoad {
             var rng = SplitMix(state: UInt64(size))
             var total: [Double] = [], commit: [Double] = []
             for _ in 0..<commits {
+                if gap > 0 { usleep(UInt32(gap)) }
                 let id = UInt64.random(in: 1...UInt64(size), using: &rng)
                 let t0 = DispatchTime.now().uptimeNanoseconds
                 try WatcherBench.moveDate(of: id, in: store, using: &rng)
@@ -55,18 +71,18 @@ struct AfterLoad {
                 return (t.p50, t.p99, c.p99)
             }
             let all = Timing(samples: total)
-            rows.append(Row(size: size, spans: spans, all: (all.p50, all.p99), journalEntries: entries))
+            return Row(size: size, gap: gap, spans: spans, all: (all.p50, all.p99), journalEntries: entries)
         }
-        return rows
     }
 
     static func format(_ rows: [Row]) -> [String] {
-        let header = "| messages | " + spans.map { "commits \($0.lowerBound.formatted())–\($0.upperBound.formatted()): commit → batch p50 / p99 µs (commit alone p99)" }
+        let header = "| messages | commits | " + spans.map { "commits \($0.lowerBound.formatted())–\($0.upperBound.formatted()): commit → batch p50 / p99 µs (commit alone p99)" }
             .joined(separator: " | ") + " | all: p50 / p99 µs | p99 ÷ p50 | journal entries after the run |"
-        var lines = [header, "|---:|" + String(repeating: "---:|", count: spans.count + 3)]
+        var lines = [header, "|---:|---|" + String(repeating: "---:|", count: spans.count + 3)]
         for r in rows {
             let cells = r.spans.map { String(format: "%.0f / %.0f (%.0f)", $0.p50, $0.p99, $0.commitP99) }
-            lines.append("| \(r.size.formatted()) | " + cells.joined(separator: " | ")
+            let pace = r.gap == 0 ? "back to back" : "one every \(r.gap / 1_000) ms"
+            lines.append("| \(r.size.formatted()) | \(pace) | " + cells.joined(separator: " | ")
                 + String(format: " | %.0f / %.0f | %.1f | ", r.all.p50, r.all.p99, r.all.p99 / r.all.p50) + "\(r.journalEntries.formatted()) |")
         }
         return lines

@@ -73,8 +73,10 @@ struct JournalTrimmer {
     /// later commits instead of making one slow. The newest commit is trimmed only when every key
     /// left fits the budget, so the journal's last key always belongs to a retained commit, and
     /// the newest sequence stays one lookup (``SystemDatabases/newestSequence(in:)``).
-    func trim(in txn: borrowing LMDBTransaction, lastSequence: UInt64, budget: Int, minimumRun: UInt64 = 1) throws {
-        guard lastSequence > 0 else { return }
+    /// - Returns: whether keys of trimmed commits are left to remove (``removeTrimmedKeys(in:budget:)``).
+    @discardableResult
+    func trim(in txn: borrowing LMDBTransaction, lastSequence: UInt64, budget: Int, minimumRun: UInt64 = 1) throws -> Bool {
+        guard lastSequence > 0 else { return false }
         // Read here, not passed in: a request earlier in the same transaction may have trimmed.
         var first = try core.system.firstRetained(in: txn)
         let oldest = try txn.withCursor(core.system.journal) { cursor in try cursor.first() ? try JournalKeys.sequence(from: cursor.key) : nil }
@@ -88,18 +90,30 @@ struct JournalTrimmer {
                 first = target
             }
         }
-        guard let oldest, oldest < first else { return }
-        let allowance = minimumRun <= 1 ? budget : max(1, budget / Int(minimumRun))
-        var removed = 0
+        guard let oldest, oldest < first else { return false }
+        return try removeKeys(before: first, in: txn, budget: minimumRun <= 1 ? budget : max(1, budget / Int(minimumRun)))
+    }
+
+    /// Removes at most `budget` keys of commits already trimmed (below the first retained
+    /// sequence), oldest first, and moves nothing else: the writer's work while no write waits.
+    /// - Returns: whether such keys are left.
+    func removeTrimmedKeys(in txn: borrowing LMDBTransaction, budget: Int) throws -> Bool {
+        try removeKeys(before: try core.system.firstRetained(in: txn), in: txn, budget: budget)
+    }
+
+    private func removeKeys(before first: UInt64, in txn: borrowing LMDBTransaction, budget: Int) throws -> Bool {
         try txn.withCursor(core.system.journal) { cursor in
             var found = try cursor.first()
-            while found, removed < allowance, try JournalKeys.sequence(from: cursor.key) < first {
+            var removed = 0
+            while found, try JournalKeys.sequence(from: cursor.key) < first {
+                guard removed < budget else { return true }
                 try cursor.deleteCurrent()
                 removed += 1
                 // After a delete LMDB leaves the cursor on the next key, which `next` returns
                 // without moving: no descent from the root for each key.
                 found = try cursor.next()
             }
+            return false
         }
     }
 }

@@ -51,6 +51,9 @@ public struct StoreOptions: Sendable {
     /// Benchmarks only: skips maintaining index counts, to measure what counting costs. A store
     /// written this way has wrong counts (`verify` reports them); never use it otherwise.
     @_spi(Benchmarking) public var maintainsCounts: Bool = true
+    /// Benchmarks only: false leaves the removal of trimmed journal keys to writes alone (each
+    /// its share), as without idle time, to measure what the idle writer's passes save.
+    @_spi(Benchmarking) public var removesTrimmedKeysWhenIdle: Bool = true
     /// Replication only: this handle is a replica's follower, the one writer of a replica.
     @_spi(Replication) public var writesReplica: Bool = false
     /// Called while an index is built on open, with (records done, records in all).

@@ -9,6 +9,9 @@ import Foundation
 /// the thread that began it, so each runs start to finish on one thread, with no `await` inside:
 /// the writer thread, or, for a synchronous caller that finds no other write running or waiting,
 /// the caller's own thread (which saves two thread switches, a third of a small commit's time).
+///
+/// While no write waits, the writer thread removes keys of trimmed journal commits, a bounded
+/// pass at a time, so that the writes after a bulk load do less of it themselves.
 final class WriteQueue: @unchecked Sendable {
     final class Request: @unchecked Sendable {
         private var body: ((WriteTransaction) throws -> Void)?
@@ -48,6 +51,15 @@ final class WriteQueue: @unchecked Sendable {
     private var lastCommitNanoseconds: UInt64 = 0
     /// A new group waits at most this share of the last commit's time for more requests.
     static let lingerShare: UInt64 = 4
+    /// Whether keys of trimmed journal commits are left to remove, as the last commit found.
+    private var trimmedKeysLeft = false
+    /// When the idle writer thread next removes some of them.
+    private var maintenanceDue: Date?
+    /// How long the writer thread waits without a write before a pass of maintenance: a write
+    /// that arrives during a pass waits for it, so passes run only in gaps between writes.
+    static let maintenanceDelay: TimeInterval = 0.002
+    /// Journal keys one pass of maintenance removes at most (about a millisecond's work).
+    static let keysPerMaintenancePass = 1_024
 
     init(core: StoreCore) { self.core = core }
 
@@ -81,9 +93,13 @@ final class WriteQueue: @unchecked Sendable {
         condition.lock()
         inlineThread = nil
         isBusy = false
-        // Only requests queued meanwhile or a waiting shutdown need a wake-up. Waking the idle
-        // writer thread after every inline commit would cost a futex call and a thread switch.
-        if !pending.isEmpty || isShutDown { condition.broadcast() }
+        maintenanceDue = nil
+        // Maintenance runs on the writer thread, which inline writes alone never start.
+        if trimmedKeysLeft { startWriterThread() }
+        // Only requests queued meanwhile, a waiting shutdown or maintenance to do need a
+        // wake-up. Waking the idle writer thread after every inline commit would cost a futex
+        // call and a thread switch.
+        if !pending.isEmpty || isShutDown || trimmedKeysLeft { condition.broadcast() }
         condition.unlock()
     }
 
@@ -104,14 +120,18 @@ final class WriteQueue: @unchecked Sendable {
         defer { condition.unlock() }
         guard !isShutDown else { throw FeedstoreError.storeClosed(path: core.path) }
         pending.append(contentsOf: requests)
-        if !isRunning {
-            isRunning = true
-            let thread = Thread { [self] in run() }
-            thread.name = "Feedstore writer"
-            thread.stackSize = 8 << 20
-            thread.start()
-        }
+        startWriterThread()
         condition.broadcast()
+    }
+
+    /// Starts the writer thread unless it runs. The caller holds the lock.
+    private func startWriterThread() {
+        guard !isRunning, !isShutDown else { return }
+        isRunning = true
+        let thread = Thread { [self] in run() }
+        thread.name = "Feedstore writer"
+        thread.stackSize = 8 << 20
+        thread.start()
     }
 
     /// Finishes the waiting requests and any write running inline, then stops the thread.
@@ -154,6 +174,24 @@ final class WriteQueue: @unchecked Sendable {
                 lastGroup = batch.count
                 lastCommitNanoseconds = elapsed
                 isBusy = false
+                maintenanceDue = nil
+                condition.broadcast()
+                continue
+            }
+            if pending.isEmpty && !isBusy && trimmedKeysLeft && !isShutDown {
+                let due = maintenanceDue ?? Date(timeIntervalSinceNow: Self.maintenanceDelay)
+                maintenanceDue = due
+                if Date() < due {
+                    _ = condition.wait(until: due)
+                    continue
+                }
+                maintenanceDue = nil
+                isBusy = true
+                condition.unlock()
+                let left = removeTrimmedKeys()
+                condition.lock()
+                trimmedKeysLeft = left
+                isBusy = false
                 condition.broadcast()
                 continue
             }
@@ -164,6 +202,23 @@ final class WriteQueue: @unchecked Sendable {
         writerThread = nil
         condition.unlock()
         stopped.signal()
+    }
+
+    /// One pass of maintenance: removes at most ``keysPerMaintenancePass`` keys of trimmed
+    /// journal commits in a transaction of its own (no journal commit: watchers see nothing).
+    /// - Returns: whether more are left. A failure leaves them to the next writes, which remove
+    ///   their share as before.
+    private func removeTrimmedKeys() -> Bool {
+        do {
+            return try core.mapLock.withShared {
+                let txn = try core.begin(readOnly: false)
+                let left = try JournalTrimmer(core: core).removeTrimmedKeys(in: txn, budget: Self.keysPerMaintenancePass)
+                try txn.commit()
+                return left
+            }
+        } catch {
+            return false
+        }
     }
 
     // MARK: One batch
@@ -248,9 +303,10 @@ final class WriteQueue: @unchecked Sendable {
         }
         // Before trimming, so that retention sees where the cursors are now.
         let settled = try core.deferredCursorMoves.write(in: txn, cursors: DurableCursors(core: core))
-        try JournalTrimmer(core: core).trim(in: txn, lastSequence: lastSequence, budget: JournalTrimmer.removalsPerRun,
-                                            minimumRun: JournalTrimmer.softTrimRun)
+        let keysLeft = try JournalTrimmer(core: core).trim(in: txn, lastSequence: lastSequence, budget: JournalTrimmer.removalsPerRun,
+                                                           minimumRun: JournalTrimmer.softTrimRun)
         try txn.commit()
+        condition.withLock { trimmedKeysLeft = keysLeft && core.options.removesTrimmedKeysWhenIdle }
         core.deferredCursorMoves.committed(settled)
         core.publish(schema)
         core.published(lastSequence, entries: kept)

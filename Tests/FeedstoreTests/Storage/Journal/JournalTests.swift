@@ -1,4 +1,4 @@
-@testable import Feedstore
+@_spi(Benchmarking) @testable import Feedstore
 import FeedstoreTestSupport
 import Foundation
 import Testing
@@ -181,8 +181,10 @@ import Testing
     /// small commit pay for a large one.
     @Test func trimmedBulkCommitsAreRemovedABoundedNumberOfKeysPerCommit() throws {
         try withTemporaryDirectory { dir in
-            let store = try Store(path: dir + "/s", entities: [Item.self],
-                                  options: StoreOptions(durability: .none, journalRetention: JournalRetention(minimumCommits: 5)))
+            var options = StoreOptions(durability: .none, journalRetention: JournalRetention(minimumCommits: 5))
+            // Counted per commit: the idle writer's passes would remove keys between them.
+            options.removesTrimmedKeysWhenIdle = false
+            let store = try Store(path: dir + "/s", entities: [Item.self], options: options)
             for batch in 0..<5 {
                 try store.write { tx in for i in 0..<5_000 { try tx.put(Self.item(Int64(batch * 5_000 + i))) } }
             }
@@ -212,6 +214,35 @@ import Testing
             try commit(store, 1, from: 200_000)
             #expect(try store.read { try $0.journalBounds() }.last == 66)
             #expect(try store.verify().isEmpty)
+        }
+    }
+
+    /// While no write comes, the writer removes the keys of trimmed commits itself, a bounded
+    /// pass at a time, making no journal commit; readers and `verify` see the same journal.
+    @Test(arguments: [Durability.none, .full])
+    func theIdleWriterRemovesTrimmedKeys(durability: Durability) throws {
+        try withTemporaryDirectory { dir in
+            let store = try Store(path: dir + "/s", entities: [Item.self],
+                                  options: StoreOptions(durability: durability, journalRetention: JournalRetention(minimumCommits: 5)))
+            for batch in 0..<5 {
+                try store.write { tx in for i in 0..<5_000 { try tx.put(Self.item(Int64(batch * 5_000 + i))) } }
+            }
+            func keys() throws -> Int { try store.core.withReadTransaction { try $0.statistics(store.core.system.journal).entries } }
+            // Enough small commits to trim the bulk ones; each removes only its share of their keys.
+            for i in 0..<20 { try commit(store, 1, from: 100_000 + Int64(i)) }
+            let bounds = try store.read { try $0.journalBounds() }
+            #expect(bounds.last == 25 && bounds.first > 5, "\(bounds): the bulk commits are trimmed")
+            let retainedKeys = 2 * Int(bounds.last - bounds.first + 1)
+            #expect(try keys() > retainedKeys + WriteQueue.keysPerMaintenancePass, "20 commits leave most of 25,005 keys")
+            let deadline = ContinuousClock.now + .seconds(20)
+            while try keys() > retainedKeys, ContinuousClock.now < deadline { usleep(5_000) }
+            #expect(try keys() == retainedKeys, "the idle writer removed every trimmed key")
+            #expect(try store.read { try $0.journalBounds() } == bounds, "and made no journal commit")
+            let commits = try store.read { try $0.journal(after: bounds.first - 1, limit: 1_000) }
+            #expect(commits.map(\.sequence) == Array(bounds.first...bounds.last))
+            #expect(try store.verify().isEmpty)
+            try commit(store, 1, from: 200_000)
+            #expect(try store.read { try $0.journalBounds() }.last == 26)
         }
     }
 
