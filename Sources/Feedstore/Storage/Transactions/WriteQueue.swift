@@ -53,11 +53,15 @@ final class WriteQueue: @unchecked Sendable {
     static let lingerShare: UInt64 = 4
     /// Whether keys of trimmed journal commits are left to remove, as the last commit found.
     private var trimmedKeysLeft = false
-    /// When the idle writer thread next removes some of them.
-    private var maintenanceDue: Date?
-    /// How long the writer thread waits without a write before a pass of maintenance: a write
-    /// that arrives during a pass waits for it, so passes run only in gaps between writes.
-    static let maintenanceDelay: TimeInterval = 0.002
+    /// A commit found such keys after one that found none: the writer thread, asleep without a
+    /// deadline, is woken once to begin its passes. (Waking it after every inline commit while
+    /// they are left would cost each commit a futex call and a thread switch.)
+    private var maintenanceStarts = false
+    /// When the last write ended (uptime, ns): a pass waits for a gap without writes after it.
+    private var lastWriteEnded: UInt64 = 0
+    /// How long the writer thread waits without a write before a pass of maintenance, in ns: a
+    /// write that arrives during a pass waits for it, so passes run only in gaps between writes.
+    static let maintenanceDelay: UInt64 = 2_000_000
     /// Journal keys one pass of maintenance removes at most (about a millisecond's work).
     static let keysPerMaintenancePass = 1_024
 
@@ -93,13 +97,16 @@ final class WriteQueue: @unchecked Sendable {
         condition.lock()
         inlineThread = nil
         isBusy = false
-        maintenanceDue = nil
+        lastWriteEnded = DispatchTime.now().uptimeNanoseconds
         // Maintenance runs on the writer thread, which inline writes alone never start.
         if trimmedKeysLeft { startWriterThread() }
-        // Only requests queued meanwhile, a waiting shutdown or maintenance to do need a
+        // Only requests queued meanwhile, a waiting shutdown or maintenance to begin need a
         // wake-up. Waking the idle writer thread after every inline commit would cost a futex
         // call and a thread switch.
-        if !pending.isEmpty || isShutDown || trimmedKeysLeft { condition.broadcast() }
+        if !pending.isEmpty || isShutDown || maintenanceStarts {
+            maintenanceStarts = false
+            condition.broadcast()
+        }
         condition.unlock()
     }
 
@@ -174,18 +181,20 @@ final class WriteQueue: @unchecked Sendable {
                 lastGroup = batch.count
                 lastCommitNanoseconds = elapsed
                 isBusy = false
-                maintenanceDue = nil
+                lastWriteEnded = DispatchTime.now().uptimeNanoseconds
                 condition.broadcast()
                 continue
             }
-            if pending.isEmpty && !isBusy && trimmedKeysLeft && !isShutDown {
-                let due = maintenanceDue ?? Date(timeIntervalSinceNow: Self.maintenanceDelay)
-                maintenanceDue = due
-                if Date() < due {
-                    _ = condition.wait(until: due)
+            if pending.isEmpty && trimmedKeysLeft && !isShutDown {
+                // Asleep with a deadline: inline writes meanwhile (one may be running now) move
+                // the deadline on without waking the thread, which looks again when it passes.
+                maintenanceStarts = false
+                let now = DispatchTime.now().uptimeNanoseconds
+                let due = isBusy ? now + Self.maintenanceDelay : lastWriteEnded + Self.maintenanceDelay
+                if now < due {
+                    _ = condition.wait(until: Date(timeIntervalSinceNow: Double(due - now) / 1e9))
                     continue
                 }
-                maintenanceDue = nil
                 isBusy = true
                 condition.unlock()
                 let left = removeTrimmedKeys()
@@ -306,7 +315,11 @@ final class WriteQueue: @unchecked Sendable {
         let keysLeft = try JournalTrimmer(core: core).trim(in: txn, lastSequence: lastSequence, budget: JournalTrimmer.removalsPerRun,
                                                            minimumRun: JournalTrimmer.softTrimRun)
         try txn.commit()
-        condition.withLock { trimmedKeysLeft = keysLeft && core.options.removesTrimmedKeysWhenIdle }
+        condition.withLock {
+            let left = keysLeft && core.options.removesTrimmedKeysWhenIdle
+            if left && !trimmedKeysLeft { maintenanceStarts = true }
+            trimmedKeysLeft = left
+        }
         core.deferredCursorMoves.committed(settled)
         core.publish(schema)
         core.published(lastSequence, entries: kept)
