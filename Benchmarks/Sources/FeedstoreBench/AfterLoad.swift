@@ -49,52 +49,40 @@ struct AfterLoad {
     }
 
     private func run(size: Int, gap: Int) throws -> Row {
-        do {
-            let path = directory + "/after-load-\(size)"
-            try? FileManager.default.removeItem(atPath: path)
-            let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(durability: .none, initialMapSize: 1 << 30))
-            var feed = DemoFeed(seed: 1)
-            let duringLoad = try Self.commitsDuring(store) {
-                try feed.populate(store, messages: size, contacts: 1_000, batch: 5_000, progress: $0)
-            }
-            var opens: [Double] = []
-            var random = SplitMix(state: UInt64(size) &+ 1)
-            for _ in 0..<200 {
-                let start = Timing.now
-                let window = WatchWindow(offset: Int.random(in: 0..<(size - 100), using: &random), limit: 100)
-                let opened = store.watch(Query(Message.self, index: "byFolderDate"), options: WatchOptions(window: window))
-                guard let first = try opened.poll(), first.inserts.count == 100 else { fatalError("no first window") }
-                opens.append(Timing.micros(since: start))
-                opened.cancel()
-            }
-            let watcher = store.watch(Query(Message.self, index: "byFolderDate"), options: WatchOptions())
-            _ = try watcher.poll()
-            var rng = SplitMix(state: UInt64(size))
-            var total: [Double] = [], commit: [Double] = []
-            for _ in 0..<commits {
-                if gap > 0 { usleep(UInt32(gap)) }
-                let id = UInt64.random(in: 1...UInt64(size), using: &rng)
-                let t0 = DispatchTime.now().uptimeNanoseconds
-                try WatcherBench.moveDate(of: id, in: store, using: &rng)
-                let t1 = DispatchTime.now().uptimeNanoseconds
-                guard let b = try watcher.poll(), b.moves.count + b.updates.count == 1 else { fatalError("missing batch") }
-                let t2 = DispatchTime.now().uptimeNanoseconds
-                commit.append(Double(t1 - t0) / 1_000)
-                total.append(Double(t2 - t0) / 1_000)
-            }
-            watcher.cancel()
-            let entries = try store.inspect().journal.entriesRetained
-            store.close()
-            try? FileManager.default.removeItem(atPath: path)
-            let spans = Self.spans.map { span in
-                let t = Timing(samples: Array(total[span])), c = Timing(samples: Array(commit[span]))
-                return (t.p50, t.p99, c.p99)
-            }
-            let all = Timing(samples: total)
-            let open = Timing(samples: opens), during = Timing(samples: duringLoad)
-            return Row(size: size, gap: gap, spans: spans, all: (all.p50, all.p99), journalEntries: entries,
-                       duringLoad: (during.p50, during.p99), open: (open.p50, open.p99))
+        let path = directory + "/after-load-\(size)"
+        try? FileManager.default.removeItem(atPath: path)
+        let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(durability: .none, initialMapSize: 1 << 30))
+        var feed = DemoFeed(seed: 1)
+        let duringLoad = try Self.commitsDuring(store) {
+            try feed.populate(store, messages: size, contacts: 1_000, batch: 5_000, progress: $0)
         }
+        var random = SplitMix(state: UInt64(size) &+ 1)
+        let opens = try WatcherBench.openTimes(store) { Int.random(in: 0..<(size - 100), using: &random) }
+        let watcher = store.watch(Query(Message.self, index: "byFolderDate"), options: WatchOptions())
+        _ = try watcher.poll()
+        var rng = SplitMix(state: UInt64(size))
+        var total: [Double] = [], commit: [Double] = []
+        for _ in 0..<commits {
+            if gap > 0 { usleep(UInt32(gap)) }
+            let id = UInt64.random(in: 1...UInt64(size), using: &rng)
+            let start = Timing.now
+            try WatcherBench.moveDate(of: id, in: store, using: &rng)
+            commit.append(Timing.micros(since: start))
+            guard let b = try watcher.poll(), b.moves.count + b.updates.count == 1 else { fatalError("missing batch") }
+            total.append(Timing.micros(since: start))
+        }
+        watcher.cancel()
+        let entries = try store.inspect().journal.entriesRetained
+        store.close()
+        try? FileManager.default.removeItem(atPath: path)
+        let spans = Self.spans.map { span in
+            let t = Timing(samples: Array(total[span])), c = Timing(samples: Array(commit[span]))
+            return (t.p50, t.p99, c.p99)
+        }
+        let all = Timing(samples: total)
+        let open = Timing(samples: opens), during = Timing(samples: duringLoad)
+        return Row(size: size, gap: gap, spans: spans, all: (all.p50, all.p99), journalEntries: entries,
+                   duringLoad: (during.p50, during.p99), open: (open.p50, open.p99))
     }
 
     /// Runs `load` (which reports each of its commits, by messages loaded) while another thread

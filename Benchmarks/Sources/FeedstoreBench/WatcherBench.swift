@@ -42,6 +42,20 @@ struct WatcherBench {
         return store
     }
 
+    /// Times opening a watcher of byFolderDate with a first window of 100 rows at the offset
+    /// `offset` gives, to its first batch, `count` times; µs each.
+    static func openTimes(_ store: Store, count: Int = 200, offset: () -> Int) throws -> [Double] {
+        try (0..<count).map { _ in
+            let start = Timing.now
+            let watcher = store.watch(Query(Message.self, index: "byFolderDate"),
+                                      options: WatchOptions(window: WatchWindow(offset: offset(), limit: 100)))
+            guard let first = try watcher.poll(), first.inserts.count == 100 else { fatalError("no first window") }
+            let elapsed = Timing.micros(since: start)
+            watcher.cancel()
+            return elapsed
+        }
+    }
+
     /// The measured one-row update: message `id`'s date moves by up to an hour either way.
     static func moveDate(of id: UInt64, in store: Store, using rng: inout SplitMix) throws {
         try store.write { tx in
@@ -60,13 +74,7 @@ struct WatcherBench {
             var rng = SplitMix(state: UInt64(size))
 
             // Opening with a first window of 100 rows in the middle.
-            var open: [Double] = []
-            for _ in 0..<200 {
-                let start = DispatchTime.now().uptimeNanoseconds
-                let watcher = store.watch(query, options: WatchOptions(window: WatchWindow(offset: size / 2, limit: 100)))
-                guard let first = try watcher.poll(), first.inserts.count == 100 else { fatalError("no first window") }
-                open.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1_000)
-            }
+            let open = try Self.openTimes(store) { size / 2 }
 
             // One-row updates: a random message's date changes (it moves), then the batch. The plain
             // and the sectioned watcher take turns in rounds of 100 updates, so that both are
