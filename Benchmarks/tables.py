@@ -2,7 +2,7 @@
 """Publishes the benchmark results: copies each results file of Benchmarks/results into
 Benchmarks/README.md, between the markers <!-- results:NAME --> and <!-- /results:NAME -->, and
 writes the README's headline table (between <!-- results:headline --> markers) from the peer and
-watcher-shape results. Run by the scripts that produce the results; run it by hand after
+lazy-list results. Run by the scripts that produce the results; run it by hand after
 `feedstore-bench COMMAND` to publish that command's file."""
 import pathlib
 import re
@@ -104,39 +104,11 @@ def headline():
             lines.append(f"| a screen of 50 rows of a lazy live list, 1 million messages, a writer committing, p50 "
                          f"| {r['Feedstore fling, per screen p50 / p99 µs'].split(' / ')[0]} µs "
                          f"| {times(r['GRDB ÷ Feedstore, fling / jumps (p50)'].split(' / ')[0])} (`LIMIT/OFFSET`) | – |")
+    # The README keeps this one table; watcher shapes, replication and every other measurement
+    # live in Benchmarks/README.md.
     notes = [f"Measured {date} on a shared 2-core machine; ratios above 1 mean Feedstore is faster."]
-    shapes_file = results / "watch-shapes.md"
-    if shapes_file.exists():
-        shapes_text = shapes_file.read_text()
-        shapes_date = re.search(r"\d{4}-\d{2}-\d{2}", shapes_text.splitlines()[0]).group(0)
-        window = re.search(r"^- Window of 100 .*at most ([\d.]+)×", shapes_text, re.M)
-        many = re.search(r"^- 10,000 watchers: the affected watcher's p50 .*?\(([\d.]+)×\)", shapes_text, re.M)
-        if window and many:
-            notes.append(f"Every watcher shape costs about the same ({shapes_date}): a window of 100 rows at most "
-                         f"{window.group(1)}× the unwindowed list, and with 10,000 watchers attached the changed list's "
-                         f"latency is {many.group(1)}× that of a lone watcher.")
-    jetstream_file = results / "jetstream.md"
-    if jetstream_file.exists():
-        jetstream_text = jetstream_file.read_text()
-        jetstream_date = re.search(r"\d{4}-\d{2}-\d{2}", jetstream_text.splitlines()[0]).group(0)
-        found = tables(jetstream_text)
-        rates = {r["job"]: r for r in found[0]["rows"]}
-        shipped = rates["one-row commits"]["commits/s"]
-        applied = rates["one-row commits applied to a replica"]["commits/s"]
-        latency = [t for t in found if t["title"].startswith("Latency of a one-row commit")]
-        synced, unsynced = latency[0]["rows"][-1], latency[-1]["rows"][-1]
-        notes.append(f"Replicas over NATS JetStream on loopback ({jetstream_date}): {shipped} one-row commits shipped per second, "
-                     f"{applied} applied per second by a follower, and a commit on the primary reaches a watcher of a replica "
-                     f"in {unsynced['p50 ms']} ms at p50, {unsynced['p99 ms']} ms at p99 with snapshots to re-seed the replica "
-                     f"({synced['p50 ms']} and {synced['p99 ms']} ms when the replica syncs each commit).")
-        forwarded = [t for t in found if t["title"].startswith("Forwarded writes")]
-        if forwarded:
-            returned = forwarded[0]["rows"][3]
-            local = forwarded[0]["rows"][4]
-            notes.append(f"A one-row write sent from a replica to the primary is readable on that replica {returned['p50 ms']} ms "
-                         f"after the call at p50 and {returned['p99 ms']} ms at p99 ({local['p50 ms']} ms for the same write "
-                         f"made on the primary itself).")
-    notes.append("Method, peers and every table: [Benchmarks/README.md](Benchmarks/README.md).")
+    notes.append("Watcher shapes, replication over NATS JetStream, method, peers and every table: "
+                 "[Benchmarks/README.md](Benchmarks/README.md).")
     return "\n".join(lines + [""] + [" ".join(notes)])
 
 
@@ -146,4 +118,4 @@ for name in names:
     replace_block(readme, name, (results / f"{name}.md").read_text())
     print(f"Benchmarks/README.md: {name} from Benchmarks/results/{name}.md")
 replace_block(root / "README.md", "headline", headline())
-print("README.md: headline table from Benchmarks/results/peers.md, watch-shapes.md, scroll.md and jetstream.md")
+print("README.md: headline table from Benchmarks/results/peers.md and scroll.md")
