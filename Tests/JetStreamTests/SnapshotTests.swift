@@ -1,4 +1,4 @@
-import Feedstore
+@_spi(Replication) import Feedstore
 import FeedstoreDemo
 @testable import FeedstoreJetStream
 import FeedstoreTestSupport
@@ -203,6 +203,72 @@ import Testing
             try String(format: "%.0f\n", boot - 3_600).write(toFile: marker, atomically: true, encoding: .utf8)
             try follow()
             #expect(events.restored == 2)
+        }
+    }
+
+    /// A relaxed replica syncs each commit right after its watchers see it, so a power loss can
+    /// damage only its newest commit. Its mark names the transaction it started from: a
+    /// follower merely killed continues; one that finds the mark from an earlier boot rolls the
+    /// newest commit back (here damaged: its meta page points at a page past the file's end)
+    /// and applies it again from the stream, without a re-seed.
+    @Test func aRelaxedReplicaRollsBackItsNewestCommitAfterTheMachineWentDown() throws {
+        var rng = SeededGenerator(seed: 13)
+        try withTemporaryDirectory { dir in
+            let (server, connection, primary) = try Self.primaryWithHistory(in: dir, commits: 60, rng: &rng)
+            defer { server.stop() }
+            let shipper = try JournalShipper(store: primary, connection: connection, stream: Self.stream)
+            try shipper.run(until: try primary.read { try $0.journalBounds().last })
+            let path = dir + "/replica", marker = path + "/" + ReplicaFollower.unsyncedMarker
+            final class Events: @unchecked Sendable { var restored = 0 }
+            let events = Events()
+            /// Follows through the primary's last commit; returns where the replica began.
+            func follow() throws -> UInt64 {
+                let follower = try ReplicaFollower(path: path, connection: connection, stream: Self.stream, durability: .relaxed,
+                                                   onSeed: { if case .restored = $0 { events.restored += 1 } })
+                let began = follower.state?.originSequence ?? 0
+                guard case let .syncedAfterPublishing(after)? = ReplicaFollower.mark(at: path)?.writing else {
+                    Issue.record("the relaxed replica's mark: \(String(describing: ReplicaFollower.mark(at: path)))")
+                    return began
+                }
+                #expect(after == (try Store.newestTransaction(at: path)), "the mark names the transaction the follower began from")
+                let last = try primary.read { try $0.journalBounds().last }
+                try follower.run(untilOriginSequence: last)
+                try FollowerTests.expectReplicaEqualsPrimary(primary, follower.replica, "began at \(began)")
+                #expect(try follower.replica.verify().isEmpty)
+                return began
+            }
+            _ = try follow()
+            #expect(events.restored == 1)
+            #expect(!FileManager.default.fileExists(atPath: marker), "a follower that ends syncs the replica and removes the mark")
+            // Commits the next follower applies one group at a time.
+            for _ in 0..<5 {
+                try ShipperTests.commit(primary, 1, rng: &rng)
+                try shipper.run(until: try primary.read { try $0.journalBounds().last })
+                _ = try follow()
+            }
+            let before = try Store.newestTransaction(at: path)
+            // Killed: the mark of this boot stays, and nothing is rolled back.
+            try ReplicaFollower.Mark(writing: .syncedAfterPublishing(after: before - 1)).text.write(toFile: marker, atomically: true, encoding: .utf8)
+            let applied = try primary.read { try $0.journalBounds().last }
+            #expect(try follow() == applied)
+            #expect(try Store.newestTransaction(at: path) == before)
+            // The machine went down, and the newest commit's pages were lost.
+            try ShipperTests.commit(primary, 1, rng: &rng)
+            try shipper.run(until: try primary.read { try $0.journalBounds().last })
+            let file = open(path + "/data.mdb", O_RDWR)
+            try #require(file >= 0)
+            let pageSize = 4_096
+            var ids = [UInt64](repeating: 0, count: 2)
+            for page in 0..<2 { _ = pread(file, &ids[page], 8, off_t(page * pageSize + 144)) }
+            var nowhere = UInt64.max >> 8
+            _ = pwrite(file, &nowhere, 8, off_t((ids[0] > ids[1] ? 0 : pageSize) + 128))
+            close(file)
+            #expect(throws: FeedstoreError.self) { _ = try Store(path: path, options: StoreOptions(readOnly: true)).close() }
+            try ReplicaFollower.Mark(boot: ReplicaFollower.bootTime - 3_600, writing: .syncedAfterPublishing(after: before - 1))
+                .text.write(toFile: marker, atomically: true, encoding: .utf8)
+            let began = try follow()
+            #expect(began == applied - 1, "the newest commit (\(applied)) was rolled back")
+            #expect(events.restored == 1, "no re-seed")
         }
     }
 

@@ -57,6 +57,34 @@ import Testing
         #expect(report.problems.contains { $0.contains("damaged") || $0.contains("truncated") || $0.contains("verify") })
     }
 
+    /// A replica's relaxed commits reach its watchers before they are synced, each synced before
+    /// the next begins. Once the newest commit is rolled back, as a follower does after the
+    /// machine went down, every state verifies clean and keeps every acknowledged commit but
+    /// the last.
+    @Test(arguments: testSeeds(1, base: 81))
+    func commitsPublishedBeforeTheirSyncsRollBackToAWholeCommit(seed: UInt64) throws {
+        try withTemporaryDirectory { dir in
+            var report = PowerLoss.Report()
+            try PowerLoss(durability: .relaxed, seed: seed, storectl: storectlURL, directory: dir).run(.publishedBeforeSync, states: 80, into: &report)
+            print("published before sync, seed \(seed): \(report.summary)")
+            #expect(report.states >= 40)
+            #expect(report.acknowledgedLost == 0 && report.failedVerify == 0, "seed \(seed): \(report.problems)")
+        }
+    }
+
+    /// The same states opened without the roll-back: some newest commits are damaged, which is
+    /// why a follower rolls back after the machine went down.
+    @Test func withoutTheRollBackCommitsPublishedBeforeTheirSyncsAreDamaged() throws {
+        try withTemporaryDirectory { dir in
+            var workload = PowerLoss.Workload.publishedBeforeSync
+            workload.withoutRollBack = true
+            var report = PowerLoss.Report()
+            try PowerLoss(durability: .relaxed, seed: 3, storectl: storectlURL, directory: dir).run(workload, states: 80, into: &report)
+            print("published before sync, without the roll-back: \(report.summary)")
+            #expect(report.failedVerify > 0, "\(report.problems)")
+        }
+    }
+
     /// Upgrades of stores written in formats 1 and 2, and compactions, checked at every step
     /// of their last writes and at random ones before: an upgrade leaves the old format or the
     /// new one with every record and commit (the new one once reported), a compaction no copy or

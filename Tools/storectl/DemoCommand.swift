@@ -1,5 +1,5 @@
 import ArgumentParser
-import Feedstore
+@_spi(Replication) import Feedstore
 import FeedstoreDemo
 import Foundation
 
@@ -223,10 +223,14 @@ struct DemoMutate: ParsableCommand {
     @Option(help: "A durable journal cursor to move past each commit once it returns, printing `cursor <sequence>` (a consumer that keeps up).")
     var acknowledgeCursor: String?
 
+    @Flag(help: .hidden)
+    var syncsAfterPublishing = false
+
     @Flag(help: "Print nothing per commit.")
     var quiet = false
 
     func validate() throws {
+        guard !syncsAfterPublishing || durability == "relaxed" else { throw ValidationError("--syncs-after-publishing needs --durability relaxed") }
         guard pause >= 0 else { throw ValidationError("--pause must be 0 or more") }
         guard initialMapSize.map({ $0 > 0 }) ?? true else { throw ValidationError("--initial-map-size must be more than 0") }
         guard keepCommits.map({ $0 >= 1 }) ?? true else { throw ValidationError("--keep-commits must be 1 or more") }
@@ -237,6 +241,8 @@ struct DemoMutate: ParsableCommand {
             throw ValidationError("--durability must be full, relaxed or none")
         }
         var options = StoreOptions(durability: durability)
+        // A replica's relaxed commits (the power-loss checks' workload for them).
+        options.syncsAfterPublishing = syncsAfterPublishing
         if let keepCommits { options.journalRetention = JournalRetention(minimumCommits: 1, maximumCommits: keepCommits) }
         if let initialMapSize { options.initialMapSize = initialMapSize }
         let store = try Store(path: path, entities: DemoFeed.entities, options: options)

@@ -138,6 +138,9 @@ public final class ReplicaFollower {
         self.durability = durability
         var storeOptions = StoreOptions(durability: durability)
         storeOptions.writesReplica = true
+        // The stream keeps every commit, so a relaxed replica can afford to sync after its
+        // watchers see a commit, and to drop its newest commit after the machine went down.
+        storeOptions.syncsAfterPublishing = durability == .relaxed
         self.storeOptions = storeOptions
         guard try connection.streamInfo(stream) != nil else {
             throw JetStreamError.serverRefused("following stream \(stream)", reason: "there is no such stream")
@@ -156,14 +159,25 @@ public final class ReplicaFollower {
             guard others.isEmpty else {
                 throw FeedstoreError.notAStore(path: path, reason: "the directory holds no data.mdb and is not empty (\(others.sorted().prefix(3).joined(separator: ", "))); a replica starts in an empty or missing directory")
             }
+            // A mark left with no file describes nothing.
+            try Self.setMark(nil, at: path)
             try Self.seed(snapshots, history: history, into: path, replacing: false, onSeed: onSeed)
-        } else if Self.machineRestartedWhileUnsynced(path) {
-            // Written without syncs when the machine went down: the file may be damaged.
-            logger.warning("the machine restarted while the replica was written without syncs: re-seeding it")
-            try Self.seed(snapshots, history: history, into: path, replacing: true, onSeed: onSeed)
+        } else if let mark = Self.mark(at: path), mark.isFromEarlierBoot {
+            switch mark.writing {
+            case .unsynced:
+                // Written without syncs when the machine went down: the file may be damaged.
+                logger.warning("the machine restarted while the replica was written without syncs: re-seeding it")
+                try Self.seed(snapshots, history: history, into: path, replacing: true, onSeed: onSeed)
+            case let .syncedAfterPublishing(after):
+                // Only the newest commit may be damaged; the one before it is whole.
+                if let dropped = try Store.rollBackNewestCommit(at: path, madeAfter: after) {
+                    logger.warning("the machine restarted while the replica was written: its newest commit, which may be damaged, is rolled back and applied again from the stream",
+                                   metadata: ["transaction": "\(dropped.droppedTransaction)"])
+                }
+            }
         }
-        try Self.markUnsynced(path, durability == .none)
-        replica = try Store(path: path, options: storeOptions)
+        try Self.setMark(durability == .none ? .unsynced : nil, at: path)
+        replica = try Self.openReplica(at: path, options: storeOptions)
         state = try replica.read { try $0.replicaState() }
         appliedCommitTime = state?.originTime
         do {
@@ -175,40 +189,99 @@ public final class ReplicaFollower {
 
     deinit {
         // Synced now: a restart of the machine from here on cannot have damaged it.
-        if durability == .none, (try? replica.sync()) != nil { unlink(path + "/" + Self.unsyncedMarker) }
+        if durability != .full, (try? replica.sync()) != nil { unlink(path + "/" + Self.unsyncedMarker) }
     }
 
-    /// Names the file that marks a replica written without syncs (`durability: .none`), holding
-    /// when the machine last started. A follower killed leaves it, and the page cache keeps what
-    /// it wrote; a machine that went down may have lost part of it in any order, so a follower
-    /// that finds the mark from an earlier boot re-seeds the replica from the newest snapshot.
+    /// Names the file that marks a replica whose newest commits may not be synced, holding when
+    /// the machine last started and how the replica is written. A follower killed leaves it, and
+    /// the page cache keeps what it wrote; a machine that went down may have lost part of it, so
+    /// a follower that finds the mark from an earlier boot repairs the replica:
+    /// - written without syncs (`durability: .none`), it may be damaged anywhere, and is re-seeded
+    ///   from the newest snapshot;
+    /// - written with each commit synced right after its watchers saw it (`.relaxed`), only the
+    ///   newest commit may be damaged: it is rolled back, and applied again from the stream.
     static let unsyncedMarker = "follower.unsynced"
+
+    /// What a replica's mark says.
+    struct Mark: Equatable {
+        enum Writing: Equatable {
+            /// Nothing synced (`durability: .none`).
+            case unsynced
+            /// Each commit synced after it was published (`.relaxed`); the ones after LMDB
+            /// transaction `after` were made so.
+            case syncedAfterPublishing(after: UInt64)
+        }
+
+        /// When the machine started, as the mark's writer saw it.
+        var boot: Double
+        var writing: Writing
+
+        /// The file's text: "BOOT" for an unsynced replica, "BOOT after TRANSACTION" for one
+        /// synced after publishing.
+        var text: String {
+            switch writing {
+            case .unsynced: String(format: "%.0f\n", boot)
+            case let .syncedAfterPublishing(after): String(format: "%.0f after %llu\n", boot, after)
+            }
+        }
+
+        init(boot: Double = ReplicaFollower.bootTime, writing: Writing) {
+            self.boot = boot
+            self.writing = writing
+        }
+
+        init?(text: String) {
+            let words = text.split(whereSeparator: \.isWhitespace)
+            guard let first = words.first, let boot = Double(first) else { return nil }
+            self.boot = boot
+            switch words.count {
+            case 1: writing = .unsynced
+            case 3 where words[1] == "after": guard let after = UInt64(words[2]) else { return nil }
+                writing = .syncedAfterPublishing(after: after)
+            default: return nil
+            }
+        }
+
+        /// Whether the machine has restarted since the mark was written (to within the clock's
+        /// adjustments).
+        var isFromEarlierBoot: Bool { abs(boot - ReplicaFollower.bootTime) > 30 }
+    }
 
     /// How long and how many applied write requests a replica remembers.
     private static let requestMemory = ForwardedWrites()
 
     /// When this machine started, in seconds since 1970 (to within the clock's adjustments).
-    private static var bootTime: Double { Date().timeIntervalSince1970 - ProcessInfo.processInfo.systemUptime }
+    static var bootTime: Double { Date().timeIntervalSince1970 - ProcessInfo.processInfo.systemUptime }
 
-    /// Whether the replica at `path` was being written without syncs when the machine last went down.
-    private static func machineRestartedWhileUnsynced(_ path: String) -> Bool {
-        guard let text = try? String(contentsOfFile: path + "/" + unsyncedMarker, encoding: .utf8),
-              let boot = Double(text.trimmingCharacters(in: .whitespacesAndNewlines))
-        else { return false }
-        return abs(boot - bootTime) > 30
+    /// The replica's mark, if it has a readable one.
+    static func mark(at path: String) -> Mark? {
+        (try? String(contentsOfFile: path + "/" + unsyncedMarker, encoding: .utf8)).flatMap(Mark.init(text:))
     }
 
-    /// Marks the replica as written without syncs from now on (or removes the mark).
-    private static func markUnsynced(_ path: String, _ unsynced: Bool) throws {
+    /// Marks the replica as written so from now on, durably (or removes the mark).
+    private static func setMark(_ writing: Mark.Writing?, at path: String) throws {
         let marker = path + "/" + unsyncedMarker
-        guard unsynced else {
+        guard let writing else {
             unlink(marker)
             return
         }
-        do { try String(format: "%.0f\n", bootTime).write(toFile: marker, atomically: true, encoding: .utf8) } catch {
+        do { try Mark(writing: writing).text.write(toFile: marker, atomically: true, encoding: .utf8) } catch {
             throw JetStreamError.fileFailed(reason: "writing \(marker): \(error.localizedDescription)")
         }
         try DirectorySync.sync(path)
+    }
+
+    /// Opens the replica for its follower. A replica whose commits are synced after they are
+    /// published is marked with the transaction it starts from before it commits anything.
+    private static func openReplica(at path: String, options: StoreOptions) throws -> Store {
+        let store = try Store(path: path, options: options)
+        if options.syncsAfterPublishing {
+            do { try setMark(.syncedAfterPublishing(after: Store.newestTransaction(at: path)), at: path) } catch {
+                store.close()
+                throw error
+            }
+        }
+        return store
     }
 
     /// Replaces the replica with the newest snapshot and starts again.
@@ -219,8 +292,11 @@ public final class ReplicaFollower {
         logger.warning("re-seeding the replica from the newest snapshot")
         subscription = nil
         replica.close()
+        // Closed, the replica is synced; the mark of a relaxed one names transactions of the
+        // file about to be replaced. (An unsynced one keeps its mark until the new file is in.)
+        if storeOptions.syncsAfterPublishing { try Self.setMark(nil, at: path) }
         try Self.seed(snapshots, history: history, into: path, replacing: true, onSeed: onSeed)
-        replica = try Store(path: path, options: storeOptions)
+        replica = try Self.openReplica(at: path, options: storeOptions)
         state = try replica.read { try $0.replicaState() }
         appliedCommitTime = state?.originTime
         schemas = [:]
@@ -481,7 +557,12 @@ public final class ReplicaFollower {
         if let snapshots {
             for snapshot in try snapshots.snapshots() where snapshot.commit > through { try snapshots.remove(snapshot) }
         }
-        return try Store(path: path, options: StoreOptions(durability: durability))
+        // The promoted store's handle syncs its commits before watchers see them; once what the
+        // replica wrote is synced, its mark no longer applies (a follower would repair a primary).
+        let promoted = try Store(path: path, options: StoreOptions(durability: durability))
+        try promoted.sync()
+        try Self.setMark(nil, at: path)
+        return promoted
     }
 
     /// Applies commits until the replica holds every message the stream held when called.

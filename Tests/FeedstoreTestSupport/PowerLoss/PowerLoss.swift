@@ -1,4 +1,4 @@
-import Feedstore
+@_spi(Replication) import Feedstore
 import FeedstoreDemo
 import Foundation
 
@@ -12,6 +12,9 @@ import Foundation
 ///   newest ones may be lost);
 /// - `.none`: the same checks, recorded but promising nothing: with no syncs, a power loss may
 ///   leave anything;
+/// - a replica's relaxed commits, published before they are synced
+///   (`StoreOptions.syncsAfterPublishing`): once the newest commit is rolled back, as after the
+///   machine went down, every commit acknowledged before the last acknowledged one is there;
 /// - a store in an older format that is being upgraded opens either in its old format (and
 ///   upgrades when opened for writing) or in the new one, always with every record and commit;
 ///   once `storectl upgrade` reported the upgrade, only in the new one;
@@ -50,6 +53,13 @@ public struct PowerLoss {
         public var initialMapSize: Int? = nil
         /// Whether the writer moves a durable journal cursor (``cursorName``) past each commit.
         public var movesCursor = false
+        /// Whether the writer publishes each commit before syncing it, as a replica with
+        /// relaxed durability does (always relaxed, whatever the run's durability), so that each
+        /// state is checked after its newest commit is rolled back.
+        public var syncsAfterPublishing = false
+        /// Checks the states of a ``syncsAfterPublishing`` writer without the roll-back, to
+        /// show what the checker finds without it.
+        public var withoutRollBack = false
         /// Replays the log as if the writer had synced nothing (no file or directory sync), to
         /// show what the checker finds when syncs are missing.
         public var withoutSyncs = false
@@ -67,7 +77,11 @@ public struct PowerLoss {
         public static let formatTwoUpgrade = Workload(name: "format 2 upgrade", writer: .upgrade(fixture: "format-2-store"))
         public static let compaction = Workload(name: "compaction", writer: .compact)
         public static let creation = Workload(name: "store creation", writer: .create, perCommit: 8, commits: 30)
-        public static let all = [oneRowCommits, bulkCommits, journalTrimming, mapGrowth, formatOneUpgrade, formatTwoUpgrade, compaction, creation]
+        /// One-row commits with a moving cursor and a trimmed journal, published before their syncs.
+        public static let publishedBeforeSync = Workload(name: "commits published before their syncs", perCommit: 2, commits: 60,
+                                                         keepCommits: 10, movesCursor: true, syncsAfterPublishing: true)
+        public static let all = [oneRowCommits, bulkCommits, journalTrimming, mapGrowth, formatOneUpgrade, formatTwoUpgrade, compaction, creation,
+                                 publishedBeforeSync]
     }
 
     /// What a crash state must hold.
@@ -145,11 +159,14 @@ public struct PowerLoss {
         if !creates { try prepare(store, for: workload) }
         let initial = creates ? [] : try [UInt8](Data(contentsOf: URL(fileURLWithPath: store + "/data.mdb")))
         let before = creates ? Facts(lastCommit: 0, counts: [:]) : try Facts(ofCopyOf: store, in: run)
+        // Where a writer that publishes before syncing starts: the roll-back drops only its commits.
+        let firstTransaction = workload.syncsAfterPublishing ? try Store.newestTransaction(at: store) : 0
         var arguments: [String]
         switch workload.writer {
         case .mutate, .create:
             arguments = ["demo", "mutate", store, "--commits", String(workload.commits), "--per-commit", String(workload.perCommit),
-                         "--seed", String(seed), "--durability", durability.rawValue]
+                         "--seed", String(seed), "--durability", workload.syncsAfterPublishing ? "relaxed" : durability.rawValue]
+            if workload.syncsAfterPublishing { arguments.append("--syncs-after-publishing") }
             if let keep = workload.keepCommits { arguments += ["--keep-commits", String(keep)] }
             if let size = workload.initialMapSize { arguments += ["--initial-map-size", String(size)] }
             if workload.movesCursor { arguments += ["--acknowledge-cursor", Self.cursorName] }
@@ -209,6 +226,15 @@ public struct PowerLoss {
                 expected.cursor = (durability == .relaxed ? cursorAcknowledgments.last { $0.operation < file.lastSync }
                                                           : cursorAcknowledgments.last { $0.operation < point })?.sequence ?? 0
             }
+            if workload.syncsAfterPublishing {
+                // Each commit is synced before the next begins, and the roll-back drops the
+                // newest on disk: all but the last acknowledged commit (and cursor move) stay.
+                let beforeLast = { (acknowledged: [(operation: Int, sequence: UInt64)]) in
+                    acknowledged.filter { $0.operation < point }.dropLast().last?.sequence ?? 0
+                }
+                expected.lastCommit = max(before.lastCommit, beforeLast(acknowledgments))
+                if workload.movesCursor { expected.cursor = beforeLast(cursorAcknowledgments) }
+            }
             if case .upgrade = workload.writer {
                 expected.counts = before.counts
                 // `storectl upgrade` opens the store with full durability, whatever is checked.
@@ -234,7 +260,8 @@ public struct PowerLoss {
                 }
                 report.states += 1
                 try check(image, context: "\(workload), crash after \(point) of \(count) writes and syncs", expected, in: run,
-                          made: creates, report: &report)
+                          made: creates, rollBackAfter: workload.syncsAfterPublishing && !workload.withoutRollBack ? firstTransaction : nil,
+                          report: &report)
             }
         }
     }
@@ -311,9 +338,15 @@ public struct PowerLoss {
     }
 
     /// Writes `image` as a store's data file and checks it against `expected`.
-    /// - Parameter made: the writer made the store, so a state may hold LMDB's new file before
-    ///   Feedstore wrote anything into it.
-    func check(_ image: [UInt8], context: String, _ expected: Expectation, in run: String, made: Bool = false, report: inout Report) throws {
+    /// - Parameters:
+    ///   - made: the writer made the store, so a state may hold LMDB's new file before
+    ///     Feedstore wrote anything into it.
+    ///   - rollBackAfter: the newest commit, if later than this transaction, is rolled back
+    ///     first, as after the machine went down under a writer that published commits before
+    ///     syncing them.
+    func check(_ image: [UInt8], context: String, _ expected: Expectation, in run: String, made: Bool = false, rollBackAfter: UInt64? = nil,
+               report: inout Report) throws
+    {
         let path = run + "/state-\(report.states)"
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: path) }
@@ -327,6 +360,7 @@ public struct PowerLoss {
             report.describe("\(context): \(problem)")
         }
         do {
+            if let rollBackAfter { _ = try Store.rollBackNewestCommit(at: path, madeAfter: rollBackAfter) }
             var options = StoreOptions(readOnly: true)
             options.verifyPagesOnOpen = true
             let first: Store  // read-only, or upgrading an old format

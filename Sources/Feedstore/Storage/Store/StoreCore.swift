@@ -31,6 +31,13 @@ final class StoreCore: @unchecked Sendable {
     let commitBell = CommitBell()
     /// Journal cursor moves that ride on the writer's next commit.
     let deferredCursorMoves = DeferredCursorMoves()
+    /// Whether commits are synced after watchers are told of them
+    /// (``StoreOptions/syncsAfterPublishing``); false once durability is raised to full.
+    private(set) var syncsAfterPublishing: Bool
+    /// A commit made with ``syncsAfterPublishing`` and not synced yet: the next write
+    /// transaction syncs it first, so that at most the newest commit is ever unsynced. Set and
+    /// cleared by the one writer of the moment (LMDB's write lock orders them).
+    private let unsyncedCommit = Protected(false)
 
     init(path: String, environment: LMDBEnvironment, readOnlyReason: String?, options: StoreOptions, system: SystemDatabases,
          schema: SchemaSnapshot)
@@ -40,6 +47,7 @@ final class StoreCore: @unchecked Sendable {
         self.readOnlyReason = readOnlyReason
         self.options = options
         self.durability = options.durability
+        self.syncsAfterPublishing = options.syncsAfterPublishing && options.durability == .relaxed && readOnlyReason == nil
         self.system = system
         self.schemaState = Protected(schema)
     }
@@ -52,12 +60,37 @@ final class StoreCore: @unchecked Sendable {
         }
     }
 
-    /// Raises durability when another handle asks for more (the strongest request wins).
-    func requestDurability(_ requested: Durability) throws {
-        guard requested.strength > durability.strength else { return }
+    /// Adopts what another handle asks for: durability is raised when it asks for more (the
+    /// strongest request wins), and commits are synced before watchers see them again when a
+    /// handle that may write does not ask for ``StoreOptions/syncsAfterPublishing``.
+    func adopt(_ requested: StoreOptions) throws {
+        if syncsAfterPublishing && !requested.syncsAfterPublishing && !requested.opensReadOnly {
+            try syncCommitIfUnsynced()
+            try environment.setFlags(.noSync, on: false)
+            try environment.setFlags(.noMetaSync, on: true)
+            syncsAfterPublishing = false
+        }
+        guard requested.durability.strength > durability.strength else { return }
+        try syncCommitIfUnsynced()
         try environment.setFlags([.noSync, .noMetaSync], on: false)
-        if requested == .relaxed { try environment.setFlags(.noMetaSync, on: true) }
-        durability = requested
+        if requested.durability == .relaxed { try environment.setFlags(.noMetaSync, on: true) }
+        durability = requested.durability
+        syncsAfterPublishing = false
+    }
+
+    /// After a write transaction committed: with ``syncsAfterPublishing``, notes the commit as
+    /// unsynced (the caller tells watchers, then calls ``syncCommitIfUnsynced()``).
+    func committedWrite() {
+        if syncsAfterPublishing { unsyncedCommit.withLock { $0 = true } }
+    }
+
+    /// Syncs a commit made with ``syncsAfterPublishing``, if one is not synced yet.
+    func syncCommitIfUnsynced() throws {
+        try unsyncedCommit.withLock { unsynced in
+            guard unsynced else { return }
+            try environment.sync(force: true)
+            unsynced = false
+        }
     }
 
     // MARK: Transactions
@@ -65,6 +98,8 @@ final class StoreCore: @unchecked Sendable {
     /// Begins a transaction, adopting a map grown by another process (`MDB_MAP_RESIZED`).
     /// The caller holds the map lock shared.
     func begin(readOnly: Bool) throws -> LMDBTransaction {
+        // A commit whose sync failed is synced before another one can follow it.
+        if !readOnly { try syncCommitIfUnsynced() }
         do {
             return try LMDBTransaction(environment: environment, readOnly: readOnly)
         } catch let error where error.code == LMDBError.mapResized {

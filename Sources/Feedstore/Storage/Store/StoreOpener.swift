@@ -54,7 +54,7 @@ enum StoreOpener {
         var readOnlyReason = options.readOnlyReason
         switch options.durability {
         case .full: break
-        case .relaxed: flags.insert(.noMetaSync)
+        case .relaxed: flags.insert(options.syncsAfterPublishing ? .noSync : .noMetaSync)
         case .none: flags.insert(.noSync)
         }
         let isNew = !FileManager.default.fileExists(atPath: path + "/data.mdb")
@@ -97,6 +97,8 @@ enum StoreOpener {
             // Reader slots of processes that died are cleared so they do not pin old pages.
             if !options.immutable { try environment.clearStaleReaders() }
             let system = try openSystemDatabases(environment: environment, path: path, readOnly: readOnlyReason != nil)
+            // Its commit, if it wrote anything, is synced like any other.
+            if options.syncsAfterPublishing && readOnlyReason == nil { try environment.sync(force: true) }
             let placeholder = SchemaSnapshot(catalog: Catalog(), entities: [:])
             let core = StoreCore(path: path, environment: environment, readOnlyReason: readOnlyReason, options: options,
                                  system: system, schema: placeholder)

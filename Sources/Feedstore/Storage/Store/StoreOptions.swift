@@ -56,6 +56,13 @@ public struct StoreOptions: Sendable {
     @_spi(Benchmarking) public var removesTrimmedKeysWhenIdle: Bool = true
     /// Replication only: this handle is a replica's follower, the one writer of a replica.
     @_spi(Replication) public var writesReplica: Bool = false
+    /// Replication only, with ``Durability/relaxed``: a commit reaches watchers first and is
+    /// synced right after, before the next commit begins, which takes the sync out of the way
+    /// from a commit to its batches. A power loss may then damage the newest commit, never the
+    /// one before it: record ``Store/newestTransaction(at:)`` before the first such commit, and
+    /// after the machine went down, run ``Store/rollBackNewestCommit(at:madeAfter:)`` before the
+    /// store is opened again. Without it, commits are synced before watchers see them.
+    @_spi(Replication) public var syncsAfterPublishing: Bool = false
     /// Called while an index is built on open, with (records done, records in all).
     public var indexBuildProgress: (@Sendable (_ index: String, _ done: Int, _ total: Int) -> Void)? = nil
 

@@ -21,7 +21,7 @@ enum StoreRegistry {
                 if entry.core.options.immutable && !options.immutable {
                     throw FeedstoreError.incompatibleHandle(path: path, reason: "it is already open immutable (without locks) in this process")
                 }
-                try entry.core.requestDurability(options.durability)
+                try entry.core.adopt(options)
                 entry.handles += 1
                 cores[path] = entry
                 return entry.core
@@ -31,6 +31,9 @@ enum StoreRegistry {
             return core
         }
     }
+
+    /// Whether a store at the canonical `path` is open in this process.
+    static func isOpen(path: String) -> Bool { open.withLock { $0[path] != nil } }
 
     /// Releases one handle; the last one closes the environment.
     static func release(_ core: StoreCore) {

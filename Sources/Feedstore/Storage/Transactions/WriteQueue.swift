@@ -223,6 +223,8 @@ final class WriteQueue: @unchecked Sendable {
                 let txn = try core.begin(readOnly: false)
                 let left = try JournalTrimmer(core: core).removeTrimmedKeys(in: txn, budget: Self.keysPerMaintenancePass)
                 try txn.commit()
+                core.committedWrite()
+                try core.syncCommitIfUnsynced()
                 return left
             }
         } catch {
@@ -315,6 +317,7 @@ final class WriteQueue: @unchecked Sendable {
         let keysLeft = try JournalTrimmer(core: core).trim(in: txn, lastSequence: lastSequence, budget: JournalTrimmer.removalsPerRun,
                                                            minimumRun: JournalTrimmer.softTrimRun)
         try txn.commit()
+        core.committedWrite()
         condition.withLock {
             let left = keysLeft && core.options.removesTrimmedKeysWhenIdle
             if left && !trimmedKeysLeft { maintenanceStarts = true }
@@ -323,6 +326,8 @@ final class WriteQueue: @unchecked Sendable {
         core.deferredCursorMoves.committed(settled)
         core.publish(schema)
         core.published(lastSequence, entries: kept)
+        // Committed either way: a sync that fails here is tried again before the next commit.
+        try? core.syncCommitIfUnsynced()
         return Self.outcomes(of: batch, failures: failures)
     }
 }
