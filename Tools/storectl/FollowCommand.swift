@@ -33,7 +33,7 @@ struct FollowCommand: ParsableCommand {
 
     @OptionGroup var metrics: MetricsOptions
 
-    @Option(help: "The replica's durability: full, relaxed or none. The stream keeps every commit, so relaxed loses nothing a new run cannot apply again; none skips each commit's sync, and a replica the machine went down under is re-seeded from the newest snapshot. By default none when the bucket holds a snapshot, relaxed when it does not.")
+    @Option(help: "The replica's durability: full, relaxed or none. The stream keeps every commit: relaxed syncs each commit right after the replica's watchers see it, and after the machine went down rolls back the newest one and applies it again; none syncs nothing, and a replica the machine went down under is re-seeded from the newest snapshot. By default none when the bucket holds a snapshot, relaxed when it does not.")
     var durability: String?
 
     @Option(help: "The Object Store bucket of the snapshots (default <stream>-snapshots).")

@@ -225,7 +225,7 @@ extension JetStreamShipping {
         }
         let names = ["the primary's commit returned", "in the stream (the shipper has the acknowledgment)",
                      "applied to the replica", "batch in the hands of a watcher of the replica"]
-        let replicas = ["replica durability relaxed (each applied commit's data synced; the default when no snapshot can re-seed the replica)",
+        let replicas = ["replica durability relaxed (each applied commit synced right after the replica's watchers see it; the default when no snapshot can re-seed the replica)",
                         "replica durability none (no sync; the default when a snapshot can re-seed the replica, as it does if the machine goes down while it is written)"]
         var targets: [String] = []
         for (latency, replica) in zip(latencies, replicas) {

@@ -63,7 +63,7 @@ public final class ReplicaFollower {
     /// Opens the replica at `path`, restoring it from the newest snapshot first when the
     /// directory holds no store, and finds where in the stream it continues. Its durability is
     /// chosen by what can rebuild it: `.none` when the bucket holds a snapshot to re-seed from,
-    /// `.relaxed` (each commit's data synced, not its meta page) when it does not; see
+    /// `.relaxed` (each commit synced right after the replica's watchers see it) when it does not; see
     /// ``init(path:connection:stream:durability:bucket:reseed:onSeed:logger:)`` and ``durability``.
     /// - Parameters:
     ///   - path: the replica's directory; missing or empty to start from nothing.
@@ -88,12 +88,16 @@ public final class ReplicaFollower {
 
     /// Opens the replica at `path` with the durability given, as
     /// ``init(path:connection:stream:bucket:reseed:onSeed:logger:)`` does.
-    /// - Parameter durability: the replica's durability. The stream holds every commit, so a
-    ///   replica that loses its newest commits in a power loss applies them again. `.none` syncs
-    ///   nothing, which takes the sync out of a commit's way to the replica's watchers; a machine
-    ///   that goes down may then damage the replica, so a follower that finds it was written so
-    ///   when the machine last went down re-seeds it from the newest snapshot (a follower merely
-    ///   killed does not).
+    /// - Parameter durability: the replica's durability. The stream holds every commit, so
+    ///   neither `.relaxed` nor `.none` makes the replica's watchers wait for a sync:
+    ///   - `.relaxed` syncs each commit right after the watchers see it, before the next begins,
+    ///     so a power loss can damage only the newest commit. A follower that finds the
+    ///     replica was written so when the machine last went down rolls that commit back and
+    ///     applies it again from the stream.
+    ///   - `.none` syncs nothing; a machine that goes down may damage the replica anywhere, so a
+    ///     follower that finds it was written so when the machine last went down re-seeds it
+    ///     from the newest snapshot.
+    ///   - A follower merely killed continues either.
     public convenience init(path: String, connection: JetStreamConnection, stream: String, durability: Durability,
                             bucket: String? = nil, reseed: Bool = false, onSeed: @escaping (SeedEvent) -> Void = { _ in },
                             logger: Logger = Logger(label: "feedstore.jetstream")) throws

@@ -63,7 +63,8 @@ public final class SnapshotBucket {
     /// The store is copied compacted (LMDB's copy, one read transaction: writers go on) into
     /// `snapshot-<bucket>.partial` in its directory, and the copy is streamed to the bucket chunk by chunk:
     /// the snapshot is never held whole in memory, and a copy on disk names the exact commit it
-    /// holds.
+    /// holds. The copy is not synced, so that its pages need not reach the disk before it is
+    /// deleted, nor hold up the store's own commits.
     /// - Parameter progress: called with the bytes stored so far, and the copy's size.
     @discardableResult
     /// - Parameter bytesPerSecond: at most this many bytes are sent per second (nil: no limit).
@@ -74,7 +75,7 @@ public final class SnapshotBucket {
         let fm = FileManager.default
         try? fm.removeItem(atPath: copy)
         defer { try? fm.removeItem(atPath: copy) }
-        try store.copy(to: copy, compact: true)
+        try store.temporaryCopy(to: copy, compact: true)
         let (identifier, commit): (UUID?, UInt64) = try {
             let copied = try Store(path: copy, options: StoreOptions(readOnly: true))
             defer { copied.close() }

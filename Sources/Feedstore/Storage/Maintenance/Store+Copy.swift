@@ -19,6 +19,18 @@ extension Store {
     ///   and may not be replaced, or its parent directory is missing; LMDB errors otherwise. The
     ///   source is only read.
     public func copy(to destination: String, compact: Bool, replace: Bool = false) throws {
+        try writeCopy(to: destination, compact: compact, replace: replace, synced: true)
+    }
+
+    /// ``copy(to:compact:replace:)`` without its syncs, for a copy that is read back and deleted
+    /// at once (a snapshot on its way to a bucket): a power loss may lose or damage it. Left to
+    /// the page cache, the copy's pages need not reach the disk at all, and do not hold up the
+    /// store's own syncs meanwhile.
+    @_spi(Replication) public func temporaryCopy(to destination: String, compact: Bool) throws {
+        try writeCopy(to: destination, compact: compact, replace: false, synced: false)
+    }
+
+    private func writeCopy(to destination: String, compact: Bool, replace: Bool, synced: Bool) throws {
         let fm = FileManager.default
         let dataFile = destination + "/data.mdb"
         let created: Bool
@@ -67,7 +79,7 @@ extension Store {
             // open(2) applies the umask; the copy's mode is the store's, whatever the umask.
             fchmod(descriptor, fileMode)
             try core.environment.copy(toFile: descriptor, compact: compact)
-            guard fsync(descriptor) == 0 else { throw FeedstoreError.diskFull(path: destination) }
+            guard !synced || fsync(descriptor) == 0 else { throw FeedstoreError.diskFull(path: destination) }
         } catch {
             unlink(partial)
             throw core.translate(error)
@@ -81,6 +93,7 @@ extension Store {
         }
         // The rename lives in the directory: synced, the copy survives a power loss once this
         // returns (and a new directory's own name lives in its parent).
+        guard synced else { return }
         try DirectorySync.sync(destination)
         if created { try DirectorySync.sync((destination as NSString).deletingLastPathComponent) }
     }
