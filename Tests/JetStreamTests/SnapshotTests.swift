@@ -132,7 +132,7 @@ import Testing
 
     /// A follower stopped while the stream dropped the commits it needs next: without
     /// `reseed` that is a typed error naming the way out; with it, the replica is replaced by the
-    /// newest snapshot and ends equal.
+    /// newest snapshot and ends equal, once no other process has it open.
     @Test func aFollowerLeftBehindReseedsWhenAsked() throws {
         var rng = SeededGenerator(seed: 8)
         try withTemporaryDirectory { dir in
@@ -161,6 +161,17 @@ import Testing
             } catch let error as JetStreamError {
                 #expect(error.needsSeed && error.description.contains("--reseed"), "\(error)")
             }
+            // Not while another process reads the replica: it would keep reading the replaced file.
+            let reader = try RunningTool(storectlURL, ["watch", replicaPath, "--entity", "Item", "--index", "byName"])
+            #expect(reader.waitForOutput(timeout: 30), "storectl watch printed nothing")
+            do {
+                _ = try ReplicaFollower(path: replicaPath, connection: connection, stream: Self.stream, durability: .none, reseed: true)
+                Issue.record("a replica another process has open was replaced")
+            } catch let error as JetStreamError {
+                #expect(error.needsSeed && error.description.contains("another process has the store open"), "\(error)")
+            }
+            reader.interrupt()
+            _ = reader.finish(timeout: 10)
             let follower = try ReplicaFollower(path: replicaPath, connection: connection, stream: Self.stream, durability: .none, reseed: true)
             defer { follower.replica.close() }
             try follower.run(untilOriginSequence: last)

@@ -37,22 +37,9 @@ enum LMDBMetaPages {
     ///   `transaction`, or the two meta pages already hold the same commit (a roll-back was done
     ///   and nothing committed since).
     static func rollBackNewestCommit(directory: String, after transaction: UInt64) throws(LMDBError) -> RollBack? {
-        // Every process with the environment open holds a read lock on the lock file's first
-        // byte (LMDB's own check for being the first one in): taking the write lock shows none does.
-        let lockFile = open(directory + "/lock.mdb", O_RDWR | O_CLOEXEC)
-        if lockFile >= 0 {
-            defer { close(lockFile) }
-            var lock = flock()
-            lock.l_type = Int16(F_WRLCK)
-            lock.l_whence = Int16(SEEK_SET)
-            lock.l_start = 0
-            lock.l_len = 1
-            guard fcntl(lockFile, F_SETLK, &lock) == 0 else {
-                throw LMDBError(code: EBUSY, operation: "rolling back the newest commit (another process has the store open)")
-            }
-            return try rollBack(dataFile: directory + "/data.mdb", after: transaction)
+        try LMDBLockFile.withNoOtherProcess(directory: directory) { () throws(LMDBError) in
+            try rollBack(dataFile: directory + "/data.mdb", after: transaction)
         }
-        return try rollBack(dataFile: directory + "/data.mdb", after: transaction)
     }
 
     private static func rollBack(dataFile: String, after newest: UInt64) throws(LMDBError) -> RollBack? {

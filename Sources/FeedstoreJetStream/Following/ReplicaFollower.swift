@@ -312,6 +312,13 @@ public final class ReplicaFollower {
     private static func seed(_ snapshots: SnapshotBucket?, history: StreamHistory, into path: String, replacing: Bool,
                              onSeed: (SeedEvent) -> Void) throws
     {
+        if replacing {
+            // A process reading the replica would keep the replaced file, and its lock file would
+            // be gone.
+            do { try Store.checkClosedEverywhere(at: path, doing: "replacing the replica with a snapshot") } catch {
+                throw JetStreamError.replicaNeedsSeed(stream: history.stream, reason: "\(error); close it everywhere and start the follower again")
+            }
+        }
         if let snapshots, let newest = try snapshots.snapshots().last {
             onSeed(.restoring(newest))
             try snapshots.restore(newest, into: path, prepare: { restored in

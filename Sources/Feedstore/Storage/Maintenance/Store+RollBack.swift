@@ -43,6 +43,19 @@ extension Store {
         }
     }
 
+    /// Throws unless no process has the store at `path` open, `doing` what needs that.
+    /// - Throws: ``FeedstoreError/incompatibleHandle(path:reason:)`` while this process has it
+    ///   open, ``FeedstoreError/lmdb(_:path:)`` (`EBUSY`) while another one does.
+    @_spi(Replication) public static func checkClosedEverywhere(at path: String, doing: String) throws {
+        let canonical = try dataDirectory(path)
+        guard !StoreRegistry.isOpen(path: canonical) else {
+            throw FeedstoreError.incompatibleHandle(path: path, reason: "it is open in this process; \(doing) only while it is closed")
+        }
+        do { try LMDBLockFile.withNoOtherProcess(directory: canonical) {} } catch {
+            throw FeedstoreError.lmdb(LMDBError(code: error.code, operation: "\(doing): another process has the store open"), path: path)
+        }
+    }
+
     /// The canonical path of the store directory at `path`, which must hold a data file.
     private static func dataDirectory(_ path: String) throws -> String {
         let canonical = URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path
