@@ -421,10 +421,11 @@ public struct PowerLoss {
         var report = Report()
         var round: UInt64 = 0
         while report.states < wanted {
-            for workload in Workload.all where report.states < wanted {
+            // The first round runs every workload, however many states the first ones left.
+            for workload in Workload.all where round == 0 || report.states < wanted {
                 var each = self
                 each.seed = seed &+ round
-                try each.run(workload, states: min(wanted - report.states, max(4, wanted / Workload.all.count)), into: &report)
+                try each.run(workload, states: max(4, min(wanted - report.states, wanted / Workload.all.count)), into: &report)
                 progress(report)
             }
             round += 1
