@@ -61,7 +61,7 @@ import Testing
     /// the next begins. Once the newest commit is rolled back, as a follower does after the
     /// machine went down, every state verifies clean and keeps every acknowledged commit but
     /// the last.
-    @Test(arguments: testSeeds(1, base: 81))
+    @Test(arguments: testSeeds(TestSize.choose(quick: 1, long: 4), base: 81))
     func commitsPublishedBeforeTheirSyncsRollBackToAWholeCommit(seed: UInt64) throws {
         try withTemporaryDirectory { dir in
             var report = PowerLoss.Report()
