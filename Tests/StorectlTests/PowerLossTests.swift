@@ -16,6 +16,16 @@ import Testing
         }
     }
 
+    /// Runs `workload` alone, and prints what it found under `name`.
+    static func run(_ workload: PowerLoss.Workload, _ durability: Durability, seed: UInt64, states: Int, name: String) throws -> PowerLoss.Report {
+        try withTemporaryDirectory { dir in
+            var report = PowerLoss.Report()
+            try PowerLoss(durability: durability, seed: seed, storectl: storectlURL, directory: dir).run(workload, states: states, into: &report)
+            print("\(name): \(report.summary)")
+            return report
+        }
+    }
+
     /// With durability full, no state loses an acknowledged commit or fails to verify.
     @Test(arguments: testSeeds(1, base: 61))
     func fullDurabilityLosesNothingAcknowledged(seed: UInt64) async throws {
@@ -63,26 +73,18 @@ import Testing
     /// the last.
     @Test(arguments: testSeeds(TestSize.choose(quick: 1, long: 4), base: 81))
     func commitsPublishedBeforeTheirSyncsRollBackToAWholeCommit(seed: UInt64) throws {
-        try withTemporaryDirectory { dir in
-            var report = PowerLoss.Report()
-            try PowerLoss(durability: .relaxed, seed: seed, storectl: storectlURL, directory: dir).run(.publishedBeforeSync, states: 80, into: &report)
-            print("published before sync, seed \(seed): \(report.summary)")
-            #expect(report.states >= 40)
-            #expect(report.acknowledgedLost == 0 && report.failedVerify == 0, "seed \(seed): \(report.problems)")
-        }
+        let report = try Self.run(.publishedBeforeSync, .relaxed, seed: seed, states: 80, name: "published before sync, seed \(seed)")
+        #expect(report.states >= 40)
+        #expect(report.acknowledgedLost == 0 && report.failedVerify == 0, "seed \(seed): \(report.problems)")
     }
 
     /// The same states opened without the roll-back: some newest commits are damaged, which is
     /// why a follower rolls back after the machine went down.
     @Test func withoutTheRollBackCommitsPublishedBeforeTheirSyncsAreDamaged() throws {
-        try withTemporaryDirectory { dir in
-            var workload = PowerLoss.Workload.publishedBeforeSync
-            workload.withoutRollBack = true
-            var report = PowerLoss.Report()
-            try PowerLoss(durability: .relaxed, seed: 3, storectl: storectlURL, directory: dir).run(workload, states: 80, into: &report)
-            print("published before sync, without the roll-back: \(report.summary)")
-            #expect(report.failedVerify > 0, "\(report.problems)")
-        }
+        var workload = PowerLoss.Workload.publishedBeforeSync
+        workload.withoutRollBack = true
+        let report = try Self.run(workload, .relaxed, seed: 3, states: 80, name: "published before sync, without the roll-back")
+        #expect(report.failedVerify > 0, "\(report.problems)")
     }
 
     /// Upgrades of stores written in formats 1 and 2, and compactions, checked at every step
@@ -91,27 +93,19 @@ import Testing
     /// a whole one (a whole one once reported).
     @Test(arguments: [PowerLoss.Workload.formatOneUpgrade, .formatTwoUpgrade, .compaction, .creation])
     func upgradesAndCompactionsSurviveAPowerLoss(workload: PowerLoss.Workload) throws {
-        try withTemporaryDirectory { dir in
-            var report = PowerLoss.Report()
-            try PowerLoss(durability: .full, seed: 5, storectl: storectlURL, directory: dir).run(workload, states: 40, into: &report)
-            print("\(workload): \(report.summary)")
-            #expect(report.states >= 10)
-            #expect(report.acknowledgedLost == 0 && report.failedVerify == 0, "\(report.problems)")
-        }
+        let report = try Self.run(workload, .full, seed: 5, states: 40, name: "\(workload)")
+        #expect(report.states >= 10)
+        #expect(report.acknowledgedLost == 0 && report.failedVerify == 0, "\(report.problems)")
     }
 
     /// The same runs replayed as if nothing had been synced: the checker finds what that breaks
     /// (a reported upgrade or copy lost, a copy renamed before its pages reached the disk).
     @Test(arguments: [PowerLoss.Workload.formatOneUpgrade, .formatTwoUpgrade, .compaction, .creation])
     func withoutSyncsUpgradesAndCompactionsBreak(workload: PowerLoss.Workload) throws {
-        try withTemporaryDirectory { dir in
-            var unsynced = workload
-            unsynced.withoutSyncs = true
-            var report = PowerLoss.Report()
-            try PowerLoss(durability: .full, seed: 5, storectl: storectlURL, directory: dir).run(unsynced, states: 40, into: &report)
-            print("\(workload) without syncs: \(report.summary)")
-            #expect(report.acknowledgedLost + report.failedVerify > 0, "\(report.problems)")
-        }
+        var unsynced = workload
+        unsynced.withoutSyncs = true
+        let report = try Self.run(unsynced, .full, seed: 5, states: 40, name: "\(workload) without syncs")
+        #expect(report.acknowledgedLost + report.failedVerify > 0, "\(report.problems)")
     }
 
     /// A store made in directories that did not exist keeps its first acknowledged commits
@@ -119,15 +113,11 @@ import Testing
     /// when it is made: replayed without the directory syncs (files still synced), the states
     /// where a name was lost lose acknowledged commits.
     @Test func aNewStoreNeedsItsDirectoryEntriesSynced() throws {
-        try withTemporaryDirectory { dir in
-            var unsynced = PowerLoss.Workload.creation
-            unsynced.withoutDirectorySyncs = true
-            var report = PowerLoss.Report()
-            try PowerLoss(durability: .full, seed: 7, storectl: storectlURL, directory: dir).run(unsynced, states: 40, into: &report)
-            print("store creation without directory syncs: \(report.summary)")
-            #expect(report.acknowledgedLost > 0, "\(report.problems)")
-            #expect(report.problems.contains { $0.contains("lost with") }, "\(report.problems)")
-        }
+        var unsynced = PowerLoss.Workload.creation
+        unsynced.withoutDirectorySyncs = true
+        let report = try Self.run(unsynced, .full, seed: 7, states: 40, name: "store creation without directory syncs")
+        #expect(report.acknowledgedLost > 0, "\(report.problems)")
+        #expect(report.problems.contains { $0.contains("lost with") }, "\(report.problems)")
     }
 
     /// `storectl compact` makes its copy durable before it returns: the copy is synced, then
