@@ -2,8 +2,9 @@
 """Publishes the benchmark results: copies each results file of Benchmarks/results into
 Benchmarks/README.md, between the markers <!-- results:NAME --> and <!-- /results:NAME -->, and
 writes the README's headline table (between <!-- results:headline --> markers) from the peer and
-lazy-list results. Run by the scripts that produce the results; run it by hand after
-`feedstore-bench COMMAND` to publish that command's file."""
+lazy-list results, and draws the trends of the files it publishes (plots.py). Run by the scripts
+that produce the results; run it by hand after `feedstore-bench COMMAND` to publish that
+command's file."""
 import pathlib
 import re
 import sys
@@ -112,10 +113,18 @@ def headline():
     return "\n".join(lines + [""] + [" ".join(notes)])
 
 
+try:
+    import plots
+except ImportError as error:
+    plots = None
+    print(f"plots not drawn ({error}): pip install matplotlib")
 names = sys.argv[1:] or sorted(p.stem for p in results.glob("*.md") if not p.stem.endswith("-quick"))
 readme = root / "Benchmarks" / "README.md"
 for name in names:
-    replace_block(readme, name, (results / f"{name}.md").read_text())
+    text = (results / f"{name}.md").read_text()
+    replace_block(readme, name, text)
     print(f"Benchmarks/README.md: {name} from Benchmarks/results/{name}.md")
+    if plots is not None:
+        plots.draw(name, tables(text))
 replace_block(root / "README.md", "headline", headline())
 print("README.md: headline table from Benchmarks/results/peers.md and scroll.md")
