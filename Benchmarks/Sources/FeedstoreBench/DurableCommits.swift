@@ -1,5 +1,5 @@
 import CLMDBPeer
-import Feedstore
+@_spi(Replication) import Feedstore
 import DemoFeed
 import Foundation
 import GRDB
@@ -22,6 +22,8 @@ struct DurableCommits {
     struct Result {
         var writers: Int
         var feedstore: Double
+        /// Rows Feedstore's group commit put in one LMDB commit (and its syncs), on average.
+        var rowsPerCommit: Double
         var grdb: Double
         var rawLMDB: Double
         /// Raw LMDB committing the puts Feedstore made for each row.
@@ -47,6 +49,7 @@ struct DurableCommits {
 
         let storePath = directory + "/feedstore"
         let store = try Store(path: storePath, entities: DemoFeed.entities, options: StoreOptions(durability: .full))
+        let commitsBefore = try Store.newestTransaction(at: storePath)
         var written = Self.bytesWritten()
         var start = Date()
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -61,6 +64,7 @@ struct DurableCommits {
             try await group.waitForAll()
         }
         let feedstore = Double(total) / Date().timeIntervalSince(start)
+        let rowsPerCommit = Double(total) / Double(max(1, try Store.newestTransaction(at: storePath) - commitsBefore))
         bytes.append((Self.bytesWritten() - written) / Double(total))
         var pages: [String: Double]?
         if writers == 1 {
@@ -116,7 +120,7 @@ struct DurableCommits {
         let rawFeedstorePuts = try puts.replayDurably(into: directory + "/raw-puts", writers: writers)
         bytes.append((Self.bytesWritten() - written) / Double(puts.rows.count))
         try? FileManager.default.removeItem(atPath: directory)
-        return Result(writers: writers, feedstore: feedstore, grdb: grdb, rawLMDB: raw, rawFeedstorePuts: rawFeedstorePuts,
+        return Result(writers: writers, feedstore: feedstore, rowsPerCommit: rowsPerCommit, grdb: grdb, rawLMDB: raw, rawFeedstorePuts: rawFeedstorePuts,
                       bytesPerRow: bytes, pages: pages)
     }
 

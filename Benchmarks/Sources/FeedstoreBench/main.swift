@@ -43,13 +43,13 @@ func bulkInsert(rows: Int, durable: Bool, feedstoreOnly: Bool = false) throws {
 
 func durableCommits(writers: [Int], commits: Int) async throws {
     emit("\nDurable one-row commits per second (each writer waits for its commit; \(commits) commits per writer; raw LMDB, Feedstore's puts: each row's record, index entries, journal entry and one write of each index's counts as Feedstore wrote them, replayed one row per synced commit)\n")
-    emit("| writers | Feedstore (.full, group commit) | GRDB (synchronous = FULL) | raw LMDB (synced commits) | Feedstore ÷ GRDB | Feedstore ÷ raw LMDB | raw LMDB, Feedstore's puts | Feedstore ÷ raw LMDB, its puts |")
-    emit("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    emit("| writers | Feedstore (.full, group commit) | rows per Feedstore commit (LMDB transaction) | GRDB (synchronous = FULL) | raw LMDB (synced commits) | Feedstore ÷ GRDB | Feedstore ÷ raw LMDB | raw LMDB, Feedstore's puts | Feedstore ÷ raw LMDB, its puts |")
+    emit("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     var results: [DurableCommits.Result] = []
     for w in writers {
         let r = try await DurableCommits(directory: scratch, commitsPerWriter: commits).run(writers: w)
         results.append(r)
-        emit("| \(w) | \(Int(r.feedstore).formatted()) | \(Int(r.grdb).formatted()) | \(Int(r.rawLMDB).formatted()) | "
+        emit("| \(w) | \(Int(r.feedstore).formatted()) | " + String(format: "%.1f", r.rowsPerCommit) + " | \(Int(r.grdb).formatted()) | \(Int(r.rawLMDB).formatted()) | "
             + String(format: "%.1f | %.1f | ", r.feedstore / r.grdb, r.feedstore / r.rawLMDB)
             + "\(Int(r.rawFeedstorePuts).formatted()) | " + String(format: "%.2f |", r.feedstore / r.rawFeedstorePuts))
     }
@@ -110,7 +110,7 @@ case "bulk-insert":
     try bulkInsert(rows: option("--rows", default: 1_000_000), durable: arguments.contains("--durable"),
                    feedstoreOnly: arguments.contains("--only-feedstore"))
 case "commits":
-    try await durableCommits(writers: [1, 16], commits: option("--commits", default: 1_000))
+    try await durableCommits(writers: [1, 2, 4, 8, 16], commits: option("--commits", default: 1_000))
 case "read-peers":
     try readPeers(size: option("--rows", default: 1_000_000))
 case "watch-peers":
@@ -122,7 +122,7 @@ case "peers":
         + "\(host.physicalMemory / 1_073_741_824) GiB, release build\(quick ? " (--quick)" : "")")
     try bulkInsert(rows: quick ? 20_000 : 200_000, durable: false)
     try bulkInsert(rows: quick ? 5_000 : 50_000, durable: true)
-    try await durableCommits(writers: [1, 16], commits: quick ? 20 : 1_000)
+    try await durableCommits(writers: quick ? [1, 16] : [1, 2, 4, 8, 16], commits: quick ? 20 : 1_000)
     try readPeers(size: quick ? 20_000 : 1_000_000)
     let rows = try watchPeers(sizes: quick ? [10_000, 30_000] : sizes(default: [10_000, 100_000, 1_000_000, 10_000_000]))
     try save(quick ? "peers-quick.md" : "peers.md", extra: [quick ? "watch-peers-quick.csv" : "watch-peers.csv": WatchPeers.csv(rows)])
@@ -307,7 +307,7 @@ default:
         usage: feedstore-bench <command>
           peers [--quick] [--sizes …]     writes, durable commits and live lists against GRDB and raw LMDB; saves Benchmarks/results/
           bulk-insert [--rows N] [--durable] [--only-feedstore]
-          commits [--commits N]           durable one-row commits, 1 and 16 writers
+          commits [--commits N]           durable one-row commits, 1, 2, 4, 8 and 16 writers
           read-peers [--rows N]           positional reads, windows, counts and scans against raw LMDB and GRDB
           watch-peers [--sizes …]         live-list latency: Feedstore watcher, refetch + diff, GRDB ValueObservation
           counts [--sizes …] [--uncounted-up-to N]
