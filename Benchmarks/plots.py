@@ -70,7 +70,8 @@ def durable_commits(tables):
     for column, label, color in [("Feedstore (.full, group commit)", "Feedstore (.full, group commit)", "tab:blue"),
                                  ("GRDB (synchronous = FULL)", "GRDB (synchronous = FULL)", "tab:red"),
                                  ("raw LMDB (synced commits)", "raw LMDB, one put per synced commit", "tab:gray"),
-                                 ("raw LMDB, Feedstore's puts", "raw LMDB, Feedstore's puts per synced commit", "tab:green")]:
+                                 ("raw LMDB, Feedstore's puts", "raw LMDB, Feedstore's puts per synced commit", "tab:green"),
+                                 ("raw LMDB, Feedstore's puts in one tree", "raw LMDB, the same puts in one tree", "tab:olive")]:
         if column in table["header"]:
             ax.plot(writers, [number(r[column]) for r in rows], "-o", color=color, label=label)
     ax.set_xscale("log", base=2)

@@ -28,7 +28,10 @@ struct DurableCommits {
         var rawLMDB: Double
         /// Raw LMDB committing the puts Feedstore made for each row.
         var rawFeedstorePuts: Double
-        /// Bytes written per row: Feedstore, GRDB, raw LMDB, raw LMDB with Feedstore's puts.
+        /// The same puts in one tree (``RecordedPuts/replayDurably(into:writers:oneTree:)``).
+        var rawFeedstorePutsOneTree: Double
+        /// Bytes written per row: Feedstore, GRDB, raw LMDB, raw LMDB with Feedstore's puts, and
+        /// with them in one tree.
         var bytesPerRow: [Double]
         /// Mean pages of a one-row commit by tree (one writer only).
         var pages: [String: Double]?
@@ -119,8 +122,11 @@ struct DurableCommits {
         written = Self.bytesWritten()
         let rawFeedstorePuts = try puts.replayDurably(into: directory + "/raw-puts", writers: writers)
         bytes.append((Self.bytesWritten() - written) / Double(puts.rows.count))
+        written = Self.bytesWritten()
+        let rawFeedstorePutsOneTree = try puts.replayDurably(into: directory + "/raw-puts-one-tree", writers: writers, oneTree: true)
+        bytes.append((Self.bytesWritten() - written) / Double(puts.rows.count))
         try? FileManager.default.removeItem(atPath: directory)
-        return Result(writers: writers, feedstore: feedstore, rowsPerCommit: rowsPerCommit, grdb: grdb, rawLMDB: raw, rawFeedstorePuts: rawFeedstorePuts,
+        return Result(writers: writers, feedstore: feedstore, rowsPerCommit: rowsPerCommit, grdb: grdb, rawLMDB: raw, rawFeedstorePuts: rawFeedstorePuts, rawFeedstorePutsOneTree: rawFeedstorePutsOneTree,
                       bytesPerRow: bytes, pages: pages)
     }
 

@@ -78,11 +78,15 @@ struct RecordedPuts {
 
     /// The rows replayed by `writers` threads into a new environment, each row in a synced commit
     /// of its own (LMDB lets one writer in at a time); returns the rows per second.
-    func replayDurably(into path: String, writers: Int) throws -> Double {
+    /// - Parameter oneTree: put every key in one tree, behind a byte naming the tree it came
+    ///   from, instead of a tree each: the floor of a layout whose trees share pages (one branch
+    ///   path, one entry in LMDB's catalog, one leaf for the counts of every index).
+    func replayDurably(into path: String, writers: Int, oneTree: Bool = false) throws -> Double {
         nonisolated(unsafe) let env = try RawLMDB.open(path, flags: 0)
         defer { mdb_env_close(env) }
-        let dbis = try databases.indices.map { try RawLMDB.database(env, "db\($0)") }
-        let rows = self.rows
+        let dbis = oneTree ? Array(repeating: try RawLMDB.database(env, "all"), count: databases.count)
+            : try databases.indices.map { try RawLMDB.database(env, "db\($0)") }
+        let rows = oneTree ? self.rows.map { $0.map { put in (put.database, [UInt8(put.database)] + put.key, put.value) } } : self.rows
         let start = Date()
         try DurableCommits.concurrently(writers) { w in
             for row in stride(from: w, to: rows.count, by: writers).map({ rows[$0] }) {
