@@ -37,6 +37,33 @@ public struct Message: Entity, Equatable {
     ]
 }
 
+/// Messages read their stored fields directly; ``CodableMessage`` reads the same records
+/// through `Codable`, for comparison.
+extension Message: StoredFieldsDecodable {
+    public init(storedFields fields: borrowing StoredFields) throws {
+        id = try fields.decode(UInt64.self, "id")
+        folder = try fields.decode(Int64.self, "folder")
+        date = try fields.decode(Date.self, "date")
+        title = try fields.decode(String.self, "title")
+        isRead = try fields.decode(Bool.self, "isRead")
+        contactId = try fields.decode(UInt64.self, "contactId")
+    }
+}
+
+/// ``Message`` read through `Codable` only: the same entity and fields, without
+/// `StoredFieldsDecodable`.
+public struct CodableMessage: Entity, Equatable {
+    public var id: UInt64
+    public var folder: Int64
+    public var date: Date
+    public var title: String
+    public var isRead: Bool
+    public var contactId: UInt64
+
+    public static let entityName = "Message"
+    public static let indexes = Message.indexes
+}
+
 /// The next version of ``Message``, for the migration demo: `title` is renamed `subject`, and a
 /// new field, `words`, counts the subject's words. Stored under the same entity name.
 public struct MessageV2: Entity, Equatable {

@@ -15,6 +15,9 @@ public class ReadTransaction {
     /// The keyed containers typed reads decode records' top levels through, kept for the
     /// transaction's records (what `Codable` would otherwise allocate per record).
     let sharedContainers = SharedTopLevelContainers()
+    /// The last entity type this transaction decoded, and whether it reads its stored fields
+    /// itself: asking the run time costs a conformance lookup per record.
+    @exclusivity(unchecked) private var lastDecodedType: (type: ObjectIdentifier, direct: (any StoredFieldsDecodable.Type)?)?
     /// Queries resolved in this transaction (see ``keepsWhatItReads``). Looked up on every
     /// positional read, so without run-time exclusivity checks, as ``transaction``.
     @exclusivity(unchecked) var resolvedQueries = ResolvedQueryCache()
@@ -105,17 +108,38 @@ public class ReadTransaction {
         }
     }
 
-    /// Decodes stored record bytes straight into `E` (``StoredDecoder``): no dictionary of named
-    /// fields and no tree of values on the way.
+    /// Decodes stored record bytes straight into `E`: through its ``StoredFieldsDecodable``
+    /// initializer when it has one, else through `Codable` (``StoredDecoder``); no dictionary of
+    /// named fields and no tree of values on the way.
     func decodeEntity<E: Entity>(_ type: E.Type, _ bytes: UnsafeRawBufferPointer, of entity: inout EntitySchema,
                                  id: @autoclosure () -> FieldValue) throws -> E
     {
         try withStoredRecord(bytes, of: &entity, id: id) { record in
             do {
+                if let direct = storedFieldsDecodable(E.self) {
+                    return try Self.decode(direct, as: E.self, from: &record)
+                }
                 return try sharedContainers.decode(E.self, from: &record)
             } catch {
                 throw FeedstoreError.decodingFailed(entity: E.entityName, id: id(), reason: "\(error)")
             }
+        }
+    }
+
+    /// `type` as a ``StoredFieldsDecodable`` type, or nil when it is not one.
+    private func storedFieldsDecodable<E: Entity>(_ type: E.Type) -> (any StoredFieldsDecodable.Type)? {
+        let key = ObjectIdentifier(type)
+        if let last = lastDecodedType, last.type == key { return last.direct }
+        let direct = type as? any StoredFieldsDecodable.Type
+        lastDecodedType = (key, direct)
+        return direct
+    }
+
+    /// `D`'s stored-fields initializer, for `E`, which is `D`. (Reinterpreted rather than cast:
+    /// a cast to an unspecialized type is a run-time type check per record.)
+    private static func decode<D: StoredFieldsDecodable, E>(_ direct: D.Type, as type: E.Type, from record: inout StoredRecord) throws -> E {
+        try withUnsafeMutablePointer(to: &record) { record in
+            unsafeBitCast(try D(storedFields: StoredFields(record: record)), to: E.self)
         }
     }
 
