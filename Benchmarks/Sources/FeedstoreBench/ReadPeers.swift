@@ -82,6 +82,13 @@ struct ReadPeers {
         rows.append(Row(operation: "100-row window at a random position (raw: seek + 100 entries and records)", feedstore: window,
                         rawLMDB: raw.window, grdb: grdbWindow))
         rows.append(Row(operation: "full scan of a folder, rows/s", feedstore: scan, rawLMDB: raw.scan, grdb: grdbScan))
+        // The same reads of the same records into a type without `StoredFieldsDecodable`.
+        rows.append(Row(operation: "record at a random position, through `Codable`", feedstore: median(feedstoreRuns.map(\.codableObjectAt)),
+                        rawLMDB: raw.lookup, grdb: grdbAt))
+        rows.append(Row(operation: "100-row window at a random position, through `Codable`", feedstore: median(feedstoreRuns.map(\.codableWindow)),
+                        rawLMDB: raw.window, grdb: grdbWindow))
+        rows.append(Row(operation: "full scan of a folder, rows/s, through `Codable`", feedstore: median(feedstoreRuns.map(\.codableScan)),
+                        rawLMDB: raw.scan, grdb: grdbScan))
         try? FileManager.default.removeItem(atPath: directory)
         return rows
     }
@@ -90,6 +97,8 @@ struct ReadPeers {
 
     struct FeedstoreReads {
         var objectAt, position, count, window, scan: Double
+        /// The same reads into ``CodableMessage``, which decodes through `Codable`.
+        var codableObjectAt, codableWindow, codableScan: Double
     }
 
     /// Feedstore's reads, each a rate, on the store at `path` opened for this pass.
@@ -102,10 +111,20 @@ struct ReadPeers {
         let position = try store.read { tx in try rate(operations) { blackHole(try tx.position(of: ids[$0], in: everything)) } }
         let count = try store.read { tx in try rate(operations) { blackHole(try tx.count(everything.narrowed(to: [.int(Int64($0 % 8))]))) } }
         let window = try store.read { tx in try rate(2_000) { blackHole(try tx.objects(in: everything, offset: positions[$0], limit: 100)) } }
-        let scanStart = Timing.now
-        let scanned = try store.read { try $0.objects(in: folder) }.count
-        let scan = Double(scanned) / (Double(Timing.now - scanStart) / 1e9)
-        return FeedstoreReads(objectAt: objectAt, position: position, count: count, window: window, scan: scan)
+        let scan = try scanRate { try store.read { try $0.objects(in: folder) }.count }
+        let codable = Query(CodableMessage.self, index: "byFolderDate")
+        let codableObjectAt = try store.read { tx in try rate(operations) { blackHole(try tx.object(at: positions[$0], in: codable)) } }
+        let codableWindow = try store.read { tx in try rate(2_000) { blackHole(try tx.objects(in: codable, offset: positions[$0], limit: 100)) } }
+        let codableScan = try scanRate { try store.read { try $0.objects(in: codable.narrowed(to: [.int(1)])) }.count }
+        return FeedstoreReads(objectAt: objectAt, position: position, count: count, window: window, scan: scan,
+                              codableObjectAt: codableObjectAt, codableWindow: codableWindow, codableScan: codableScan)
+    }
+
+    /// Rows per second of a scan that returns how many rows it read.
+    private func scanRate(_ scan: () throws -> Int) rethrows -> Double {
+        let start = Timing.now
+        let scanned = try scan()
+        return Double(scanned) / (Double(Timing.now - start) / 1e9)
     }
 
     /// Raw cursor work on Feedstore's index and record databases.

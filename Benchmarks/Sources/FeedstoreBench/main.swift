@@ -164,7 +164,8 @@ case "lookup-instructions":
 case "decode":
     // Typed reads for instruction counts (run under callgrind): `--build` writes the demo feed;
     // otherwise `--rounds` times: every message through objects(in:) (`--mode scan`), 2,000
-    // records by position (`at`) or 200 windows of 100 (`window`), at seeded positions.
+    // records by position (`at`) or 200 windows of 100 (`window`), at seeded positions, into
+    // Message (StoredFieldsDecodable) or, with `--codable`, CodableMessage (Codable).
     let path = arguments.last!
     if arguments.contains("--build") {
         let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(durability: .none))
@@ -173,20 +174,24 @@ case "decode":
         store.close()
     } else {
         let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(readOnly: true))
-        let everything = Query(Message.self, index: "byFolderDate")
         let mode = arguments.firstIndex(of: "--mode").map { arguments[$0 + 1] } ?? "scan"
-        var decoded = 0
-        for _ in 0..<option("--rounds", default: 1) {
-            var rng = SplitMix(state: 9)
-            decoded += try store.read { tx in
-                let count = try tx.count(everything)
-                switch mode {
-                case "at": return try (0..<2_000).reduce(0) { n, _ in n + (try tx.object(at: Int.random(in: 0..<count, using: &rng), in: everything) == nil ? 0 : 1) }
-                case "window": return try (0..<200).reduce(0) { n, _ in n + (try tx.objects(in: everything, offset: Int.random(in: 0..<count - 100, using: &rng), limit: 100).count) }
-                default: return try tx.objects(in: everything).count
+        func decodeRounds<E: Entity>(_ type: E.Type) throws -> Int {
+            let everything = Query(E.self, index: "byFolderDate")
+            var decoded = 0
+            for _ in 0..<option("--rounds", default: 1) {
+                var rng = SplitMix(state: 9)
+                decoded += try store.read { tx in
+                    let count = try tx.count(everything)
+                    switch mode {
+                    case "at": return try (0..<2_000).reduce(0) { n, _ in n + (try tx.object(at: Int.random(in: 0..<count, using: &rng), in: everything) == nil ? 0 : 1) }
+                    case "window": return try (0..<200).reduce(0) { n, _ in n + (try tx.objects(in: everything, offset: Int.random(in: 0..<count - 100, using: &rng), limit: 100).count) }
+                    default: return try tx.objects(in: everything).count
+                    }
                 }
             }
+            return decoded
         }
+        let decoded = arguments.contains("--codable") ? try decodeRounds(CodableMessage.self) : try decodeRounds(Message.self)
         print("decoded \(decoded) messages")
     }
 case "shapes":
