@@ -6,6 +6,20 @@ public func anonymousMemory() -> Int {
     (kilobytes("Anonymous:", in: "/proc/self/smaps_rollup") ?? 0) * 1024
 }
 
+/// How much the process's anonymous memory has grown since `before`, looked at again every
+/// quarter second for up to `patience` while it is not below `bound`. Tests that run beside the
+/// caller in this process allocate too, for a while; what the caller still holds stays, so a
+/// real leak is still seen.
+public func anonymousMemoryGrowth(since before: Int, settlingBelow bound: Int, patience: TimeInterval = 30) -> Int {
+    var growth = anonymousMemory() - before
+    let deadline = Date().addingTimeInterval(patience)
+    while growth >= bound, Date() < deadline {
+        usleep(250_000)
+        growth = min(growth, anonymousMemory() - before)
+    }
+    return growth
+}
+
 /// The number of kilobytes on the line of a /proc file that starts with `label`, or nil.
 func kilobytes(_ label: String, in file: String) -> Int? {
     let text = (try? String(contentsOfFile: file, encoding: .utf8)) ?? ""
