@@ -1,5 +1,5 @@
 """Draws the trends of the benchmark results as PNG files beside them in Benchmarks/results, for
-Benchmarks/README.md to show above their tables. `tables.py` calls `draw(name)` for each results
+Benchmarks/README.md to show above their tables. `tables.py` calls `draw(name, tables)` for each results
 file it publishes; each plot reads the same tables the README shows (and watch-peers.csv)."""
 import csv
 import pathlib
