@@ -295,11 +295,15 @@ final class WriteQueue: @unchecked Sendable {
         }
         var lastSequence = try core.system.newestSequence(in: txn)
         var kept = core.followedEntities().map { CommittedEntries(after: lastSequence, followed: $0) }
+        // Count changes go from closure to closure and are applied once, before the commit: the
+        // upper nodes of a counted tree are patched once per group, not once per closure.
+        var deferredCounts: WriteTransaction.DeferredCounts = []
         for (i, request) in batch.enumerated() where failures[i] == nil {
-            let tx = WriteTransaction(core: core, transaction: txn, schema: schema, sequence: lastSequence + 1, kept: kept.take())
+            let tx = WriteTransaction(core: core, transaction: txn, schema: schema, sequence: lastSequence + 1, kept: kept.take(),
+                                      deferredCounts: deferredCounts)
             do {
                 try request.run(tx)
-                try tx.finish()
+                try tx.finish(applyingCounts: false)
             } catch {
                 tx.detach()?.abort()
                 if Self.isMapFull(error) { throw error }
@@ -308,10 +312,12 @@ final class WriteQueue: @unchecked Sendable {
             }
             schema = tx.schema
             kept = tx.kept
+            deferredCounts = tx.takeDeferredCounts()
             lastSequence = tx.committedSequence ?? lastSequence
             guard let next = tx.detach() else { throw FeedstoreError.transactionEnded }
             txn = next
         }
+        try WriteTransaction.apply(deferredCounts, in: txn)
         // Before trimming, so that retention sees where the cursors are now.
         let settled = try core.deferredCursorMoves.write(in: txn, cursors: DurableCursors(core: core))
         let keysLeft = try JournalTrimmer(core: core).trim(in: txn, lastSequence: lastSequence, budget: JournalTrimmer.removalsPerRun,

@@ -20,10 +20,10 @@ public final class WriteTransaction: ReadTransaction {
     // and each access to them reads or changes the list and ends before another begins.
 
     /// Count changes not yet applied, per index. They are applied together before the index's
-    /// counts are read and when the closure returns, so that the many changes of a transaction
-    /// patch each upper node of a counted tree once, not once each. (A list, not a dictionary:
-    /// a transaction touches a few indexes, and finding one by comparing beats hashing.)
-    @exclusivity(unchecked) private var deferredCounts: [(index: CountedIndex, changes: [CountedIndex.Change])] = []
+    /// counts are read and before the LMDB transaction commits, so that the many changes of a
+    /// transaction, and of the closures a group commit runs in it, patch each upper node of a
+    /// counted tree once, not once each.
+    @exclusivity(unchecked) private var deferredCounts: DeferredCounts = []
     /// Records databases in which this transaction wrote an id that did not sort last.
     @exclusivity(unchecked) var unorderedRecords: [LMDBDatabase] = []
     /// Arrays filled for every record written or deleted, kept from record to record so that
@@ -40,11 +40,17 @@ public final class WriteTransaction: ReadTransaction {
     /// group's entries so far, which this transaction appends to.
     var kept: CommittedEntries?
 
+    /// Count changes not yet applied, by index. (A list, not a dictionary: a transaction touches
+    /// a few indexes, and finding one by comparing beats hashing.)
+    typealias DeferredCounts = [(index: CountedIndex, changes: [CountedIndex.Change])]
+
+    /// - Parameter deferredCounts: changes the group's earlier closures left to apply, taken over.
     init(core: StoreCore, transaction: consuming LMDBTransaction, schema: SchemaSnapshot, sequence: UInt64,
-         kept: CommittedEntries? = nil)
+         kept: CommittedEntries? = nil, deferredCounts: DeferredCounts = [])
     {
         self.assignedSequence = sequence
         self.kept = kept
+        self.deferredCounts = deferredCounts
         super.init(core: core, transaction: transaction, schema: schema)
     }
 
@@ -120,10 +126,23 @@ public final class WriteTransaction: ReadTransaction {
         }
     }
 
-    /// Applies the deferred counts, then writes the commit header and the catalog if it changed.
-    /// Called once, after the closure returned.
-    func finish() throws {
-        try applyDeferredCounts(of: nil)
+    /// Hands over the count changes not yet applied, for the next closure of the group to take
+    /// over (or for ``apply(_:in:)`` before the commit).
+    func takeDeferredCounts() -> DeferredCounts {
+        defer { deferredCounts = [] }
+        return deferredCounts
+    }
+
+    /// Applies count changes a group's closures left, before the LMDB transaction commits.
+    static func apply(_ deferred: DeferredCounts, in txn: borrowing LMDBTransaction) throws {
+        for (index, changes) in deferred { try index.apply(changes, in: txn) }
+    }
+
+    /// Writes the commit header and the catalog if it changed. Called once, after the closure
+    /// returned; the count changes stay deferred (``takeDeferredCounts()``) unless
+    /// `applyingCounts`.
+    func finish(applyingCounts: Bool = true) throws {
+        if applyingCounts { try applyDeferredCounts(of: nil) }
         try access { txn in
             if catalogChanged {
                 try txn.put(core.system.meta, key: MetaKey.catalog, value: schema.catalog.encoded())

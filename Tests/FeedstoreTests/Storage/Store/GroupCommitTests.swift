@@ -89,6 +89,43 @@ import Testing
         }
     }
 
+    /// The count changes of a group's bodies are applied once, before the commit; a body that
+    /// counts sees every entry the bodies before it added, and a body that throws takes its
+    /// entries out of the counts with it.
+    @Test func bodiesOfAGroupCountWhatTheBodiesBeforeThemWrote() throws {
+        try withTemporaryDirectory { dir in
+            let store = try Store(path: dir + "/s", entities: [Item.self], options: StoreOptions(durability: .none))
+            struct Planned: Error {}
+            let bodies = 300, thrower = 31
+            let seen = Protected([Int: (group: Int, flagged: Int)]())
+            let outcomes = try store.writeEach((0..<bodies).map { b in
+                { tx in
+                    try tx.insert(Self.item(Int64(b)))
+                    if b == thrower { throw Planned() }
+                    // Most bodies leave their count changes to the bodies after them.
+                    guard b % 10 == 9 else { return }
+                    // Counted ranges: read through the counts trees, not the trees' entry totals.
+                    let group = try tx.count(Item.self, index: "byGroupScore", range: .prefix(.int(Int64(b % 3))))
+                    let flagged = try tx.count(Item.self, index: "flagged", range: .prefix())
+                    seen.withLock { $0[b] = (group, flagged) }
+                }
+            })
+            #expect(outcomes.indices.allSatisfy { (try? outcomes[$0].get()) != nil || $0 == thrower })
+            // What each body saw: the items of its group written by it and the bodies before it, the
+            // thrower's left out for every body after it.
+            #expect(seen.current.count == bodies / 10)
+            for b in 0..<bodies where b % 10 == 9 {
+                let before = (0...b).filter { $0 != thrower }
+                let group = before.filter { $0 % 3 == b % 3 }.count
+                let flagged = before.filter { $0 % 2 == 0 && $0 % 3 >= 2 }.count
+                #expect(seen.current[b]?.group == group && seen.current[b]?.flagged == flagged, "body \(b)")
+            }
+            let groups = try store.read { tx in try (0..<3).map { g in try tx.count(Item.self, index: "byGroupScore", range: .prefix(.int(Int64(g)))) } }
+            #expect(groups == (0..<3).map { g in (0..<bodies).filter { $0 != thrower && $0 % 3 == g }.count })
+            #expect(try store.verify().isEmpty)
+        }
+    }
+
     /// The same from threads calling the synchronous `write`, with a unique violation as the failure.
     @Test func synchronousWritersFromManyThreads() throws {
         try withTemporaryDirectory { dir in
