@@ -28,8 +28,11 @@ struct DurableCommits {
         var rawLMDB: Double
         /// Raw LMDB committing the puts Feedstore made for each row.
         var rawFeedstorePuts: Double
-        /// The same puts in one tree (``RecordedPuts/replayDurably(into:writers:oneTree:)``).
+        /// The same puts in one tree (``RecordedPuts/Layout/oneTree``).
         var rawFeedstorePutsOneTree: Double
+        /// The same puts grouped as Feedstore's group commit groups them (as many rows a commit
+        /// as there are writers), in each layout: rows per second and bytes written per row.
+        var grouped: [(layout: RecordedPuts.Layout, rowsPerSecond: Double, bytesPerRow: Double)]
         /// Bytes written per row: Feedstore, GRDB, raw LMDB, raw LMDB with Feedstore's puts, and
         /// with them in one tree.
         var bytesPerRow: [Double]
@@ -123,10 +126,16 @@ struct DurableCommits {
         let rawFeedstorePuts = try puts.replayDurably(into: directory + "/raw-puts", writers: writers)
         bytes.append((Self.bytesWritten() - written) / Double(puts.rows.count))
         written = Self.bytesWritten()
-        let rawFeedstorePutsOneTree = try puts.replayDurably(into: directory + "/raw-puts-one-tree", writers: writers, oneTree: true)
+        let rawFeedstorePutsOneTree = try puts.replayDurably(into: directory + "/raw-puts-one-tree", writers: writers, layout: .oneTree)
         bytes.append((Self.bytesWritten() - written) / Double(puts.rows.count))
+        var grouped: [(layout: RecordedPuts.Layout, rowsPerSecond: Double, bytesPerRow: Double)] = []
+        for (i, layout) in RecordedPuts.Layout.allCases.enumerated() {
+            written = Self.bytesWritten()
+            let rate = try puts.replayDurably(into: directory + "/raw-puts-grouped-\(i)", writers: writers, layout: layout, rowsPerCommit: writers)
+            grouped.append((layout, rate, (Self.bytesWritten() - written) / Double(puts.rows.count)))
+        }
         try? FileManager.default.removeItem(atPath: directory)
-        return Result(writers: writers, feedstore: feedstore, rowsPerCommit: rowsPerCommit, grdb: grdb, rawLMDB: raw, rawFeedstorePuts: rawFeedstorePuts, rawFeedstorePutsOneTree: rawFeedstorePutsOneTree,
+        return Result(writers: writers, feedstore: feedstore, rowsPerCommit: rowsPerCommit, grdb: grdb, rawLMDB: raw, rawFeedstorePuts: rawFeedstorePuts, rawFeedstorePutsOneTree: rawFeedstorePutsOneTree, grouped: grouped,
                       bytesPerRow: bytes, pages: pages)
     }
 

@@ -76,23 +76,53 @@ struct RecordedPuts {
         return entries
     }
 
-    /// The rows replayed by `writers` threads into a new environment, each row in a synced commit
-    /// of its own (LMDB lets one writer in at a time); returns the rows per second.
-    /// - Parameter oneTree: put every key in one tree, behind a byte naming the tree it came
-    ///   from, instead of a tree each: the floor of a layout whose trees share pages (one branch
-    ///   path, one entry in LMDB's catalog, one leaf for the counts of every index).
-    func replayDurably(into path: String, writers: Int, oneTree: Bool = false) throws -> Double {
+    /// Where a replay keeps Feedstore's trees: the floors of layouts whose trees share pages
+    /// (one branch path, one entry in LMDB's catalog, shared leaves for small trees).
+    enum Layout: CaseIterable {
+        /// A tree each, as Feedstore keeps them.
+        case treeEach
+        /// The records, index entries and counts in one tree, each key behind a byte naming the
+        /// tree it came from; the journal in a tree of its own.
+        case entityTreesShared
+        /// Every key in one tree, behind a byte naming the tree it came from.
+        case oneTree
+    }
+
+    /// The rows replayed into a new environment in synced commits; returns the rows per second.
+    /// - Parameters:
+    ///   - writers: threads committing one row at a time (LMDB lets one writer in at a time),
+    ///     when `rowsPerCommit` is 1.
+    ///   - rowsPerCommit: rows a commit holds, as Feedstore's group commit holds one row per
+    ///     waiting writer; committed by one thread, as Feedstore's writer thread commits them.
+    func replayDurably(into path: String, writers: Int, layout: Layout = .treeEach, rowsPerCommit: Int = 1) throws -> Double {
         nonisolated(unsafe) let env = try RawLMDB.open(path, flags: 0)
         defer { mdb_env_close(env) }
-        let dbis = oneTree ? Array(repeating: try RawLMDB.database(env, "all"), count: databases.count)
-            : try databases.indices.map { try RawLMDB.database(env, "db\($0)") }
-        let rows = oneTree ? self.rows.map { $0.map { put in (put.database, [UInt8(put.database)] + put.key, put.value) } } : self.rows
+        let dbis: [MDB_dbi]
+        var rows = self.rows
+        func prefixed(_ shared: (Int) -> Bool) {
+            rows = rows.map { $0.map { put in shared(put.database) ? (put.database, [UInt8(put.database)] + put.key, put.value) : put } }
+        }
+        switch layout {
+        case .treeEach:
+            dbis = try databases.indices.map { try RawLMDB.database(env, "db\($0)") }
+        case .entityTreesShared:
+            let (entity, journal) = (try RawLMDB.database(env, "entity"), try RawLMDB.database(env, "journal"))
+            dbis = databases.map { $0 == "feedstore.journal" ? journal : entity }
+            prefixed { databases[$0] != "feedstore.journal" }
+        case .oneTree:
+            dbis = Array(repeating: try RawLMDB.database(env, "all"), count: databases.count)
+            prefixed { _ in true }
+        }
+        let groups = stride(from: 0, to: rows.count, by: rowsPerCommit).map { Array(rows[$0..<min(rows.count, $0 + rowsPerCommit)]) }
+        let threads = rowsPerCommit == 1 ? writers : 1
         let start = Date()
-        try DurableCommits.concurrently(writers) { w in
-            for row in stride(from: w, to: rows.count, by: writers).map({ rows[$0] }) {
+        try DurableCommits.concurrently(threads) { w in
+            for group in stride(from: w, to: groups.count, by: threads).map({ groups[$0] }) {
                 var txn: OpaquePointer?
                 try RawLMDB.check(mdb_txn_begin(env, nil, 0, &txn))
-                for (database, key, value) in row { try RawLMDB.put(txn, dbis[database], key: key, value: value) }
+                for row in group {
+                    for (database, key, value) in row { try RawLMDB.put(txn, dbis[database], key: key, value: value) }
+                }
                 try RawLMDB.check(mdb_txn_commit(txn))
             }
         }

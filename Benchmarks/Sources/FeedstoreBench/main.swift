@@ -57,6 +57,13 @@ func durableCommits(writers: [Int], commits: Int) async throws {
     emit("| writers | Feedstore | GRDB | raw LMDB (one put) | raw LMDB, Feedstore's puts | raw LMDB, Feedstore's puts in one tree |")
     emit("|---:|---:|---:|---:|---:|---:|")
     for r in results { emit("| \(r.writers) | " + r.bytesPerRow.map { Int($0).formatted() }.joined(separator: " | ") + " |") }
+    emit("\nRaw LMDB committing Feedstore's puts grouped as its group commit groups them (as many rows a synced commit as there are writers, committed by one thread), by layout: rows per second, and bytes written per row\n")
+    emit("| writers | Feedstore (.full, group commit) | GRDB (synchronous = FULL) | raw LMDB, its puts, a tree each | raw LMDB, its puts, records, indexes and counts in one tree, journal apart | raw LMDB, its puts, one tree | bytes per row, a tree each | bytes per row, journal apart | bytes per row, one tree |")
+    emit("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in results {
+        emit("| \(r.writers) | \(Int(r.feedstore).formatted()) | \(Int(r.grdb).formatted()) | " + r.grouped.map { Int($0.rowsPerSecond).formatted() }.joined(separator: " | ")
+            + " | " + r.grouped.map { Int($0.bytesPerRow).formatted() }.joined(separator: " | ") + " |")
+    }
     if let pages = results.first(where: { $0.pages != nil })?.pages {
         emit("\nPages a durable one-row commit writes, by tree (one writer, mean of 20 commits after the timed ones, commit-pages.py)\n")
         emit("| tree | pages |")
@@ -258,6 +265,21 @@ case "forwarded-writes":
     let forwarded = try JetStreamForwardedWrites(directory: scratch, samples: option("--samples", default: quick ? 200 : 2_000),
                                                  seconds: quick ? 3 : 10, replicas: option("--replicas", default: 3)).run()
     for line in JetStreamForwardedWrites.format(forwarded) { print(line) }
+case "inserts":
+    // One-row typed inserts of demo messages, `--per-commit K` requests sharing each commit as
+    // group commit shares them (`Store.writeEach`), durability none: the writer thread's work per
+    // row, for callgrind (`--rows N PATH`, a new store).
+    let path = arguments.last!
+    let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(durability: .none))
+    let perCommit = option("--per-commit", default: 16)
+    var feed = DemoFeed(seed: 5)
+    try store.write { tx in for id in 1...1_000 { try tx.put(feed.contact(id: UInt64(id))) } }
+    let messages = (1...UInt64(option("--rows", default: 16_000))).map { feed.message(id: $0, contacts: 1_000) }
+    for start in stride(from: 0, to: messages.count, by: perCommit) {
+        let bodies = messages[start..<min(messages.count, start + perCommit)].map { m in { (tx: WriteTransaction) throws -> Void in try tx.insert(m) } }
+        for outcome in try store.writeEach(bodies) { try outcome.get() }
+    }
+    store.close()
 case "envelopes":
     // Reads and encodes every commit of a store as the shipper does, without a server (for
     // callgrind): `--build --commits N PATH` makes N one-row commits; `--decode` also reads each
