@@ -128,7 +128,10 @@ final class WriteQueue: @unchecked Sendable {
         guard !isShutDown else { throw FeedstoreError.storeClosed(path: core.path) }
         pending.append(contentsOf: requests)
         startWriterThread()
-        condition.broadcast()
+        // While the writer thread waits for the last group's writers to come back, it wakes by
+        // itself at the deadline: waking it for each one that does would cost a futex call and
+        // a thread switch each, for a thread that would only go back to waiting.
+        if pending.count == requests.count || pending.count >= lastGroup { condition.broadcast() }
     }
 
     /// Starts the writer thread unless it runs. The caller holds the lock.
