@@ -117,7 +117,9 @@ case "bulk-insert":
     try bulkInsert(rows: option("--rows", default: 1_000_000), durable: arguments.contains("--durable"),
                    feedstoreOnly: arguments.contains("--only-feedstore"))
 case "commits":
-    try await durableCommits(writers: [1, 2, 4, 8, 16], commits: option("--commits", default: 1_000))
+    // `--writers 1,16` for some writer counts only.
+    let writers = arguments.firstIndex(of: "--writers").map { arguments[arguments.index(after: $0)].split(separator: ",").compactMap { Int($0) } }
+    try await durableCommits(writers: writers ?? [1, 2, 4, 8, 16], commits: option("--commits", default: 1_000))
 case "read-peers":
     try readPeers(size: option("--rows", default: 1_000_000))
 case "watch-peers":
@@ -334,7 +336,8 @@ default:
         usage: feedstore-bench <command>
           peers [--quick] [--sizes …]     writes, durable commits and live lists against GRDB and raw LMDB; saves Benchmarks/results/
           bulk-insert [--rows N] [--durable] [--only-feedstore]
-          commits [--commits N]           durable one-row commits, 1, 2, 4, 8 and 16 writers
+          commits [--commits N] [--writers 1,16]
+                                          durable one-row commits, 1, 2, 4, 8 and 16 writers
           read-peers [--rows N]           positional reads, windows, counts and scans against raw LMDB and GRDB
           watch-peers [--sizes …]         live-list latency: Feedstore watcher, refetch + diff, GRDB ValueObservation
           counts [--sizes …] [--uncounted-up-to N]
@@ -358,6 +361,9 @@ default:
                                           forwarded writes alone: latency by leg and 16-writer throughput (prints only)
           decode [--build --size N | --rounds R --mode scan|at|window] PATH
                                           typed reads of every message, for callgrind
+          inserts [--rows N] [--per-commit K] PATH
+                                          one-row typed inserts, K requests a commit as group commit makes them,
+                                          durability none, into a new store at PATH: the writer's work per row, for callgrind
           lookup-instructions (--build | entry | rank | count) --size N [--operations K] PATH
                                           one kind of counted lookup, for Benchmarks/lookup-instructions
         """)
