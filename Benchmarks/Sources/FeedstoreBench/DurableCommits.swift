@@ -33,6 +33,10 @@ struct DurableCommits {
         /// The same puts grouped as Feedstore's group commit groups them (as many rows a commit
         /// as there are writers), in each layout: rows per second and bytes written per row.
         var grouped: [(layout: RecordedPuts.Layout, rowsPerSecond: Double, bytesPerRow: Double)]
+        /// The same puts grouped the same way, a tree each, committed to LMDB unsynced and made
+        /// durable by a log of their own synced once a commit (``RecordedPuts/replayDurably(into:writers:layout:rowsPerCommit:logged:)``):
+        /// rows per second and bytes written per row (log, and LMDB's pages at the end).
+        var logged: (rowsPerSecond: Double, bytesPerRow: Double)
         /// Bytes written per row: Feedstore, GRDB, raw LMDB, raw LMDB with Feedstore's puts, and
         /// with them in one tree.
         var bytesPerRow: [Double]
@@ -134,8 +138,12 @@ struct DurableCommits {
             let rate = try puts.replayDurably(into: directory + "/raw-puts-grouped-\(i)", writers: writers, layout: layout, rowsPerCommit: writers)
             grouped.append((layout, rate, (Self.bytesWritten() - written) / Double(puts.rows.count)))
         }
+        written = Self.bytesWritten()
+        let logged = try puts.replayDurably(into: directory + "/raw-puts-logged", writers: writers, rowsPerCommit: writers, logged: true)
+        let loggedBytes = (Self.bytesWritten() - written) / Double(puts.rows.count)
         try? FileManager.default.removeItem(atPath: directory)
         return Result(writers: writers, feedstore: feedstore, rowsPerCommit: rowsPerCommit, grdb: grdb, rawLMDB: raw, rawFeedstorePuts: rawFeedstorePuts, rawFeedstorePutsOneTree: rawFeedstorePutsOneTree, grouped: grouped,
+                      logged: (logged, loggedBytes),
                       bytesPerRow: bytes, pages: pages)
     }
 
