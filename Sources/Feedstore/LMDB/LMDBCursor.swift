@@ -7,11 +7,17 @@ internal import CFeedstoreLMDB
 struct LMDBCursor: ~Copyable {
     private let handle: OpaquePointer
     private let entry: UnsafeMutablePointer<(MDB_val, MDB_val)>
+    private let database: LMDBDatabase
+    /// Where the cursor's transaction records its changes, if it does.
+    private let log: LMDBMutationLog?
 
-    /// Takes over `handle`; `entry` is storage for the current key and value that outlives the cursor.
-    init(handle: OpaquePointer, entry: UnsafeMutablePointer<(MDB_val, MDB_val)>) {
+    /// Takes over `handle`, a cursor on `database`; `entry` is storage for the current key and
+    /// value that outlives the cursor.
+    init(handle: OpaquePointer, entry: UnsafeMutablePointer<(MDB_val, MDB_val)>, database: LMDBDatabase, log: LMDBMutationLog?) {
         self.handle = handle
         self.entry = entry
+        self.database = database
+        self.log = log
         entry.initialize(to: (MDB_val(), MDB_val()))
     }
 
@@ -87,10 +93,14 @@ struct LMDBCursor: ~Copyable {
         try lmdbCheck(mdb_cursor_put(handle, &key, &value, UInt32(MDB_CURRENT | MDB_RESERVE)), "mdb_cursor_put(reserve)")
         entry.pointee.1 = value
         try body(UnsafeMutableRawBufferPointer(start: value.mv_data, count: value.mv_size))
+        log?.put(database, key: entry.pointee.0.borrowedBytes, value: entry.pointee.1.borrowedBytes)
     }
 
     /// Deletes the current entry.
     borrowing func deleteCurrent() throws(LMDBError) {
+        // Recorded first: the key's bytes are LMDB's, and the delete may move them.
+        let key = log.map { _ in entry.pointee.0.copiedBytes }
         try lmdbCheck(mdb_cursor_del(handle, 0), "mdb_cursor_del")
+        if let log, let key { key.withUnsafeBytes { log.delete(database, key: $0) } }
     }
 }

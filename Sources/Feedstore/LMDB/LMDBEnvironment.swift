@@ -28,6 +28,9 @@ final class LMDBEnvironment: @unchecked Sendable {
 
     let handle: OpaquePointer
     let path: String
+    /// The name of each database opened, by handle (for ``LMDBMutationLog``, which names them).
+    private var databaseNames: [MDB_dbi: String] = [:]
+    private let namesLock = NSLock()
     /// The page size of the environment (`mdb_env_stat`).
     let pageSize: Int
     private(set) var isClosed = false
@@ -60,6 +63,16 @@ final class LMDBEnvironment: @unchecked Sendable {
         guard !isClosed else { return }
         isClosed = true
         mdb_env_close(handle)
+    }
+
+    /// Notes the name of a database opened (`""` for the main one).
+    func register(_ db: LMDBDatabase, named name: String) {
+        namesLock.withLock { databaseNames[db.dbi] = name }
+    }
+
+    /// The name a database was opened by.
+    func name(of db: LMDBDatabase) -> String {
+        namesLock.withLock { databaseNames[db.dbi] } ?? ""
     }
 
     func setMapSize(_ size: Int) throws(LMDBError) {

@@ -10,14 +10,24 @@ internal import CFeedstoreLMDB
 struct LMDBTransaction: ~Copyable {
     let handle: OpaquePointer
     let isReadOnly: Bool
+    // Held unretained, so that the transaction stays trivially destroyed (`discard self`): the
+    // environment outlives its transactions, and the caller that passes a log keeps it.
+    private let unmanagedEnvironment: Unmanaged<LMDBEnvironment>
+    private let unmanagedLog: Unmanaged<LMDBMutationLog>?
+    private var environment: LMDBEnvironment { unmanagedEnvironment.takeUnretainedValue() }
+    /// Where a write transaction records its changes, when it was begun with a log.
+    var log: LMDBMutationLog? { unmanagedLog?.takeUnretainedValue() }
 
-    /// Begins a top-level transaction.
-    init(environment: LMDBEnvironment, readOnly: Bool) throws(LMDBError) {
+    /// Begins a top-level transaction; a write transaction begun with `log` records every change
+    /// it makes there.
+    init(environment: LMDBEnvironment, readOnly: Bool, log: LMDBMutationLog? = nil) throws(LMDBError) {
         var txn: OpaquePointer?
         try lmdbCheck(mdb_txn_begin(environment.handle, nil, readOnly ? UInt32(MDB_RDONLY) : 0, &txn),
                       readOnly ? "mdb_txn_begin(read)" : "mdb_txn_begin(write)")
         self.handle = txn!
         self.isReadOnly = readOnly
+        self.unmanagedEnvironment = .passUnretained(environment)
+        self.unmanagedLog = readOnly ? nil : log.map { .passUnretained($0) }
     }
 
     consuming func commit() throws(LMDBError) {
@@ -40,16 +50,25 @@ struct LMDBTransaction: ~Copyable {
     /// and `create` is false.
     borrowing func openDatabase(named name: String, create: Bool) throws(LMDBError) -> LMDBDatabase? {
         var dbi: MDB_dbi = 0
-        let flags = create ? UInt32(MDB_CREATE) : 0
-        let code = name.isEmpty ? mdb_dbi_open(handle, nil, flags, &dbi) : mdb_dbi_open(handle, name, flags, &dbi)
+        func open(_ flags: UInt32) -> Int32 {
+            name.isEmpty ? mdb_dbi_open(handle, nil, flags, &dbi) : mdb_dbi_open(handle, name, flags, &dbi)
+        }
+        var code = open(0)
+        if code == MDB_NOTFOUND && create {
+            code = open(UInt32(MDB_CREATE))
+            if code == 0 { log?.create(named: name) }
+        }
         if code == MDB_NOTFOUND { return nil }
         try lmdbCheck(code, "mdb_dbi_open(\(name))")
-        return LMDBDatabase(dbi: dbi)
+        let db = LMDBDatabase(dbi: dbi)
+        environment.register(db, named: name)
+        return db
     }
 
     /// Deletes the database's contents, and with `delete` the database itself.
     borrowing func drop(_ db: LMDBDatabase, delete: Bool) throws(LMDBError) {
         try lmdbCheck(mdb_drop(handle, db.dbi, delete ? 1 : 0), "mdb_drop")
+        log?.drop(db, delete: delete)
     }
 
     borrowing func statistics(_ db: LMDBDatabase) throws(LMDBError) -> DatabaseStatistics {
@@ -115,7 +134,13 @@ struct LMDBTransaction: ~Copyable {
         }
         if noOverwrite && code == MDB_KEYEXIST { return false }
         try lmdbCheck(code, "mdb_put")
+        logPut(db, key: key, value: value)
         return true
+    }
+
+    private borrowing func logPut(_ db: LMDBDatabase, key: [UInt8], value: [UInt8]) {
+        guard let log else { return }
+        key.withUnsafeBytes { k in value.withUnsafeBytes { v in log.put(db, key: k, value: v) } }
     }
 
     /// Stores `value` under `key` unless the key exists; then returns a copy of the existing value
@@ -132,6 +157,7 @@ struct LMDBTransaction: ~Copyable {
         }
         if code == MDB_KEYEXIST { return existing }
         try lmdbCheck(code, "mdb_put")
+        logPut(db, key: key, value: value)
         return nil
     }
 
@@ -145,6 +171,7 @@ struct LMDBTransaction: ~Copyable {
         }
         if code == MDB_KEYEXIST { return false }
         try lmdbCheck(code, "mdb_put")
+        logPut(db, key: key, value: value)
         return true
     }
 
@@ -160,6 +187,7 @@ struct LMDBTransaction: ~Copyable {
         let code = withMDBValue(key) { k in mdb_del(handle, db.dbi, &k, nil) }
         if code == MDB_NOTFOUND { return false }
         try lmdbCheck(code, "mdb_del")
+        if let log { key.withUnsafeBytes { log.delete(db, key: $0) } }
         return true
     }
 
@@ -171,7 +199,7 @@ struct LMDBTransaction: ~Copyable {
         try lmdbCheck(mdb_cursor_open(handle, db.dbi, &raw), "mdb_cursor_open")
         // The cursor's current entry lives on the stack: no allocation per cursor.
         return try withUnsafeTemporaryAllocation(of: (MDB_val, MDB_val).self, capacity: 1) { entry in
-            let cursor = LMDBCursor(handle: raw!, entry: entry.baseAddress!)
+            let cursor = LMDBCursor(handle: raw!, entry: entry.baseAddress!, database: db, log: log)
             return try body(cursor)
         }
     }

@@ -29,6 +29,10 @@ final class StoreCore: @unchecked Sendable {
     private let observer = Protected<(any CommitObserver)?>(nil)
     /// Rung after each durable commit of this process, for threads waiting for the next one.
     let commitBell = CommitBell()
+    /// When set, every write transaction of the writer records its changes
+    /// (``LMDBMutationLog``), and each committed one's record is handed here, in commit order,
+    /// right after it commits: what a log of commits ahead of LMDB keeps.
+    let mutationLogger = Protected<(([UInt8]) -> Void)?>(nil)
     /// Journal cursor moves that ride on the writer's next commit.
     let deferredCursorMoves = DeferredCursorMoves()
     /// Whether commits are synced after watchers are told of them
@@ -97,14 +101,25 @@ final class StoreCore: @unchecked Sendable {
 
     /// Begins a transaction, adopting a map grown by another process (`MDB_MAP_RESIZED`).
     /// The caller holds the map lock shared.
-    func begin(readOnly: Bool) throws -> LMDBTransaction {
+    func begin(readOnly: Bool, log: LMDBMutationLog? = nil) throws -> LMDBTransaction {
         // A commit whose sync failed is synced before another one can follow it.
         if !readOnly { try syncCommitIfUnsynced() }
         do {
-            return try LMDBTransaction(environment: environment, readOnly: readOnly)
+            return try LMDBTransaction(environment: environment, readOnly: readOnly, log: log)
         } catch let error where error.code == LMDBError.mapResized {
             throw MapResizedSignal()
         }
+    }
+
+    /// A log for a write transaction to record its changes in, when they are logged.
+    func newMutationLog() -> LMDBMutationLog? {
+        mutationLogger.current == nil ? nil : LMDBMutationLog(environment: environment)
+    }
+
+    /// Hands a committed transaction's changes to the logger.
+    func committed(_ log: LMDBMutationLog?) {
+        guard let log, !log.isEmpty, let logger = mutationLogger.current else { return }
+        logger(log.encoded)
     }
 
     /// Runs `body` in a read transaction, retrying after adopting another process's map growth.

@@ -223,9 +223,11 @@ final class WriteQueue: @unchecked Sendable {
     private func removeTrimmedKeys() -> Bool {
         do {
             return try core.mapLock.withShared {
-                let txn = try core.begin(readOnly: false)
+                let log = core.newMutationLog()
+                let txn = try core.begin(readOnly: false, log: log)
                 let left = try JournalTrimmer(core: core).removeTrimmedKeys(in: txn, budget: Self.keysPerMaintenancePass)
                 try txn.commit()
+                core.committed(log)
                 core.committedWrite()
                 try core.syncCommitIfUnsynced()
                 return left
@@ -290,7 +292,8 @@ final class WriteQueue: @unchecked Sendable {
     /// One try at the batch minus `failures` (at least one request is left): the outcomes once
     /// committed, or nil (with the request that threw added to `failures`) when it must run again.
     private func attempt(_ batch: [Request], skipping failures: inout [Int: any Error]) throws -> [Result<Void, any Error>]? {
-        var txn = try core.begin(readOnly: false)
+        let log = core.newMutationLog()
+        var txn = try core.begin(readOnly: false, log: log)
         var schema = core.schema
         guard try core.storedCatalogVersion(in: txn) == schema.catalog.version else {
             txn.abort()
@@ -326,6 +329,7 @@ final class WriteQueue: @unchecked Sendable {
         let keysLeft = try JournalTrimmer(core: core).trim(in: txn, lastSequence: lastSequence, budget: JournalTrimmer.removalsPerRun,
                                                            minimumRun: JournalTrimmer.softTrimRun)
         try txn.commit()
+        core.committed(log)
         core.committedWrite()
         condition.withLock {
             let left = keysLeft && core.options.removesTrimmedKeysWhenIdle
