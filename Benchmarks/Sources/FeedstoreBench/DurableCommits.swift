@@ -1,5 +1,5 @@
 import CLMDBPeer
-@_spi(Replication) import Feedstore
+@_spi(Replication) @_spi(CommitLog) import Feedstore
 import DemoFeed
 import Foundation
 import GRDB
@@ -37,6 +37,9 @@ struct DurableCommits {
         /// durable by a log of their own synced once a commit (``RecordedPuts/replayDurably(into:writers:layout:rowsPerCommit:logged:)``):
         /// rows per second and bytes written per row (log, and LMDB's pages at the end).
         var logged: (rowsPerSecond: Double, bytesPerRow: Double)
+        /// Feedstore keeping a commit log (``StoreOptions/keepsCommitLog``): commits per second
+        /// and bytes written per row.
+        var feedstoreLogged: (rowsPerSecond: Double, bytesPerRow: Double)
         /// Bytes written per row: Feedstore, GRDB, raw LMDB, raw LMDB with Feedstore's puts, and
         /// with them in one tree.
         var bytesPerRow: [Double]
@@ -57,22 +60,23 @@ struct DurableCommits {
         let total = writers * commitsPerWriter
         var bytes: [Double] = []
 
+        // Feedstore with a commit log ahead of LMDB (one sync a commit), in a store of its own.
+        var loggedOptions = StoreOptions(durability: .full)
+        loggedOptions.keepsCommitLog = true
+        let loggedStore = try Store(path: directory + "/feedstore-logged", entities: DemoFeed.entities, options: loggedOptions)
+        var written = Self.bytesWritten()
+        var start = Date()
+        try await Self.commit(writers: writers, commitsPerWriter: commitsPerWriter, into: loggedStore, { message($0) })
+        let feedstoreLogged = Double(total) / Date().timeIntervalSince(start)
+        let feedstoreLoggedBytes = (Self.bytesWritten() - written) / Double(total)
+        loggedStore.close()
+
         let storePath = directory + "/feedstore"
         let store = try Store(path: storePath, entities: DemoFeed.entities, options: StoreOptions(durability: .full))
         let commitsBefore = try Store.newestTransaction(at: storePath)
-        var written = Self.bytesWritten()
-        var start = Date()
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for w in 0..<writers {
-                group.addTask {
-                    for c in 0..<commitsPerWriter {
-                        let m = message(UInt64(w * commitsPerWriter + c + 1))
-                        try await store.write { tx in try tx.insert(m) }
-                    }
-                }
-            }
-            try await group.waitForAll()
-        }
+        written = Self.bytesWritten()
+        start = Date()
+        try await Self.commit(writers: writers, commitsPerWriter: commitsPerWriter, into: store, { message($0) })
         let feedstore = Double(total) / Date().timeIntervalSince(start)
         let rowsPerCommit = Double(total) / Double(max(1, try Store.newestTransaction(at: storePath) - commitsBefore))
         bytes.append((Self.bytesWritten() - written) / Double(total))
@@ -143,8 +147,23 @@ struct DurableCommits {
         let loggedBytes = (Self.bytesWritten() - written) / Double(puts.rows.count)
         try? FileManager.default.removeItem(atPath: directory)
         return Result(writers: writers, feedstore: feedstore, rowsPerCommit: rowsPerCommit, grdb: grdb, rawLMDB: raw, rawFeedstorePuts: rawFeedstorePuts, rawFeedstorePutsOneTree: rawFeedstorePutsOneTree, grouped: grouped,
-                      logged: (logged, loggedBytes),
+                      logged: (logged, loggedBytes), feedstoreLogged: (feedstoreLogged, feedstoreLoggedBytes),
                       bytesPerRow: bytes, pages: pages)
+    }
+
+    /// `writers` tasks each inserting `commitsPerWriter` messages, one durable write each.
+    static func commit(writers: Int, commitsPerWriter: Int, into store: Store, _ message: @escaping @Sendable (UInt64) -> Message) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for w in 0..<writers {
+                group.addTask {
+                    for c in 0..<commitsPerWriter {
+                        let m = message(UInt64(w * commitsPerWriter + c + 1))
+                        try await store.write { tx in try tx.insert(m) }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
     }
 
     /// Runs `body` on `count` threads at once and waits for all; rethrows the first error.

@@ -58,6 +58,45 @@ enum LMDBMetaPages {
         return RollBack(dropped: max(firstID, secondID), kept: min(firstID, secondID))
     }
 
+    /// The newest commit's meta page body (what ``restore(directory:body:)`` puts back) and its
+    /// transaction id, as the file holds them now (the page cache, for an open environment).
+    static func newestMeta(directory: String) throws(LMDBError) -> (transaction: UInt64, body: [UInt8]) {
+        let dataFile = directory + "/data.mdb"
+        let file = open(dataFile, O_RDONLY | O_CLOEXEC)
+        guard file >= 0 else { throw LMDBError(code: errno, operation: "open(\(dataFile))") }
+        defer { close(file) }
+        let (first, second, _) = try readMetaPages(file, dataFile)
+        let newest = transaction(first) >= transaction(second) ? first : second
+        return (transaction(newest), Array(newest[bodyOffset..<bodyOffset + bodySize]))
+    }
+
+    /// The transaction id a meta page body names.
+    static func transaction(ofBody body: [UInt8]) -> UInt64 {
+        body.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: transactionOffset - bodyOffset, as: UInt64.self)) }
+    }
+
+    /// Writes `body` (a meta page body ``newestMeta(directory:)`` read) into both meta pages,
+    /// then syncs the file: the environment's newest commit is then the one the body describes.
+    /// No process may have the environment open (`EBUSY` otherwise).
+    static func restore(directory: String, body: [UInt8]) throws(LMDBError) {
+        try LMDBLockFile.withNoOtherProcess(directory: directory) { () throws(LMDBError) in
+            let dataFile = directory + "/data.mdb"
+            let file = open(dataFile, O_RDWR | O_CLOEXEC)
+            guard file >= 0 else { throw LMDBError(code: errno, operation: "open(\(dataFile))") }
+            defer { close(file) }
+            let (_, _, pageSize) = try readMetaPages(file, dataFile)
+            guard body.count == bodySize, word32(Array(repeating: 0, count: bodyOffset) + body, at: bodyOffset) == LMDBPageCheck.metaMagic else {
+                throw LMDBError(code: EINVAL, operation: "restoring a meta page of \(dataFile) from a body that is not one")
+            }
+            for offset in [0, pageSize] {
+                guard pwrite(file, body, body.count, off_t(offset + bodyOffset)) == body.count else {
+                    throw LMDBError(code: errno, operation: "pwrite(\(dataFile))")
+                }
+            }
+            guard fsync(file) == 0 else { throw LMDBError(code: errno, operation: "fsync(\(dataFile))") }
+        }
+    }
+
     /// The two meta pages' headers and bodies, and the page size.
     private static func readMetaPages(_ file: Int32, _ dataFile: String) throws(LMDBError) -> ([UInt8], [UInt8], Int) {
         var first = [UInt8](repeating: 0, count: bodyOffset + bodySize)

@@ -28,13 +28,29 @@ final class LMDBMutationLog {
 
     private let environment: LMDBEnvironment
     private(set) var bytes: [UInt8] = []
+    /// A transaction that changes more than this stops recording (``overflowed``): a bulk load is
+    /// cheaper to sync in LMDB's own way than to write twice.
+    let limit: Int
+    /// Whether the transaction changed more than ``limit``; the record is then incomplete.
+    private(set) var overflowed = false
     private var names: [String] = []
     private var numbers: [MDB_dbi: UInt16] = [:]
 
-    init(environment: LMDBEnvironment) { self.environment = environment }
+    init(environment: LMDBEnvironment, limit: Int = .max) {
+        self.environment = environment
+        self.limit = limit
+    }
 
     /// Whether the transaction changed anything.
-    var isEmpty: Bool { bytes.isEmpty }
+    var isEmpty: Bool { bytes.isEmpty && !overflowed }
+
+    /// Stops recording once the record passes its limit.
+    private func checkLimit() {
+        if bytes.count > limit {
+            overflowed = true
+            bytes = []
+        }
+    }
 
     /// The record: the name table, then the operations.
     var encoded: [UInt8] {
@@ -45,21 +61,27 @@ final class LMDBMutationLog {
     }
 
     func put(_ db: LMDBDatabase, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+        guard !overflowed else { return }
         operation(.put, db)
         appendOperand(key, to: &bytes)
         appendOperand(value, to: &bytes)
+        checkLimit()
     }
 
     func delete(_ db: LMDBDatabase, key: UnsafeRawBufferPointer) {
+        guard !overflowed else { return }
         operation(.delete, db)
         appendOperand(key, to: &bytes)
+        checkLimit()
     }
 
     func drop(_ db: LMDBDatabase, delete: Bool) {
+        guard !overflowed else { return }
         operation(delete ? .dropAndDelete : .drop, db)
     }
 
     func create(named name: String) {
+        guard !overflowed else { return }
         bytes.append(Kind.create.rawValue)
         appendOperand(Array(name.utf8), to: &bytes)
     }

@@ -30,6 +30,9 @@ struct LMDBTransaction: ~Copyable {
         self.unmanagedLog = readOnly ? nil : log.map { .passUnretained($0) }
     }
 
+    /// The transaction's id: for a write transaction, the id its commit will have.
+    var id: UInt64 { UInt64(mdb_txn_id(handle)) }
+
     consuming func commit() throws(LMDBError) {
         let txn = handle
         discard self

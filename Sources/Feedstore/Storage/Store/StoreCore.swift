@@ -33,6 +33,8 @@ final class StoreCore: @unchecked Sendable {
     /// (``LMDBMutationLog``), and each committed one's record is handed here, in commit order,
     /// right after it commits: what a log of commits ahead of LMDB keeps.
     let mutationLogger = Protected<(([UInt8]) -> Void)?>(nil)
+    /// The log of commits ahead of LMDB, for a store that keeps one (``StoreOptions/keepsCommitLog``).
+    var commitLog: CommitLogKeeper?
     /// Journal cursor moves that ride on the writer's next commit.
     let deferredCursorMoves = DeferredCursorMoves()
     /// Whether commits are synced after watchers are told of them
@@ -113,13 +115,16 @@ final class StoreCore: @unchecked Sendable {
 
     /// A log for a write transaction to record its changes in, when they are logged.
     func newMutationLog() -> LMDBMutationLog? {
-        mutationLogger.current == nil ? nil : LMDBMutationLog(environment: environment)
+        if let commitLog { return commitLog.newMutationLog() }
+        return mutationLogger.current == nil ? nil : LMDBMutationLog(environment: environment)
     }
 
-    /// Hands a committed transaction's changes to the logger.
-    func committed(_ log: LMDBMutationLog?) {
-        guard let log, !log.isEmpty, let logger = mutationLogger.current else { return }
-        logger(log.encoded)
+    /// Makes a committed transaction durable through the commit log, when the store keeps one,
+    /// and hands its changes to the logger.
+    func committed(_ log: LMDBMutationLog?, transaction: UInt64) throws {
+        guard let log else { return }
+        try commitLog?.committed(log, transaction: transaction)
+        if !log.isEmpty, !log.overflowed, let logger = mutationLogger.current { logger(log.encoded) }
     }
 
     /// Runs `body` in a read transaction, retrying after adopting another process's map growth.
@@ -153,7 +158,9 @@ final class StoreCore: @unchecked Sendable {
                 next = min(next, maximum)
             }
             releasePinnedSnapshots()
+            commitLog?.releasePin()
             try environment.setMapSize(next)
+            try commitLog?.checkpoint()
         }
     }
 
@@ -246,6 +253,7 @@ final class StoreCore: @unchecked Sendable {
             try? writer.submit(WriteQueue.Request(body: { _ in }, completion: { _ in }))
         }
         writer.shutdown()
+        commitLog?.close()
         if durability != .full, !isReadOnly { try? environment.sync(force: true) }
         environment.close()
     }

@@ -58,6 +58,12 @@ enum StoreOpener {
         case .none: flags.insert(.noSync)
         }
         let isNew = !FileManager.default.fileExists(atPath: path + "/data.mdb")
+        // A commit log: LMDB commits unsynced, and commits after the last checkpoint that may not
+        // be whole in its file are made again from the log.
+        let commitLog = options.keepsCommitLog && options.durability == .full && !options.readOnly && !options.immutable
+            ? try CommitLog(directory: path, mode: options.fileMode) : nil
+        let replayed = try commitLog.map { try CommitLogKeeper.recover(path: path, log: $0) } ?? []
+        if commitLog != nil { flags.insert(.noSync) }
         func openEnvironment() throws(LMDBError) -> LMDBEnvironment {
             try LMDBEnvironment(path: path, flags: flags, mapSize: options.initialMapSize,
                                 maxDatabases: maximumDatabases, maxReaders: StoreCore.maximumReaders, mode: options.fileMode)
@@ -88,6 +94,7 @@ enum StoreOpener {
             }
         }
         do {
+            try CommitLogKeeper.replay(replayed, in: environment)
             try checkNotTruncated(environment, path: path)
             // Opening reads the main database and the metadata: their pages are always checked
             // first (a few pages); every page only when asked.
@@ -103,6 +110,9 @@ enum StoreOpener {
             let core = StoreCore(path: path, environment: environment, readOnlyReason: readOnlyReason, options: options,
                                  system: system, schema: placeholder)
             try core.refreshSchema()
+            if let commitLog, readOnlyReason == nil {
+                core.commitLog = try CommitLogKeeper(log: commitLog, environment: environment, path: path)
+            }
             return core
         } catch {
             environment.close()

@@ -56,6 +56,11 @@ public struct StoreOptions: Sendable {
     @_spi(Benchmarking) public var removesTrimmedKeysWhenIdle: Bool = true
     /// Replication only: this handle is a replica's follower, the one writer of a replica.
     @_spi(Replication) public var writesReplica: Bool = false
+    /// With ``Durability/full``: each commit is made durable by a log of commits ahead of LMDB
+    /// (`commits.log`, one sync of a small append) instead of LMDB's two syncs; LMDB's file is
+    /// synced at checkpoints. Not finished: one process may write the store at a time, and a
+    /// store another process opens without it is not protected.
+    @_spi(CommitLog) public var keepsCommitLog: Bool = false
     /// Replication only, with ``Durability/relaxed``: a commit reaches watchers first and is
     /// synced right after, before the next commit begins, which takes the sync out of the way
     /// from a commit to its batches. A power loss may then damage the newest commit, never the

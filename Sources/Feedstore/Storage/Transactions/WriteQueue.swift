@@ -226,8 +226,9 @@ final class WriteQueue: @unchecked Sendable {
                 let log = core.newMutationLog()
                 let txn = try core.begin(readOnly: false, log: log)
                 let left = try JournalTrimmer(core: core).removeTrimmedKeys(in: txn, budget: Self.keysPerMaintenancePass)
+                let transaction = txn.id
                 try txn.commit()
-                core.committed(log)
+                try core.committed(log, transaction: transaction)
                 core.committedWrite()
                 try core.syncCommitIfUnsynced()
                 return left
@@ -328,8 +329,10 @@ final class WriteQueue: @unchecked Sendable {
         let settled = try core.deferredCursorMoves.write(in: txn, cursors: DurableCursors(core: core))
         let keysLeft = try JournalTrimmer(core: core).trim(in: txn, lastSequence: lastSequence, budget: JournalTrimmer.removalsPerRun,
                                                            minimumRun: JournalTrimmer.softTrimRun)
+        let transaction = txn.id
         try txn.commit()
-        core.committed(log)
+        // Durable before anyone hears of it.
+        try core.committed(log, transaction: transaction)
         core.committedWrite()
         condition.withLock {
             let left = keysLeft && core.options.removesTrimmedKeysWhenIdle

@@ -1,0 +1,195 @@
+import Foundation
+
+/// A log of commits ahead of LMDB: the file `commits.log` beside the data file. A store that
+/// keeps one commits to LMDB without syncing it, appends the commit's changes
+/// (``LMDBMutationLog``) here, and syncs this file once: one small sync a commit, where LMDB's own
+/// commit syncs its pages, then its meta page.
+///
+/// A checkpoint syncs LMDB's file and starts the log again (a new epoch), recording the
+/// checkpoint's commit and the body of its meta page. Until the next checkpoint, the store keeps
+/// a read transaction on that commit, so that LMDB reuses none of its pages: whatever later
+/// unsynced commits wrote, the checkpoint stays whole on disk. After a crash, the meta page is put
+/// back and the log's records are made again, in order, up to the first one that is not whole.
+///
+/// Layout: two header slots at offsets 0 and 512 (the valid one with the higher epoch counts),
+/// each `magic, epoch, transaction, meta body length, meta body, CRC-32`; records from offset
+/// 4,096, each `payload length, CRC-32 (of epoch, transaction and payload), epoch, transaction,
+/// payload`, little-endian. The file is written ahead with zeros, so that appending and syncing
+/// overwrite blocks already allocated and change no file size.
+final class CommitLog {
+    static let fileName = "commits.log"
+    static let magic: [UInt8] = Array("FSLOG001".utf8)
+    static let slotSize = 512, dataStart = 4_096
+    /// How much the file grows by when an append would pass its end.
+    static let growth = 16 << 20
+    static let recordHeaderSize = 24
+
+    /// What a checkpoint recorded.
+    struct Checkpoint: Equatable {
+        var epoch: UInt64
+        /// The LMDB transaction the checkpoint synced.
+        var transaction: UInt64
+        /// That transaction's meta page body (``LMDBMetaPages/newestMeta(directory:)``).
+        var metaBody: [UInt8]
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    let path: String
+    private let descriptor: Int32
+    /// The newest valid checkpoint, nil for a log that has none yet.
+    private(set) var checkpoint: Checkpoint?
+    /// Where the next record goes.
+    private var tail = CommitLog.dataStart
+    /// The file's size: written ahead up to here.
+    private var allocated: Int
+    /// The transaction the next record must be for.
+    private var nextTransaction: UInt64 = 0
+
+    /// Opens (or creates) the log in `directory`.
+    init(directory: String, mode: mode_t) throws {
+        path = directory + "/" + Self.fileName
+        descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, mode)
+        guard descriptor >= 0 else { throw Failure(description: "opening \(path): \(String(cString: strerror(errno)))") }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { throw Failure(description: "reading \(path)'s size: \(String(cString: strerror(errno)))") }
+        allocated = Int(info.st_size)
+        checkpoint = try [0, Self.slotSize].compactMap { try readSlot(at: $0) }.max { $0.epoch < $1.epoch }
+        if let checkpoint { nextTransaction = checkpoint.transaction + 1 }
+    }
+
+    deinit { close(descriptor) }
+
+    /// Bytes of records since the checkpoint.
+    var recordBytes: Int { tail - Self.dataStart }
+
+    /// The records after the checkpoint that are whole and follow one another (transaction after
+    /// transaction), in order: what a recovery makes again. The log's tail is set after them.
+    func records() throws -> [(transaction: UInt64, payload: [UInt8])] {
+        guard let checkpoint else { return [] }
+        var found: [(UInt64, [UInt8])] = []
+        var at = Self.dataStart
+        var expected = checkpoint.transaction + 1
+        while at + Self.recordHeaderSize <= allocated {
+            let header = try read(Self.recordHeaderSize, at: at)
+            let length = Int(Self.word32(header, 0)), crc = Self.word32(header, 4)
+            let epoch = Self.word64(header, 8), transaction = Self.word64(header, 16)
+            guard epoch == checkpoint.epoch, transaction == expected, at + Self.recordHeaderSize + length <= allocated else { break }
+            let payload = try read(length, at: at + Self.recordHeaderSize)
+            guard CRC32.checksum(payload, continuing: CRC32.checksum(Array(header[8..<24]))) == crc else { break }
+            found.append((transaction, payload))
+            at += Self.recordHeaderSize + length
+            expected += 1
+        }
+        tail = at
+        nextTransaction = expected
+        return found
+    }
+
+    /// Appends the record of LMDB transaction `transaction` (the one after the last appended or
+    /// checkpointed). Not durable until ``sync()``.
+    func append(_ payload: [UInt8], transaction: UInt64) throws {
+        guard checkpoint != nil else { throw Failure(description: "\(path) has no checkpoint to append after") }
+        guard transaction == nextTransaction else {
+            throw Failure(description: "\(path): a record of transaction \(transaction) where \(nextTransaction) comes next")
+        }
+        var record: [UInt8] = []
+        record.reserveCapacity(Self.recordHeaderSize + payload.count)
+        Self.append32(UInt32(payload.count), to: &record)
+        Self.append32(0, to: &record)
+        Self.append64(checkpoint!.epoch, to: &record)
+        Self.append64(transaction, to: &record)
+        let crc = CRC32.checksum(payload, continuing: CRC32.checksum(Array(record[8..<24])))
+        record.withUnsafeMutableBytes { $0.storeBytes(of: crc.littleEndian, toByteOffset: 4, as: UInt32.self) }
+        record += payload
+        if tail + record.count > allocated { try grow(to: tail + record.count) }
+        try write(record, at: tail)
+        tail += record.count
+        nextTransaction = transaction + 1
+    }
+
+    /// Makes every record appended so far durable (`fdatasync`: the blocks are allocated already).
+    func sync() throws {
+        guard fdatasync(descriptor) == 0 else { throw Failure(description: "syncing \(path): \(String(cString: strerror(errno)))") }
+    }
+
+    /// Starts a new epoch after a checkpoint of LMDB transaction `transaction`, whose meta page
+    /// body is `metaBody` (LMDB's file is synced through it): writes the header slot the current
+    /// checkpoint is not in, syncs it, and empties the log.
+    func startEpoch(transaction: UInt64, metaBody: [UInt8]) throws {
+        let epoch = (checkpoint?.epoch ?? 0) + 1
+        if allocated < Self.dataStart { try grow(to: Self.dataStart + Self.growth) }
+        var slot = Self.magic
+        Self.append64(epoch, to: &slot)
+        Self.append64(transaction, to: &slot)
+        Self.append32(UInt32(metaBody.count), to: &slot)
+        slot += metaBody
+        Self.append32(CRC32.checksum(slot), to: &slot)
+        // The slot of the older checkpoint: a torn write leaves the newer one.
+        try write(slot, at: epoch % 2 == 0 ? 0 : Self.slotSize)
+        try sync()
+        checkpoint = Checkpoint(epoch: epoch, transaction: transaction, metaBody: metaBody)
+        tail = Self.dataStart
+        nextTransaction = transaction + 1
+    }
+
+    private func readSlot(at offset: Int) throws -> Checkpoint? {
+        guard offset + Self.slotSize <= allocated else { return nil }
+        let slot = try read(Self.slotSize, at: offset)
+        guard Array(slot[0..<8]) == Self.magic else { return nil }
+        let length = Int(Self.word32(slot, 24))
+        guard 28 + length + 4 <= Self.slotSize else { return nil }
+        guard CRC32.checksum(Array(slot[0..<(28 + length)])) == Self.word32(slot, 28 + length) else { return nil }
+        return Checkpoint(epoch: Self.word64(slot, 8), transaction: Self.word64(slot, 16), metaBody: Array(slot[28..<(28 + length)]))
+    }
+
+    /// Writes zeros up to at least `size` (a multiple of ``growth``) and syncs them with the
+    /// file's new size, so that later appends change no file size.
+    private func grow(to size: Int) throws {
+        let target = (size + Self.growth - 1) / Self.growth * Self.growth
+        let zeros = [UInt8](repeating: 0, count: 1 << 20)
+        var at = allocated
+        while at < target {
+            let count = min(zeros.count, target - at)
+            try zeros.withUnsafeBytes { try write(UnsafeRawBufferPointer(rebasing: $0.prefix(count)), at: at) }
+            at += count
+        }
+        guard fsync(descriptor) == 0 else { throw Failure(description: "syncing \(path): \(String(cString: strerror(errno)))") }
+        allocated = target
+    }
+
+    private func write(_ bytes: [UInt8], at offset: Int) throws {
+        try bytes.withUnsafeBytes { try write($0, at: offset) }
+    }
+
+    private func write(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws {
+        var done = 0
+        while done < bytes.count {
+            let n = pwrite(descriptor, bytes.baseAddress! + done, bytes.count - done, off_t(offset + done))
+            guard n > 0 else { throw Failure(description: "writing \(path): \(String(cString: strerror(errno)))") }
+            done += n
+        }
+    }
+
+    private func read(_ count: Int, at offset: Int) throws -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        var done = 0
+        while done < count {
+            let n = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress! + done, count - done, off_t(offset + done)) }
+            guard n > 0 else { throw Failure(description: "reading \(path): \(n == 0 ? "it ends early" : String(cString: strerror(errno)))") }
+            done += n
+        }
+        return bytes
+    }
+
+    private static func append32(_ value: UInt32, to out: inout [UInt8]) { withUnsafeBytes(of: value.littleEndian) { out += $0 } }
+    private static func append64(_ value: UInt64, to out: inout [UInt8]) { withUnsafeBytes(of: value.littleEndian) { out += $0 } }
+    private static func word32(_ bytes: [UInt8], _ at: Int) -> UInt32 {
+        bytes.withUnsafeBytes { UInt32(littleEndian: $0.loadUnaligned(fromByteOffset: at, as: UInt32.self)) }
+    }
+    private static func word64(_ bytes: [UInt8], _ at: Int) -> UInt64 {
+        bytes.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(fromByteOffset: at, as: UInt64.self)) }
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+
+/// The commit log of an open store (``CommitLog``): makes each commit durable by appending its
+/// changes to the log and syncing the log, checkpoints LMDB's file when the log has grown, and
+/// pins the checkpoint's snapshot so that LMDB never writes over its pages.
+///
+/// Used by the store's writer only (the writer thread, or a caller running its write inline),
+/// one call at a time.
+final class CommitLogKeeper: @unchecked Sendable {
+    let log: CommitLog
+    private let environment: LMDBEnvironment
+    private let path: String
+    /// A read transaction on the checkpoint's snapshot (LMDB reuses no page a reader may read).
+    private var pin: LMDBTransaction?
+    /// The log is started again once its records pass this many bytes.
+    static let checkpointBytes = 64 << 20
+    /// A transaction that changes more than this is synced in LMDB's own way (a checkpoint).
+    static let recordLimit = 16 << 20
+
+    /// Takes over the log of the store at `path`, whose environment is open, and checkpoints.
+    init(log: CommitLog, environment: LMDBEnvironment, path: String) throws {
+        self.log = log
+        self.environment = environment
+        self.path = path
+        try checkpoint()
+    }
+
+    /// A record for a write transaction about to begin.
+    func newMutationLog() -> LMDBMutationLog {
+        LMDBMutationLog(environment: environment, limit: Self.recordLimit)
+    }
+
+    /// Makes LMDB transaction `transaction`, just committed unsynced, durable: its record appended
+    /// and the log synced, or, for a transaction too large to log, a checkpoint.
+    func committed(_ mutations: LMDBMutationLog, transaction: UInt64) throws {
+        if mutations.overflowed || log.recordBytes >= Self.checkpointBytes {
+            try checkpoint()
+            return
+        }
+        guard !mutations.isEmpty else { return }
+        do {
+            try log.append(mutations.encoded, transaction: transaction)
+            try log.sync()
+        } catch {
+            // The commit is in LMDB's page cache: sync it there instead.
+            try checkpoint()
+        }
+    }
+
+    /// Syncs LMDB's file, pins its newest commit and starts the log again after it.
+    func checkpoint() throws {
+        try environment.sync(force: true)
+        let meta = try LMDBMetaPages.newestMeta(directory: path)
+        // No commit can come between the sync and the pin: the caller is the writer.
+        let newPin = try LMDBTransaction(environment: environment, readOnly: true)
+        guard newPin.id == meta.transaction else {
+            throw CommitLog.Failure(description: "the checkpoint's snapshot is transaction \(newPin.id), its meta page \(meta.transaction)")
+        }
+        try log.startEpoch(transaction: meta.transaction, metaBody: meta.body)
+        pin.take()?.abort()
+        pin = consume newPin
+    }
+
+    /// Lets the pinned snapshot go (growing the map needs no open transaction); the next
+    /// ``checkpoint()`` pins again. The caller is the writer, and commits nothing in between.
+    func releasePin() {
+        pin.take()?.abort()
+        pin = nil
+    }
+
+    /// A checkpoint, then the pin let go: the store closes with nothing left to replay.
+    func close() {
+        try? checkpoint()
+        releasePin()
+    }
+
+    /// Before the environment at `path` opens: when the log holds commits after its checkpoint,
+    /// or LMDB's file holds commits the log does not, puts the checkpoint's meta page back and
+    /// returns the log's records to make again (``replay(_:in:)``). After a machine went down,
+    /// commits after the checkpoint may be damaged in LMDB's file; their records are whole up to
+    /// the first that is not. When another process has the environment open, the machine did
+    /// not go down since: its page cache holds every commit, and nothing is replayed.
+    static func recover(path: String, log: CommitLog) throws -> [(transaction: UInt64, payload: [UInt8])] {
+        guard let checkpoint = log.checkpoint, FileManager.default.fileExists(atPath: path + "/data.mdb") else { return [] }
+        let records = try log.records()
+        let newest = try LMDBMetaPages.newestMeta(directory: path).transaction
+        guard newest != checkpoint.transaction || !records.isEmpty else { return [] }
+        let busy: Bool
+        do {
+            try LMDBMetaPages.restore(directory: path, body: checkpoint.metaBody)
+            busy = false
+        } catch {
+            guard error.code == EBUSY else { throw error }
+            busy = true
+        }
+        if busy { return [] }
+        return records
+    }
+
+    /// Makes the records again, each in a transaction of its own, in order.
+    static func replay(_ records: [(transaction: UInt64, payload: [UInt8])], in environment: LMDBEnvironment) throws {
+        for record in records {
+            let txn = try LMDBTransaction(environment: environment, readOnly: false)
+            guard txn.id == record.transaction else {
+                throw CommitLog.Failure(description: "replaying transaction \(record.transaction) as \(txn.id)")
+            }
+            try LMDBMutationLog.replay(record.payload, in: txn)
+            try txn.commit()
+        }
+    }
+}
