@@ -135,6 +135,14 @@ final class CommitLog {
         nextTransaction = transaction + 1
     }
 
+    /// Removes the log, once LMDB's file is synced with every commit it held, for a store that
+    /// goes on without one.
+    func retire() throws {
+        guard unlink(path) == 0 || errno == ENOENT else { throw Failure(description: "removing \(path): \(String(cString: strerror(errno)))") }
+        try DirectorySync.sync((path as NSString).deletingLastPathComponent)
+        checkpoint = nil
+    }
+
     private func readSlot(at offset: Int) throws -> Checkpoint? {
         guard offset + Self.slotSize <= allocated else { return nil }
         let slot = try read(Self.slotSize, at: offset)

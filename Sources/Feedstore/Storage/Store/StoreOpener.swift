@@ -60,10 +60,14 @@ enum StoreOpener {
         let isNew = !FileManager.default.fileExists(atPath: path + "/data.mdb")
         // A commit log: LMDB commits unsynced, and commits after the last checkpoint that may not
         // be whole in its file are made again from the log.
-        let commitLog = options.keepsCommitLog && options.durability == .full && !options.readOnly && !options.immutable
-            ? try CommitLog(directory: path, mode: options.fileMode) : nil
+        // A writer that keeps no log recovers from one left behind, then retires it: a log whose
+        // checkpoint is older than commits made without it must never be replayed.
+        let writes = !options.readOnly && !options.immutable
+        let keepsLog = writes && options.keepsCommitLog && options.durability == .full
+        let leftLog = writes && !keepsLog && FileManager.default.fileExists(atPath: path + "/" + CommitLog.fileName)
+        let commitLog = keepsLog || leftLog ? try CommitLog(directory: path, mode: options.fileMode) : nil
         let replayed = try commitLog.map { try CommitLogKeeper.recover(path: path, log: $0) } ?? []
-        if commitLog != nil { flags.insert(.noSync) }
+        if keepsLog { flags.insert(.noSync) }
         func openEnvironment() throws(LMDBError) -> LMDBEnvironment {
             try LMDBEnvironment(path: path, flags: flags, mapSize: options.initialMapSize,
                                 maxDatabases: maximumDatabases, maxReaders: StoreCore.maximumReaders, mode: options.fileMode)
@@ -95,6 +99,10 @@ enum StoreOpener {
         }
         do {
             try CommitLogKeeper.replay(replayed, in: environment)
+            if leftLog, let commitLog {
+                try environment.sync(force: true)
+                try commitLog.retire()
+            }
             try checkNotTruncated(environment, path: path)
             // Opening reads the main database and the metadata: their pages are always checked
             // first (a few pages); every page only when asked.
@@ -110,7 +118,7 @@ enum StoreOpener {
             let core = StoreCore(path: path, environment: environment, readOnlyReason: readOnlyReason, options: options,
                                  system: system, schema: placeholder)
             try core.refreshSchema()
-            if let commitLog, readOnlyReason == nil {
+            if keepsLog, let commitLog, readOnlyReason == nil {
                 core.commitLog = try CommitLogKeeper(log: commitLog, environment: environment, path: path)
             }
             return core

@@ -143,6 +143,30 @@ import Testing
         }
     }
 
+    /// A store opened without the log after one kept it recovers from the log, then removes it:
+    /// commits made without it are never rolled back by an old checkpoint when the log is kept
+    /// again.
+    @Test func aWriterWithoutTheLogRetiresIt() throws {
+        try withTemporaryDirectory { dir in
+            var random = RandomValues(seed: 3)
+            var store = try Store(path: dir + "/s", entities: [Item.self], options: Self.options)
+            try Self.write(store, commits: 20, &random)
+            store.close()
+            var plain = Self.options
+            plain.keepsCommitLog = false
+            store = try Store(path: dir + "/s", entities: [Item.self], options: plain)
+            #expect(!FileManager.default.fileExists(atPath: dir + "/s/" + CommitLog.fileName))
+            try Self.write(store, commits: 20, &random)
+            let before = try Self.state(store)
+            store.close()
+            store = try Store(path: dir + "/s", entities: [Item.self], options: Self.options)
+            defer { store.close() }
+            let after = try Self.state(store)
+            #expect(after.items == before.items && after.last == before.last)
+            #expect(try store.verify().isEmpty)
+        }
+    }
+
     /// Where the log's last record starts (its records follow one another from the data start).
     static func lastRecordStart(_ log: [UInt8]) throws -> Int {
         func word32(_ at: Int) -> Int { (0..<4).reduce(0) { $0 | Int(log[at + $1]) << (8 * $1) } }
