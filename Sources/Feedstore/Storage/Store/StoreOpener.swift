@@ -68,8 +68,15 @@ enum StoreOpener {
         let commitLog = keepsLog || leftLog ? try CommitLog(directory: path, mode: options.fileMode) : nil
         let replayed = try commitLog.map { try CommitLogKeeper.recover(path: path, log: $0) } ?? []
         if keepsLog { flags.insert(.noSync) }
+        // Replayed commits reuse none of the checkpoint's pages (it is pinned), and the map cannot
+        // grow under the pin: room for them all is made at open.
+        var mapSize = options.initialMapSize
+        if !replayed.isEmpty {
+            let file = (try? FileManager.default.attributesOfItem(atPath: path + "/data.mdb")[.size] as? NSNumber)?.intValue ?? 0
+            mapSize = max(mapSize, file + 8 * replayed.reduce(0) { $0 + $1.payload.count } + (64 << 20))
+        }
         func openEnvironment() throws(LMDBError) -> LMDBEnvironment {
-            try LMDBEnvironment(path: path, flags: flags, mapSize: options.initialMapSize,
+            try LMDBEnvironment(path: path, flags: flags, mapSize: mapSize,
                                 maxDatabases: maximumDatabases, maxReaders: StoreCore.maximumReaders, mode: options.fileMode)
         }
         let environment: LMDBEnvironment
@@ -97,7 +104,12 @@ enum StoreOpener {
                 throw error
             }
         }
+        // The checkpoint's snapshot stays pinned from here until the next checkpoint (or the
+        // log's retirement): a crash before it must find the checkpoint's pages whole, and the
+        // replayed commits and whatever the opening writes would otherwise reuse them.
+        var checkpointPin: LMDBTransaction? = nil
         do {
+            if commitLog != nil { checkpointPin = try LMDBTransaction(environment: environment, readOnly: true) }
             try CommitLogKeeper.replay(replayed, in: environment)
             if leftLog, let commitLog {
                 try environment.sync(force: true)
@@ -121,8 +133,10 @@ enum StoreOpener {
             if keepsLog, let commitLog, readOnlyReason == nil {
                 core.commitLog = try CommitLogKeeper(log: commitLog, environment: environment, path: path)
             }
+            checkpointPin.take()?.abort()
             return core
         } catch {
+            checkpointPin.take()?.abort()
             environment.close()
             if let lmdb = error as? LMDBError {
                 if lmdb.isForeignOrCorruptFile { throw FeedstoreError.notAStore(path: path, reason: lmdb.description) }
