@@ -80,11 +80,21 @@ final class CommitLogKeeper: @unchecked Sendable {
     /// commits after the checkpoint may be damaged in LMDB's file; their records are whole up to
     /// the first that is not. When another process has the environment open, the machine did
     /// not go down since: its page cache holds every commit, and nothing is replayed.
-    static func recover(path: String, log: CommitLog) throws -> [(transaction: UInt64, payload: [UInt8])] {
-        guard let checkpoint = log.checkpoint, FileManager.default.fileExists(atPath: path + "/data.mdb") else { return [] }
+    /// - Returns: the records, and whether this process is the only one with the store (only
+    ///   then may a writer without the option retire the log).
+    static func recovery(path: String, log: CommitLog) throws -> (records: [(transaction: UInt64, payload: [UInt8])], alone: Bool) {
+        let alone: Bool
+        do {
+            try LMDBLockFile.withNoOtherProcess(directory: path) {}
+            alone = true
+        } catch {
+            guard error.code == EBUSY else { throw error }
+            alone = false
+        }
+        guard let checkpoint = log.checkpoint, FileManager.default.fileExists(atPath: path + "/data.mdb") else { return ([], alone) }
         let records = try log.records()
         let newest = try LMDBMetaPages.newestMeta(directory: path).transaction
-        guard newest != checkpoint.transaction || !records.isEmpty else { return [] }
+        guard alone, newest != checkpoint.transaction || !records.isEmpty else { return ([], alone) }
         let busy: Bool
         do {
             try LMDBMetaPages.restore(directory: path, body: checkpoint.metaBody)
@@ -93,8 +103,7 @@ final class CommitLogKeeper: @unchecked Sendable {
             guard error.code == EBUSY else { throw error }
             busy = true
         }
-        if busy { return [] }
-        return records
+        return (busy ? [] : records, alone && !busy)
     }
 
     /// Makes the records again, each in a transaction of its own, in order.

@@ -66,7 +66,8 @@ enum StoreOpener {
         let keepsLog = writes && options.keepsCommitLog && options.durability == .full
         let leftLog = writes && !keepsLog && FileManager.default.fileExists(atPath: path + "/" + CommitLog.fileName)
         let commitLog = keepsLog || leftLog ? try CommitLog(directory: path, mode: options.fileMode) : nil
-        let replayed = try commitLog.map { try CommitLogKeeper.recover(path: path, log: $0) } ?? []
+        let recovery = try commitLog.map { try CommitLogKeeper.recovery(path: path, log: $0) }
+        let replayed = recovery?.records ?? []
         if keepsLog { flags.insert(.noSync) }
         // Replayed commits reuse none of the checkpoint's pages (it is pinned), and the map cannot
         // grow under the pin: room for them all is made at open.
@@ -111,7 +112,8 @@ enum StoreOpener {
         do {
             if commitLog != nil { checkpointPin = try LMDBTransaction(environment: environment, readOnly: true) }
             try CommitLogKeeper.replay(replayed, in: environment)
-            if leftLog, let commitLog {
+            // (Not while another process has the store open: it may be the one keeping the log.)
+            if leftLog, let commitLog, recovery?.alone == true {
                 try environment.sync(force: true)
                 try commitLog.retire()
             }
