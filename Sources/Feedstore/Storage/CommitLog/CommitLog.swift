@@ -51,6 +51,7 @@ final class CommitLog {
     /// Opens (or creates) the log in `directory`.
     init(directory: String, mode: mode_t) throws {
         path = directory + "/" + Self.fileName
+        let existed = FileManager.default.fileExists(atPath: path)
         descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, mode)
         guard descriptor >= 0 else { throw Failure(description: "opening \(path): \(String(cString: strerror(errno)))") }
         var info = stat()
@@ -58,6 +59,8 @@ final class CommitLog {
         allocated = Int(info.st_size)
         checkpoint = try [0, Self.slotSize].compactMap { try readSlot(at: $0) }.max { $0.epoch < $1.epoch }
         if let checkpoint { nextTransaction = checkpoint.transaction + 1 }
+        // Its name must outlive a power loss as surely as what it will hold.
+        if !existed { try DirectorySync.sync(directory) }
     }
 
     deinit { close(descriptor) }
