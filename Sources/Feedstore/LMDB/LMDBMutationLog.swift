@@ -78,6 +78,8 @@ final class LMDBMutationLog {
     func drop(_ db: LMDBDatabase, delete: Bool) {
         guard !overflowed else { return }
         operation(delete ? .dropAndDelete : .drop, db)
+        // A deleted database's handle may name another database made later in the transaction.
+        if delete { numbers[db.dbi] = nil }
     }
 
     func create(named name: String) {

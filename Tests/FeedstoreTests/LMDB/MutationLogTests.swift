@@ -107,6 +107,35 @@ import Testing
         }
     }
 
+    /// A database deleted and another made in the same transaction may share a handle: the
+    /// record names each by its own name.
+    @Test func aDeletedDatabasesHandleMayNameTheNextOne() throws {
+        try withTemporaryDirectory { dir in
+            for path in [dir + "/a", dir + "/b"] {
+                try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+            }
+            func open(_ path: String) throws -> LMDBEnvironment {
+                try LMDBEnvironment(path: path, flags: [], mapSize: 1 << 24, maxDatabases: 8, maxReaders: 8, mode: 0o600)
+            }
+            let (original, copy) = (try open(dir + "/a"), try open(dir + "/b"))
+            let log = LMDBMutationLog(environment: original)
+            let txn = try LMDBTransaction(environment: original, readOnly: false, log: log)
+            let first = try txn.openDatabase(named: "first", create: true)!
+            try txn.put(first, key: [1], value: [1])
+            try txn.drop(first, delete: true)
+            let second = try txn.openDatabase(named: "second", create: true)!
+            try txn.put(second, key: [2], value: [2])
+            try txn.commit()
+            let replaying = try LMDBTransaction(environment: copy, readOnly: false)
+            try LMDBMutationLog.replay(log.encoded, in: replaying)
+            try replaying.commit()
+            original.close()
+            copy.close()
+            let (a, b) = (try Self.contents(of: dir + "/a"), try Self.contents(of: dir + "/b"))
+            #expect(a == b && a["second"] == [[2]: [2]] && a["first"] == nil)
+        }
+    }
+
     /// Leaving out one record makes the copy differ: the comparison above can fail.
     @Test func aMissingRecordLeavesTheCopyDifferent() throws {
         try withTemporaryDirectory { dir in
