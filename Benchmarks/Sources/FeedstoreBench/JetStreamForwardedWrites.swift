@@ -1,5 +1,5 @@
 import DemoFeed
-import Feedstore
+@_spi(CommitLog) import Feedstore
 import FeedstoreJetStream
 import Foundation
 import NATSTestServer
@@ -17,6 +17,8 @@ struct JetStreamForwardedWrites {
     var seconds: Double
     /// Replicas following in this process, the writers spread over them.
     var replicas = 3
+    /// Whether the primary keeps a commit log (``StoreOptions/keepsCommitLog``).
+    var commitLog = false
     static let stream = "FEED"
     static let writers = 16
 
@@ -52,7 +54,9 @@ struct JetStreamForwardedWrites {
         let loopback = try LoopbackServer(directory: directory)
         defer { withExtendedLifetime(loopback) {} }
         let connection = loopback.connection
-        let primary = try Store(path: directory + "/primary", entities: DemoFeed.entities, options: StoreOptions(durability: .full))
+        var primaryOptions = StoreOptions(durability: .full)
+        primaryOptions.keepsCommitLog = commitLog
+        let primary = try Store(path: directory + "/primary", entities: DemoFeed.entities, options: primaryOptions)
         defer { primary.close() }
         // No snapshots: the replicas follow the stream from the store's first commit.
         let shipper = try JournalShipper(store: primary, connection: connection, stream: Self.stream, snapshots: nil, acceptWrites: ForwardedWrites())
