@@ -38,7 +38,7 @@ final class CommitLog {
     }
 
     let path: String
-    private let descriptor: Int32
+    private var descriptor: Int32
     /// The newest valid checkpoint, nil for a log that has none yet.
     private(set) var checkpoint: Checkpoint?
     /// Where the next record goes.
@@ -63,7 +63,24 @@ final class CommitLog {
         if !existed { try DirectorySync.sync(directory) }
     }
 
-    deinit { close(descriptor) }
+    deinit { close() }
+
+    /// Closes the file, letting go of its lock.
+    func close() {
+        guard descriptor >= 0 else { return }
+        #if canImport(Glibc)
+        Glibc.close(descriptor)
+        #else
+        Darwin.close(descriptor)
+        #endif
+        descriptor = -1
+    }
+
+    /// Takes the log for this process (an exclusive `flock`, let go when the log closes): the
+    /// one process that writes the store. False when another process holds it.
+    func lockForWriting() -> Bool {
+        flock(descriptor, LOCK_EX | LOCK_NB) == 0
+    }
 
     /// Bytes of records since the checkpoint.
     var recordBytes: Int { tail - Self.dataStart }

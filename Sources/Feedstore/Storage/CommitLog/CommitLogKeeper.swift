@@ -68,10 +68,12 @@ final class CommitLogKeeper: @unchecked Sendable {
         pin = nil
     }
 
-    /// A checkpoint, then the pin let go: the store closes with nothing left to replay.
+    /// A checkpoint, then the pin and the log let go: the store closes with nothing left to
+    /// replay, and another process may write it.
     func close() {
         try? checkpoint()
         releasePin()
+        log.close()
     }
 
     /// Before the environment at `path` opens: when the log holds commits after its checkpoint,

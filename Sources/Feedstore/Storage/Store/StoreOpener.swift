@@ -65,10 +65,16 @@ enum StoreOpener {
         let writes = !options.readOnly && !options.immutable
         let keepsLog = writes && options.keepsCommitLog && options.durability == .full
         let leftLog = writes && !keepsLog && FileManager.default.fileExists(atPath: path + "/" + CommitLog.fileName)
-        let commitLog = keepsLog || leftLog ? try CommitLog(directory: path, mode: options.fileMode) : nil
+        var commitLog = keepsLog || leftLog ? try CommitLog(directory: path, mode: options.fileMode) : nil
+        if let log = commitLog, !log.lockForWriting() {
+            // Another process writes the store through its log: this one may only read.
+            commitLog = nil
+            flags.insert(.readOnly)
+            readOnlyReason = readOnlyReason ?? "another process writes it, keeping its commit log"
+        }
         let recovery = try commitLog.map { try CommitLogKeeper.recovery(path: path, log: $0) }
         let replayed = recovery?.records ?? []
-        if keepsLog { flags.insert(.noSync) }
+        if keepsLog && commitLog != nil { flags.insert(.noSync) }
         // Replayed commits reuse none of the checkpoint's pages (it is pinned), and the map cannot
         // grow under the pin: room for them all is made at open.
         var mapSize = options.initialMapSize
