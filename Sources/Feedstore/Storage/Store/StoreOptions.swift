@@ -58,8 +58,9 @@ public struct StoreOptions: Sendable {
     @_spi(Replication) public var writesReplica: Bool = false
     /// With ``Durability/full``: each commit is made durable by a log of commits ahead of LMDB
     /// (`commits.log`, one sync of a small append) instead of LMDB's two syncs; LMDB's file is
-    /// synced at checkpoints. Not finished: one process may write the store at a time, and a
-    /// store another process opens without it is not protected.
+    /// synced at checkpoints. One process writes the store at a time: others open it read-only.
+    /// Not finished: a process that opens the store read-only after a machine crash, before a
+    /// writer has recovered it, may read damaged newest commits.
     @_spi(CommitLog) public var keepsCommitLog: Bool = false
     /// Replication only, with ``Durability/relaxed``: a commit reaches watchers first and is
     /// synced right after, before the next commit begins, which takes the sync out of the way
