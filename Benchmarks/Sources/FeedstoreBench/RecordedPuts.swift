@@ -102,7 +102,7 @@ struct RecordedPuts {
     func replayDurably(into path: String, writers: Int, layout: Layout = .treeEach, rowsPerCommit: Int = 1, logged: Bool = false) throws -> Double {
         nonisolated(unsafe) let env = try RawLMDB.open(path, flags: logged ? MDB_NOSYNC : 0)
         defer { mdb_env_close(env) }
-        let log = logged ? try CommitLog(path: path + "/commits.log", bytes: rows.reduce(0) { $0 + $1.reduce(16) { $0 + $1.key.count + $1.value.count + 8 } }) : nil
+        let log = logged ? try WrittenAheadLog(path: path + "/commits.log", bytes: rows.reduce(0) { $0 + $1.reduce(16) { $0 + $1.key.count + $1.value.count + 8 } }) : nil
         let dbis: [MDB_dbi]
         var rows = self.rows
         func prefixed(_ shared: (Int) -> Bool) {
@@ -165,7 +165,7 @@ struct RecordedPuts {
 /// value, with their lengths) at the end, synced with `fdatasync`, which then flushes data alone
 /// (the blocks are allocated already, so no file-size change goes through the file system's
 /// journal).
-final class CommitLog: @unchecked Sendable {
+final class WrittenAheadLog: @unchecked Sendable {
     private let descriptor: Int32
     private var offset = 0
     private let lock = NSLock()

@@ -310,7 +310,7 @@ final class WriteQueue: @unchecked Sendable {
                                       deferredCounts: deferredCounts)
             do {
                 try request.run(tx)
-                try tx.finish(applyingCounts: false)
+                try tx.finish()
             } catch {
                 tx.detach()?.abort()
                 if Self.isMapFull(error) { throw error }

@@ -139,10 +139,9 @@ public final class WriteTransaction: ReadTransaction {
     }
 
     /// Writes the commit header and the catalog if it changed. Called once, after the closure
-    /// returned; the count changes stay deferred (``takeDeferredCounts()``) unless
-    /// `applyingCounts`.
-    func finish(applyingCounts: Bool = true) throws {
-        if applyingCounts { try applyDeferredCounts(of: nil) }
+    /// returned; the count changes stay deferred (``takeDeferredCounts()``), for the group's
+    /// commit to apply.
+    func finish() throws {
         try access { txn in
             if catalogChanged {
                 try txn.put(core.system.meta, key: MetaKey.catalog, value: schema.catalog.encoded())
