@@ -1,5 +1,5 @@
 import DemoFeed
-import Feedstore
+@_spi(CommitLog) import Feedstore
 import Foundation
 @_spi(Benchmarking) import FeedstoreJetStream
 
@@ -275,7 +275,10 @@ case "inserts":
     // group commit shares them (`Store.writeEach`), durability none: the writer thread's work per
     // row, for callgrind (`--rows N PATH`, a new store).
     let path = arguments.last!
-    let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(durability: .none))
+    // `--commit-log`: durability full through the commit log instead (each commit synced).
+    var options = StoreOptions(durability: arguments.contains("--commit-log") ? .full : .none)
+    options.keepsCommitLog = arguments.contains("--commit-log")
+    let store = try Store(path: path, entities: DemoFeed.entities, options: options)
     let perCommit = option("--per-commit", default: 16)
     var feed = DemoFeed(seed: 5)
     try store.write { tx in for id in 1...1_000 { try tx.put(feed.contact(id: UInt64(id))) } }

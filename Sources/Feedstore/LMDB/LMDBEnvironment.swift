@@ -16,6 +16,9 @@ final class LMDBEnvironment: @unchecked Sendable {
         static let noThreadLocalStorage = Flags(rawValue: UInt32(MDB_NOTLS))
         static let noReadAhead = Flags(rawValue: UInt32(MDB_NORDAHEAD))
         static let noLock = Flags(rawValue: UInt32(MDB_NOLOCK))
+        /// Writes change pages in the map itself, with no write call for each page. A stray
+        /// write into the map, or a crash of the operating system, can damage the file.
+        static let writeMap = Flags(rawValue: UInt32(MDB_WRITEMAP))
     }
 
     struct Info: Sendable {
@@ -81,6 +84,13 @@ final class LMDBEnvironment: @unchecked Sendable {
 
     func setFlags(_ flags: Flags, on: Bool) throws(LMDBError) {
         try lmdbCheck(mdb_env_set_flags(handle, flags.rawValue, on ? 1 : 0), "mdb_env_set_flags")
+    }
+
+    /// The flags the environment runs with.
+    var flags: Flags {
+        var raw: UInt32 = 0
+        mdb_env_get_flags(handle, &raw)
+        return Flags(rawValue: raw)
     }
 
     func sync(force: Bool) throws(LMDBError) {

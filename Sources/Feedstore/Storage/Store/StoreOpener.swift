@@ -57,6 +57,7 @@ enum StoreOpener {
         case .relaxed: flags.insert(options.syncsAfterPublishing ? .noSync : .noMetaSync)
         case .none: flags.insert(.noSync)
         }
+        if options.writesThroughMap { flags.insert(.writeMap) }
         let isNew = !FileManager.default.fileExists(atPath: path + "/data.mdb")
         // A commit log: LMDB commits unsynced, and commits after the last checkpoint that may not
         // be whole in its file are made again from the log.

@@ -74,6 +74,10 @@ public struct StoreOptions: Sendable {
 
     /// Whether this handle asks for no writes.
     var opensReadOnly: Bool { readOnly || immutable }
+    /// A replica's follower written without syncs changes pages in the map itself
+    /// (`MDB_WRITEMAP`): no write call for each page it changes. After the machine went down such
+    /// a replica is re-seeded anyway, so what the flag risks then costs nothing more.
+    var writesThroughMap: Bool { writesReplica && durability == .none && !opensReadOnly }
     /// Why a handle opened with these options may not write, or nil.
     var readOnlyReason: String? { immutable ? "it was opened immutable" : readOnly ? "it was opened read-only" : nil }
 
