@@ -73,6 +73,13 @@ public enum FeedstoreError: Error, Sendable, Equatable, CustomStringConvertible 
     case incompatibleHandle(path: String, reason: String)
     /// A copy's destination exists and may not be replaced.
     case destinationExists(path: String, reason: String)
+    /// The machine went down while a process wrote the store through its commit log, and this
+    /// process may not write the store to recover it (``StoreOptions/keepsCommitLog``). Opening
+    /// it once by a user who may write it recovers it.
+    case needsRecovery(path: String, reason: String)
+    /// The commit log failed (``StoreOptions/keepsCommitLog``): it could not be read, written or
+    /// synced, nor LMDB's file synced in its place.
+    case commitLogFailed(path: String, reason: String)
 
     /// A one-line message naming what failed and where.
     public var description: String {
@@ -80,6 +87,8 @@ public enum FeedstoreError: Error, Sendable, Equatable, CustomStringConvertible 
         case let .lmdb(error, path): "\(error) (store \(path))"
         case let .notAStore(path, reason): "\(path) is not a Feedstore store: \(reason)"
         case let .destinationExists(path, reason): "cannot copy the store to \(path): \(reason)"
+        case let .needsRecovery(path, reason): "store \(path) must be recovered before it can be read: \(reason)"
+        case let .commitLogFailed(path, reason): "the commit log of store \(path) failed: \(reason)"
         case let .formatVersionTooNew(path, found, supported):
             "store \(path) has format version \(found); this library reads versions up to \(supported)"
         case let .formatUpgradeNeeded(path, found, current):

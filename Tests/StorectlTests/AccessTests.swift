@@ -21,7 +21,7 @@ import Testing
     }
 
     /// Runs storectl as a user the store's file modes apply to.
-    func storectlAsOtherUser(_ arguments: [String], dir: String) throws -> (status: Int32, stdout: String, stderr: String) {
+    static func storectlAsOtherUser(_ arguments: [String], dir: String) throws -> (status: Int32, stdout: String, stderr: String) {
         guard getuid() == 0 else { return try runTool(storectlURL, arguments) }
         // A copy that `nobody` can reach whatever the permissions on the way to the build directory.
         let binary = dir + "/storectl"
@@ -45,14 +45,14 @@ import Testing
             chmod(path + "/data.mdb", 0o444)
             chmod(path + "/lock.mdb", 0o666)
 
-            let read = try storectlAsOtherUser(["dump", path, "--entity", "Message", "--jsonl"], dir: dir)
+            let read = try Self.storectlAsOtherUser(["dump", path, "--entity", "Message", "--jsonl"], dir: dir)
             #expect(read.status == 0, "\(read.stderr)")
             #expect(read.stdout == before)
-            let verify = try storectlAsOtherUser(["verify", path], dir: dir)
+            let verify = try Self.storectlAsOtherUser(["verify", path], dir: dir)
             #expect(verify.status == 0, "\(verify.stdout)\(verify.stderr)")
 
             // A writer opens the store the usual way: it opens for reading, and the write says why it fails.
-            let write = try storectlAsOtherUser(["demo", "mutate", path, "--commits", "1"], dir: dir)
+            let write = try Self.storectlAsOtherUser(["demo", "mutate", path, "--commits", "1"], dir: dir)
             #expect(write.status == 2)
             #expect(write.stderr.contains("is read-only (data.mdb is not writable by this user); writes are not allowed"), "\(write.stderr)")
             #expect(try dump(path) == before)
@@ -65,16 +65,16 @@ import Testing
             chmod(path + "/data.mdb", 0o444)
             chmod(path + "/lock.mdb", 0o444)
 
-            let refused = try storectlAsOtherUser(["dump", path, "--entity", "Message"], dir: dir)
+            let refused = try Self.storectlAsOtherUser(["dump", path, "--entity", "Message"], dir: dir)
             #expect(refused.status == 2)
             #expect(refused.stderr.contains("lock.mdb is not writable by this user"), "\(refused.stderr)")
             #expect(refused.stderr.contains("--immutable"))
 
             // Immutable needs no lock file: the same records, and a clean verify.
-            let immutable = try storectlAsOtherUser(["dump", path, "--entity", "Message", "--jsonl", "--immutable"], dir: dir)
+            let immutable = try Self.storectlAsOtherUser(["dump", path, "--entity", "Message", "--jsonl", "--immutable"], dir: dir)
             #expect(immutable.status == 0, "\(immutable.stderr)")
             #expect(immutable.stdout == before)
-            let verify = try storectlAsOtherUser(["verify", path, "--immutable"], dir: dir)
+            let verify = try Self.storectlAsOtherUser(["verify", path, "--immutable"], dir: dir)
             #expect(verify.status == 0, "\(verify.stdout)\(verify.stderr)")
         }
     }
@@ -82,12 +82,12 @@ import Testing
     @Test func aStoreThisUserMayNotReadIsAClearError() throws {
         try withSharedStore { dir, path in
             chmod(path + "/data.mdb", 0o600)
-            let data = try storectlAsOtherUser(["inspect", path], dir: dir)
+            let data = try Self.storectlAsOtherUser(["inspect", path], dir: dir)
             #expect(data.status == 2)
             #expect(data.stderr.contains("data.mdb is not readable by this user"), "\(data.stderr)")
 
             chmod(path, 0o700)
-            let directory = try storectlAsOtherUser(["inspect", path], dir: dir)
+            let directory = try Self.storectlAsOtherUser(["inspect", path], dir: dir)
             #expect(directory.status == 2)
             #expect(directory.stderr.contains("the directory is not accessible to this user"), "\(directory.stderr)")
             chmod(path, 0o755)

@@ -12,13 +12,14 @@ import Foundation
 /// back and the log's records are made again, in order, up to the first one that is not whole.
 ///
 /// Layout: two header slots at offsets 0 and 512 (the valid one with the higher epoch counts),
-/// each `magic, epoch, transaction, meta body length, meta body, CRC-32`; records from offset
+/// each `magic, epoch, transaction, machine boot (16 bytes), meta body length, meta body,
+/// CRC-32`; records from offset
 /// 4,096, each `payload length, CRC-32 (of epoch, transaction and payload), epoch, transaction,
 /// payload`, little-endian. The file is written ahead with zeros, so that appending and syncing
 /// overwrite blocks already allocated and change no file size.
 final class CommitLog {
     static let fileName = "commits.log"
-    static let magic: [UInt8] = Array("FSLOG001".utf8)
+    static let magic: [UInt8] = Array("FSLOG002".utf8)
     static let slotSize = 512, dataStart = 4_096
     /// How much the file grows by when an append would pass its end.
     static let growth = 16 << 20
@@ -31,13 +32,13 @@ final class CommitLog {
         var transaction: UInt64
         /// That transaction's meta page body (``LMDBMetaPages/newestMeta(directory:)``).
         var metaBody: [UInt8]
-    }
-
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
+        /// The start of the machine the checkpoint was made in (``MachineBoot/identity``).
+        var boot: [UInt8]
     }
 
     let path: String
+    /// The store's directory, for errors.
+    private let directory: String
     private var descriptor: Int32
     /// The newest valid checkpoint, nil for a log that has none yet.
     private(set) var checkpoint: Checkpoint?
@@ -48,14 +49,19 @@ final class CommitLog {
     /// The transaction the next record must be for.
     private var nextTransaction: UInt64 = 0
 
-    /// Opens (or creates) the log in `directory`.
-    init(directory: String, mode: mode_t) throws {
+    /// Opens (or creates) the log in `directory`; `readOnly` opens an existing one to read.
+    init(directory: String, mode: mode_t, readOnly: Bool = false) throws {
         path = directory + "/" + Self.fileName
+        self.directory = directory
         let existed = FileManager.default.fileExists(atPath: path)
-        descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, mode)
-        guard descriptor >= 0 else { throw Failure(description: "opening \(path): \(String(cString: strerror(errno)))") }
+        descriptor = open(path, readOnly ? O_RDONLY | O_CLOEXEC : O_RDWR | O_CREAT | O_CLOEXEC, mode)
+        guard descriptor >= 0 else { throw FeedstoreError.commitLogFailed(path: directory, reason: "opening \(path): \(String(cString: strerror(errno)))") }
         var info = stat()
-        guard fstat(descriptor, &info) == 0 else { throw Failure(description: "reading \(path)'s size: \(String(cString: strerror(errno)))") }
+        guard fstat(descriptor, &info) == 0 else {
+            let reason = "reading \(path)'s size: \(String(cString: strerror(errno)))"
+            Self.closeFile(descriptor)
+            throw FeedstoreError.commitLogFailed(path: directory, reason: reason)
+        }
         allocated = Int(info.st_size)
         checkpoint = try [0, Self.slotSize].compactMap { try readSlot(at: $0) }.max { $0.epoch < $1.epoch }
         if let checkpoint { nextTransaction = checkpoint.transaction + 1 }
@@ -68,12 +74,16 @@ final class CommitLog {
     /// Closes the file, letting go of its lock.
     func close() {
         guard descriptor >= 0 else { return }
+        Self.closeFile(descriptor)
+        descriptor = -1
+    }
+
+    private static func closeFile(_ descriptor: Int32) {
         #if canImport(Glibc)
         Glibc.close(descriptor)
         #else
         Darwin.close(descriptor)
         #endif
-        descriptor = -1
     }
 
     /// Takes the log for this process (an exclusive `flock`, let go when the log closes): the
@@ -111,9 +121,9 @@ final class CommitLog {
     /// Appends the record of LMDB transaction `transaction` (the one after the last appended or
     /// checkpointed). Not durable until ``sync()``.
     func append(_ payload: [UInt8], transaction: UInt64) throws {
-        guard checkpoint != nil else { throw Failure(description: "\(path) has no checkpoint to append after") }
+        guard checkpoint != nil else { throw failure("\(path) has no checkpoint to append after") }
         guard transaction == nextTransaction else {
-            throw Failure(description: "\(path): a record of transaction \(transaction) where \(nextTransaction) comes next")
+            throw failure("\(path): a record of transaction \(transaction) where \(nextTransaction) comes next")
         }
         var record: [UInt8] = []
         record.reserveCapacity(Self.recordHeaderSize + payload.count)
@@ -132,7 +142,7 @@ final class CommitLog {
 
     /// Makes every record appended so far durable (`fdatasync`: the blocks are allocated already).
     func sync() throws {
-        guard fdatasync(descriptor) == 0 else { throw Failure(description: "syncing \(path): \(String(cString: strerror(errno)))") }
+        guard fdatasync(descriptor) == 0 else { throw failure("syncing \(path): \(String(cString: strerror(errno)))") }
     }
 
     /// Starts a new epoch after a checkpoint of LMDB transaction `transaction`, whose meta page
@@ -144,13 +154,14 @@ final class CommitLog {
         var slot = Self.magic
         Self.append64(epoch, to: &slot)
         Self.append64(transaction, to: &slot)
+        slot += MachineBoot.identity
         Self.append32(UInt32(metaBody.count), to: &slot)
         slot += metaBody
         Self.append32(CRC32.checksum(slot), to: &slot)
         // The slot of the older checkpoint: a torn write leaves the newer one.
         try write(slot, at: epoch % 2 == 0 ? 0 : Self.slotSize)
         try sync()
-        checkpoint = Checkpoint(epoch: epoch, transaction: transaction, metaBody: metaBody)
+        checkpoint = Checkpoint(epoch: epoch, transaction: transaction, metaBody: metaBody, boot: MachineBoot.identity)
         tail = Self.dataStart
         nextTransaction = transaction + 1
     }
@@ -158,7 +169,7 @@ final class CommitLog {
     /// Removes the log, once LMDB's file is synced with every commit it held, for a store that
     /// goes on without one.
     func retire() throws {
-        guard unlink(path) == 0 || errno == ENOENT else { throw Failure(description: "removing \(path): \(String(cString: strerror(errno)))") }
+        guard unlink(path) == 0 || errno == ENOENT else { throw failure("removing \(path): \(String(cString: strerror(errno)))") }
         try DirectorySync.sync((path as NSString).deletingLastPathComponent)
         checkpoint = nil
     }
@@ -167,10 +178,11 @@ final class CommitLog {
         guard offset + Self.slotSize <= allocated else { return nil }
         let slot = try read(Self.slotSize, at: offset)
         guard Array(slot[0..<8]) == Self.magic else { return nil }
-        let length = Int(Self.word32(slot, 24))
-        guard 28 + length + 4 <= Self.slotSize else { return nil }
-        guard CRC32.checksum(Array(slot[0..<(28 + length)])) == Self.word32(slot, 28 + length) else { return nil }
-        return Checkpoint(epoch: Self.word64(slot, 8), transaction: Self.word64(slot, 16), metaBody: Array(slot[28..<(28 + length)]))
+        let length = Int(Self.word32(slot, 40))
+        guard 44 + length + 4 <= Self.slotSize else { return nil }
+        guard CRC32.checksum(Array(slot[0..<(44 + length)])) == Self.word32(slot, 44 + length) else { return nil }
+        return Checkpoint(epoch: Self.word64(slot, 8), transaction: Self.word64(slot, 16), metaBody: Array(slot[44..<(44 + length)]),
+                          boot: Array(slot[24..<40]))
     }
 
     /// Writes zeros up to at least `size` (a multiple of ``growth``) and syncs them with the
@@ -184,7 +196,7 @@ final class CommitLog {
             try zeros.withUnsafeBytes { try write(UnsafeRawBufferPointer(rebasing: $0.prefix(count)), at: at) }
             at += count
         }
-        guard fsync(descriptor) == 0 else { throw Failure(description: "syncing \(path): \(String(cString: strerror(errno)))") }
+        guard fsync(descriptor) == 0 else { throw failure("syncing \(path): \(String(cString: strerror(errno)))") }
         allocated = target
     }
 
@@ -196,7 +208,7 @@ final class CommitLog {
         var done = 0
         while done < bytes.count {
             let n = pwrite(descriptor, bytes.baseAddress! + done, bytes.count - done, off_t(offset + done))
-            guard n > 0 else { throw Failure(description: "writing \(path): \(String(cString: strerror(errno)))") }
+            guard n > 0 else { throw failure("writing \(path): \(String(cString: strerror(errno)))") }
             done += n
         }
     }
@@ -206,11 +218,13 @@ final class CommitLog {
         var done = 0
         while done < count {
             let n = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress! + done, count - done, off_t(offset + done)) }
-            guard n > 0 else { throw Failure(description: "reading \(path): \(n == 0 ? "it ends early" : String(cString: strerror(errno)))") }
+            guard n > 0 else { throw failure("reading \(path): \(n == 0 ? "it ends early" : String(cString: strerror(errno)))") }
             done += n
         }
         return bytes
     }
+
+    private func failure(_ reason: String) -> FeedstoreError { .commitLogFailed(path: directory, reason: reason) }
 
     private static func append32(_ value: UInt32, to out: inout [UInt8]) { withUnsafeBytes(of: value.littleEndian) { out += $0 } }
     private static func append64(_ value: UInt64, to out: inout [UInt8]) { withUnsafeBytes(of: value.littleEndian) { out += $0 } }

@@ -54,7 +54,7 @@ final class CommitLogKeeper: @unchecked Sendable {
         // No commit can come between the sync and the pin: the caller is the writer.
         let newPin = try LMDBTransaction(environment: environment, readOnly: true)
         guard newPin.id == meta.transaction else {
-            throw CommitLog.Failure(description: "the checkpoint's snapshot is transaction \(newPin.id), its meta page \(meta.transaction)")
+            throw FeedstoreError.commitLogFailed(path: path, reason: "the checkpoint's snapshot is transaction \(newPin.id), its meta page \(meta.transaction)")
         }
         try log.startEpoch(transaction: meta.transaction, metaBody: meta.body)
         pin.take()?.abort()
@@ -108,12 +108,27 @@ final class CommitLogKeeper: @unchecked Sendable {
         return (busy ? [] : records, alone && !busy)
     }
 
+    /// For a process about to open the store at `path` without writing it: whether it must wait
+    /// for a writer's ``recovery(path:log:)``. That is so when the store holds a log whose
+    /// checkpoint was made before the machine last started, and commits after the checkpoint are
+    /// in LMDB's file or the log: the machine went down while a process wrote through the log, so
+    /// those commits may be damaged in LMDB's file, or missing from it. (While the machine runs,
+    /// its page cache holds every commit LMDB made, whatever happened to the writer.)
+    static func needsRecovery(path: String) throws -> Bool {
+        guard FileManager.default.fileExists(atPath: path + "/" + CommitLog.fileName),
+              FileManager.default.fileExists(atPath: path + "/data.mdb") else { return false }
+        let log = try CommitLog(directory: path, mode: 0, readOnly: true)
+        defer { log.close() }
+        guard let checkpoint = log.checkpoint, checkpoint.boot != MachineBoot.identity else { return false }
+        return try LMDBMetaPages.newestMeta(directory: path).transaction != checkpoint.transaction || !log.records().isEmpty
+    }
+
     /// Makes the records again, each in a transaction of its own, in order.
     static func replay(_ records: [(transaction: UInt64, payload: [UInt8])], in environment: LMDBEnvironment) throws {
         for record in records {
             let txn = try LMDBTransaction(environment: environment, readOnly: false)
             guard txn.id == record.transaction else {
-                throw CommitLog.Failure(description: "replaying transaction \(record.transaction) as \(txn.id)")
+                throw FeedstoreError.commitLogFailed(path: environment.path, reason: "replaying transaction \(record.transaction) as \(txn.id)")
             }
             try LMDBMutationLog.replay(record.payload, in: txn)
             try txn.commit()

@@ -64,6 +64,9 @@ enum StoreOpener {
         // A writer that keeps no log recovers from one left behind, then retires it: a log whose
         // checkpoint is older than commits made without it must never be replayed.
         let writes = !options.readOnly && !options.immutable
+        if !writes && !options.immutable, try CommitLogKeeper.needsRecovery(path: path) {
+            try recoverForReading(path: path, options: options)
+        }
         let keepsLog = writes && options.keepsCommitLog && options.durability == .full
         let leftLog = writes && !keepsLog && FileManager.default.fileExists(atPath: path + "/" + CommitLog.fileName)
         var commitLog = keepsLog || leftLog ? try CommitLog(directory: path, mode: options.fileMode) : nil
@@ -153,6 +156,22 @@ enum StoreOpener {
             }
             throw error
         }
+    }
+
+    /// Makes a commit log's recovery for a handle that reads only, as a writer would on open, when
+    /// this user may write the store (SQLite's readers likewise roll back a journal left by a
+    /// crash); otherwise refuses to read commits that may be damaged.
+    private static func recoverForReading(path: String, options: StoreOptions) throws {
+        guard access(path + "/data.mdb", W_OK) == 0, access(path + "/" + CommitLog.fileName, W_OK) == 0 else {
+            throw FeedstoreError.needsRecovery(path: path, reason: "the machine went down while a process wrote it through its "
+                + "commit log, and this user may not write it to make the log's commits again; open it once as a user who may")
+        }
+        var writer = options
+        writer.readOnly = false
+        writer.durability = .full
+        writer.keepsCommitLog = true
+        // (A writer that took the log meanwhile recovered it on its own open: this one then reads.)
+        try openCore(path: path, options: writer).close()
     }
 
     /// Why the system refused to write, for ``FeedstoreError/readOnly(path:reason:)``.

@@ -177,7 +177,7 @@ import Testing
             last = at
             at += CommitLog.recordHeaderSize + word32(at)
         }
-        guard last >= 0 else { throw CommitLog.Failure(description: "no record") }
+        guard last >= 0 else { throw FeedstoreError.corruptData(what: "a commit log", reason: "it holds no record") }
         return last
     }
 }
