@@ -1,4 +1,4 @@
-@_spi(CommitLog) @testable import Feedstore
+@testable import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
 import Foundation

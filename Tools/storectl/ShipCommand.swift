@@ -27,6 +27,7 @@ struct ShipCommand: ParsableCommand {
           storectl ship ./demo-store --nats nats://127.0.0.1:4222 --stream FEED
           storectl ship ./demo-store --nats nats://127.0.0.1:4222 --stream FEED --snapshot-every 10000
           storectl ship ./demo-store --nats nats://127.0.0.1:4222 --stream FEED --accept-writes
+          storectl ship ./demo-store --nats nats://127.0.0.1:4222 --stream FEED --accept-writes --commit-log
         """
     )
 
@@ -51,6 +52,12 @@ struct ShipCommand: ParsableCommand {
     @Option(help: "With --accept-writes: for how many seconds applied requests are remembered.")
     var rememberSeconds = Int(ForwardedWrites().rememberedFor.components.seconds)
 
+    @Flag(help: """
+        Make each commit this process writes (forwarded writes, the shipper's own) durable with one sync of a commit log \
+        instead of LMDB's two syncs. While it runs, other processes may only read the store.
+        """)
+    var commitLog = false
+
     @Flag(help: "Print no progress.")
     var quiet = false
 
@@ -60,7 +67,9 @@ struct ShipCommand: ParsableCommand {
 
     func run() throws {
         try metrics.start()
-        let store = try Store(path: path)
+        var options = StoreOptions()
+        options.keepsCommitLog = commitLog
+        let store = try Store(path: path, options: options)
         defer { store.close() }
         let shipper = try JournalShipper(store: store, connection: nats.connection, stream: nats.stream, subject: subject,
                                          snapshots: snapshots.schedule, onSnapshot: ShippingRun.snapshotReporter(quiet: quiet),

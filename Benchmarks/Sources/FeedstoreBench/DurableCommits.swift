@@ -1,5 +1,5 @@
 import CLMDBPeer
-@_spi(Replication) @_spi(CommitLog) import Feedstore
+@_spi(Replication) import Feedstore
 import DemoFeed
 import Foundation
 import GRDB

@@ -1,5 +1,5 @@
 import DemoFeed
-@_spi(CommitLog) import Feedstore
+import Feedstore
 import FeedstoreJetStream
 import Foundation
 import NATSTestServer

@@ -1,5 +1,5 @@
 import DemoFeed
-@_spi(CommitLog) import Feedstore
+import Feedstore
 import Foundation
 @_spi(Benchmarking) import FeedstoreJetStream
 

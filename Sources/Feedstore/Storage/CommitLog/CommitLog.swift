@@ -22,7 +22,7 @@ final class CommitLog {
     static let magic: [UInt8] = Array("FSLOG002".utf8)
     static let slotSize = 512, dataStart = 4_096
     /// How much the file grows by when an append would pass its end.
-    static let growth = 16 << 20
+    static let growth = 4 << 20
     static let recordHeaderSize = 24
 
     /// What a checkpoint recorded.
@@ -150,7 +150,7 @@ final class CommitLog {
     /// checkpoint is not in, syncs it, and empties the log.
     func startEpoch(transaction: UInt64, metaBody: [UInt8]) throws {
         let epoch = (checkpoint?.epoch ?? 0) + 1
-        if allocated < Self.dataStart { try grow(to: Self.dataStart + Self.growth) }
+        if allocated < Self.dataStart { try grow(to: Self.growth) }
         var slot = Self.magic
         Self.append64(epoch, to: &slot)
         Self.append64(transaction, to: &slot)

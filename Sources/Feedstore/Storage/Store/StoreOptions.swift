@@ -56,12 +56,27 @@ public struct StoreOptions: Sendable {
     @_spi(Benchmarking) public var removesTrimmedKeysWhenIdle: Bool = true
     /// Replication only: this handle is a replica's follower, the one writer of a replica.
     @_spi(Replication) public var writesReplica: Bool = false
-    /// With ``Durability/full``: each commit is made durable by a log of commits ahead of LMDB
-    /// (`commits.log`, one sync of a small append) instead of LMDB's two syncs; LMDB's file is
-    /// synced at checkpoints. One process writes the store at a time: others open it read-only.
-    /// Not finished: a process that opens the store read-only after a machine crash, before a
-    /// writer has recovered it, may read damaged newest commits.
-    @_spi(CommitLog) public var keepsCommitLog: Bool = false
+    /// With ``Durability/full``: each commit is made durable by one sync of a small append to a
+    /// log of commits (`commits.log`, beside the data file) instead of LMDB's two syncs of the
+    /// pages it wrote. LMDB's file is synced at checkpoints: at open, at close, when the map grows,
+    /// after a commit too large to log (16 MiB of changes), and once the log holds 64 MiB. After a
+    /// crash, the first process to open the store puts the last checkpoint back and makes the
+    /// logged commits again; every acknowledged commit survives, as with LMDB's own syncs.
+    ///
+    /// - Only one process writes the store while it keeps the log: any other process opens it
+    ///   read-only and its writes throw ``FeedstoreError/readOnly(path:reason:)`` saying why. Once
+    ///   that process closes the store, another may write it, with or without the log (without,
+    ///   it syncs LMDB's file and removes the log).
+    /// - A process that opens the store only to read, after the machine went down while the store
+    ///   was written through its log, makes that recovery first when it may write the store;
+    ///   otherwise it throws ``FeedstoreError/needsRecovery(path:reason:)``.
+    /// - The log takes 4 MiB of disk at first, written ahead with zeros so that a commit's sync
+    ///   writes no file size, and grows by 4 MiB at a time up to about 68 MiB for a store that
+    ///   commits much between checkpoints.
+    /// - A checkpoint makes its commit wait for LMDB's sync of everything since the one before.
+    /// - The first handle that opens the store in a process decides; later handles share its
+    ///   choice.
+    public var keepsCommitLog: Bool = false
     /// Replication only, with ``Durability/relaxed``: a commit reaches watchers first and is
     /// synced right after, before the next commit begins, which takes the sync out of the way
     /// from a commit to its batches. A power loss may then damage the newest commit, never the

@@ -1,4 +1,4 @@
-@_spi(CommitLog) @_spi(Benchmarking) @testable import Feedstore
+@_spi(Benchmarking) @testable import Feedstore
 import FeedstoreTestSupport
 import Foundation
 import Testing
