@@ -87,6 +87,25 @@ import Testing
         #expect(report.failedVerify > 0, "\(report.problems)")
     }
 
+    /// Commits made durable through a commit log, one row at a time with a cursor moved and the
+    /// journal trimmed, or in bulk into a map the writer grows: each state, opened first by a
+    /// writer keeping the log (as the first process after the machine went down), keeps every
+    /// acknowledged commit and cursor position, and verifies clean.
+    @Test(arguments: [PowerLoss.Workload.loggedCommits, .loggedMapGrowth])
+    func commitsThroughACommitLogSurviveAPowerLoss(workload: PowerLoss.Workload) throws {
+        let report = try Self.run(workload, .full, seed: 9, states: 40, name: "\(workload)")
+        #expect(report.states >= 30)
+        #expect(report.acknowledgedLost == 0 && report.failedVerify == 0, "\(report.problems)")
+    }
+
+    /// The same run replayed as if the log had never been synced: acknowledged commits are lost.
+    @Test func withoutItsSyncsACommitLogLosesAcknowledgedCommits() throws {
+        var unsynced = PowerLoss.Workload.loggedCommits
+        unsynced.withoutSyncs = true
+        let report = try Self.run(unsynced, .full, seed: 9, states: 30, name: "commits through a commit log without syncs")
+        #expect(report.acknowledgedLost > 0, "\(report.problems)")
+    }
+
     /// Upgrades of stores written in formats 1 and 2, and compactions, checked at every step
     /// of their last writes and at random ones before: an upgrade leaves the old format or the
     /// new one with every record and commit (the new one once reported), a compaction no copy or

@@ -226,11 +226,15 @@ struct DemoMutate: ParsableCommand {
     @Flag(help: .hidden)
     var syncsAfterPublishing = false
 
+    @Flag(help: "With --durability full: make each commit durable with one sync of a commit log instead of LMDB's two syncs.")
+    var commitLog = false
+
     @Flag(help: "Print nothing per commit.")
     var quiet = false
 
     func validate() throws {
         guard !syncsAfterPublishing || durability == "relaxed" else { throw ValidationError("--syncs-after-publishing needs --durability relaxed") }
+        guard !commitLog || durability == "full" else { throw ValidationError("--commit-log needs --durability full") }
         guard pause >= 0 else { throw ValidationError("--pause must be 0 or more") }
         guard initialMapSize.map({ $0 > 0 }) ?? true else { throw ValidationError("--initial-map-size must be more than 0") }
         guard keepCommits.map({ $0 >= 1 }) ?? true else { throw ValidationError("--keep-commits must be 1 or more") }
@@ -243,6 +247,7 @@ struct DemoMutate: ParsableCommand {
         var options = StoreOptions(durability: durability)
         // A replica's relaxed commits (the power-loss checks' workload for them).
         options.syncsAfterPublishing = syncsAfterPublishing
+        options.keepsCommitLog = commitLog
         if let keepCommits { options.journalRetention = JournalRetention(minimumCommits: 1, maximumCommits: keepCommits) }
         if let initialMapSize { options.initialMapSize = initialMapSize }
         let store = try Store(path: path, entities: DemoFeed.entities, options: options)

@@ -4,7 +4,8 @@
 // a power loss could leave. The process behaves as it would without it: every call goes to the
 // C library, and is only noted after.
 //
-// Data files are `data.mdb` and `data.mdb.partial` (a copy being written).
+// Data files are `data.mdb`, `data.mdb.partial` (a copy being written) and `commits.log` (a
+// store's commit log).
 // Log records: u8 kind, u64 offset, u64 length, then `length` bytes.
 //   1 write (offset, the bytes written)   2 sync (a completed fsync/fdatasync, or a write on a
 //   descriptor opened with O_DSYNC/O_SYNC)   3 truncate (length = new size)   4 output (fd 1 bytes)
@@ -123,7 +124,9 @@ static int ends_with(const char *path, const char *suffix) {
     return n >= m && strcmp(path + n - m, suffix) == 0;
 }
 
-static int is_data_file(const char *path) { return ends_with(path, "data.mdb") || ends_with(path, "data.mdb.partial"); }
+static int is_data_file(const char *path) {
+    return ends_with(path, "data.mdb") || ends_with(path, "data.mdb.partial") || ends_with(path, "commits.log");
+}
 
 static void opened(int fd, const char *path, int flags) {
     if (fd < 0 || fd >= MAX_FD) return;

@@ -57,6 +57,10 @@ public struct PowerLoss {
         /// relaxed durability does (always relaxed, whatever the run's durability), so that each
         /// state is checked after its newest commit is rolled back.
         public var syncsAfterPublishing = false
+        /// Whether the writer makes its commits durable through a commit log
+        /// (`StoreOptions.keepsCommitLog`, always with full durability), so that each state is
+        /// opened first by a writer keeping the log, which recovers it as after a machine crash.
+        public var keepsCommitLog = false
         /// Checks the states of a ``syncsAfterPublishing`` writer without the roll-back, to
         /// show what the checker finds without it.
         public var withoutRollBack = false
@@ -80,8 +84,14 @@ public struct PowerLoss {
         /// One-row commits with a moving cursor and a trimmed journal, published before their syncs.
         public static let publishedBeforeSync = Workload(name: "commits published before their syncs", perCommit: 2, commits: 60,
                                                          keepCommits: 10, movesCursor: true, syncsAfterPublishing: true)
+        /// One-row commits with a moving cursor and a trimmed journal, through a commit log.
+        public static let loggedCommits = Workload(name: "commits through a commit log", perCommit: 1, commits: 60, keepCommits: 10,
+                                                   movesCursor: true, keepsCommitLog: true)
+        /// Bulk commits through a commit log into a map the writer must grow (a checkpoint each time).
+        public static let loggedMapGrowth = Workload(name: "map growth under a commit log", perCommit: 300, commits: 8,
+                                                     initialMapSize: 256 << 10, keepsCommitLog: true)
         public static let all = [oneRowCommits, bulkCommits, journalTrimming, mapGrowth, formatOneUpgrade, formatTwoUpgrade, compaction, creation,
-                                 publishedBeforeSync]
+                                 publishedBeforeSync, loggedCommits, loggedMapGrowth]
     }
 
     /// What a crash state must hold.
@@ -165,8 +175,9 @@ public struct PowerLoss {
         switch workload.writer {
         case .mutate, .create:
             arguments = ["demo", "mutate", store, "--commits", String(workload.commits), "--per-commit", String(workload.perCommit),
-                         "--seed", String(seed), "--durability", workload.syncsAfterPublishing ? "relaxed" : durability.rawValue]
+                         "--seed", String(seed), "--durability", workload.syncsAfterPublishing ? "relaxed" : workload.keepsCommitLog ? "full" : durability.rawValue]
             if workload.syncsAfterPublishing { arguments.append("--syncs-after-publishing") }
+            if workload.keepsCommitLog { arguments.append("--commit-log") }
             if let keep = workload.keepCommits { arguments += ["--keep-commits", String(keep)] }
             if let size = workload.initialMapSize { arguments += ["--initial-map-size", String(size)] }
             if workload.movesCursor { arguments += ["--acknowledge-cursor", Self.cursorName] }
@@ -203,15 +214,22 @@ public struct PowerLoss {
         }
         if let size = workload.initialMapSize {
             // The file outgrew the initial map only if the writer grew the map.
-            let end = log.operations.map { if case let .write(offset, bytes) = $0 { offset + bytes.count } else { 0 } }.max() ?? 0
+            var file = "", end = 0
+            for operation in log.operations {
+                if case let .file(path) = operation { file = path }
+                if case let .write(offset, bytes) = operation, file.hasSuffix("/data.mdb") { end = max(end, offset + bytes.count) }
+            }
             guard end > size && initial.count <= size else {
                 throw Failure(description: "\(workload): the writer wrote up to byte \(end) from a \(initial.count)-byte file: it did not grow a map of \(size) bytes")
             }
         }
         let count = log.operations.count
         let points = Self.crashPoints(in: 0...count, wanted: wanted / 2, rng: &rng)
-        let dataFile = store + "/data.mdb"
-        var replay = LogReplay(log, files: [dataFile: LogReplay.File(initial)])
+        let dataFile = store + "/data.mdb", commitLog = store + "/commits.log"
+        // The log is made by the writer: it starts empty.
+        var replay = LogReplay(log, files: [dataFile: LogReplay.File(initial), commitLog: LogReplay.File([])])
+        // What must survive: with a commit log, every acknowledged commit, whatever the run's durability.
+        let durability = workload.keepsCommitLog ? Durability.full : self.durability
         for point in points {
             replay.advance(to: point)
             let file = replay.files[dataFile]!
@@ -250,7 +268,11 @@ public struct PowerLoss {
                 if entries.count < Self.madeEntries { continue }
             }
             // Where every crash point is taken (a short log), more page subsets are sampled.
-            for image in file.images(samples: max(2, wanted / points.count), using: &rng) {
+            let images = file.images(samples: max(2, wanted / points.count), using: &rng)
+            // The commit log's possible contents, paired with the data file's in turn.
+            let logImages = workload.keepsCommitLog ? replay.files[commitLog]!.images(samples: max(2, wanted / points.count), using: &rng) : []
+            for (index, image) in images.enumerated() {
+                let logImage = logImages.isEmpty ? nil : logImages[index % logImages.count]
                 if creates && image.isEmpty {
                     // A data file with nothing in it yet is a store not made.
                     report.states += 1
@@ -259,7 +281,7 @@ public struct PowerLoss {
                     continue
                 }
                 report.states += 1
-                try check(image, context: "\(workload), crash after \(point) of \(count) writes and syncs", expected, in: run,
+                try check(image, log: logImage, context: "\(workload), crash after \(point) of \(count) writes and syncs", expected, in: run,
                           made: creates, rollBackAfter: workload.syncsAfterPublishing && !workload.withoutRollBack ? firstTransaction : nil,
                           report: &report)
             }
@@ -337,20 +359,25 @@ public struct PowerLoss {
         }
     }
 
-    /// Writes `image` as a store's data file and checks it against `expected`.
+    /// Writes `image` as a store's data file (and `log`, when given, as its commit log) and checks
+    /// it against `expected`.
     /// - Parameters:
+    ///   - log: the commit log's contents; the state is then opened first by a writer keeping
+    ///     the log, as the first process after a machine crash.
     ///   - made: the writer made the store, so a state may hold LMDB's new file before
     ///     Feedstore wrote anything into it.
     ///   - rollBackAfter: the newest commit, if later than this transaction, is rolled back
     ///     first, as after the machine went down under a writer that published commits before
     ///     syncing them.
-    func check(_ image: [UInt8], context: String, _ expected: Expectation, in run: String, made: Bool = false, rollBackAfter: UInt64? = nil,
+    func check(_ image: [UInt8], log: [UInt8]? = nil, context: String, _ expected: Expectation, in run: String, made: Bool = false, rollBackAfter: UInt64? = nil,
                report: inout Report) throws
     {
         let path = run + "/state-\(report.states)"
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: path) }
         try Data(image).write(to: URL(fileURLWithPath: path + "/data.mdb"))
+        // A log the writer had not made yet (nothing of it on disk) is no log.
+        if let log, !log.isEmpty { try Data(log).write(to: URL(fileURLWithPath: path + "/commits.log")) }
         func failed(_ problem: String) {
             report.failedVerify += 1
             report.describe("\(context): \(problem)")
@@ -361,7 +388,8 @@ public struct PowerLoss {
         }
         do {
             if let rollBackAfter { _ = try Store.rollBackNewestCommit(at: path, madeAfter: rollBackAfter) }
-            var options = StoreOptions(readOnly: true)
+            var options = StoreOptions(readOnly: log == nil)
+            options.keepsCommitLog = log != nil
             options.verifyPagesOnOpen = true
             let first: Store  // read-only, or upgrading an old format
             do {
