@@ -260,9 +260,13 @@ case "jetstream":
     for line in JetStreamShipping.format(rates: rates, latencies: latencies) { emit(line) }
     let takeover = try JetStreamTakeover(directory: scratch, messages: option("--messages", default: quick ? 100_000 : 1_000_000)).run()
     for line in JetStreamTakeover.format(takeover) { emit(line) }
-    let forwarded = try JetStreamForwardedWrites(directory: scratch, samples: option("--samples", default: quick ? 200 : 2_000),
-                                                 seconds: quick ? 3 : 10).run()
-    for line in JetStreamForwardedWrites.format(forwarded) { emit(line) }
+    // Forwarded writes with the primary syncing through LMDB, then through its commit log.
+    for commitLog in [false, true] {
+        let forwarded = try JetStreamForwardedWrites(directory: scratch + (commitLog ? "/forwarded-logged" : "/forwarded"),
+                                                     samples: option("--samples", default: quick ? 200 : 2_000),
+                                                     seconds: quick ? 3 : 10, commitLog: commitLog).run()
+        for line in JetStreamForwardedWrites.format(forwarded) { emit(line) }
+    }
     try save(quick ? "jetstream-quick.md" : "jetstream.md")
 case "forwarded-writes":
     // Forwarded writes alone (part of jetstream); prints its tables, saves nothing.
