@@ -26,14 +26,25 @@ import Testing
                 .appending("\n").write(toFile: file, atomically: true, encoding: .utf8)
             let refused = try runTool(storectlURL, ["load", path, "--entity", "Message", "--input", file])
             #expect(refused.status != 0 && refused.stderr.contains("commit log"), "\(refused.stderr)")
-            #expect(try runTool(storectlURL, ["count", path, "--entity", "Message"]).stdout.contains("20"))
+            // inspect tells which process keeps the log, and what it holds since its checkpoint.
+            try store.write { try $0.insert(Message(id: 6_000, folder: 1, date: Date(timeIntervalSince1970: 1_800_000_000),
+                                                    title: "logged", isRead: false, contactId: 1)) }
+            let inspected = try runTool(storectlURL, ["inspect", path, "--format", "json"])
+            let report = try JSONDecoder().decode(StoreInspection.self, from: Data(inspected.stdout.utf8))
+            let log = try #require(report.commitLog, "\(inspected.stdout)\(inspected.stderr)")
+            #expect(log.kept && log.commitsSinceCheckpoint >= 1 && log.bytesSinceCheckpoint > 0 && log.fileSize == 4 << 20)
+            // Every transaction since the checkpoint is in the log.
+            #expect(log.checkpointTransaction + UInt64(log.commitsSinceCheckpoint) == UInt64(report.environment.lastTransactionID))
+            #expect(try runTool(storectlURL, ["inspect", path]).stdout.contains("a process writes the store through it"))
+            #expect(try runTool(storectlURL, ["count", path, "--entity", "Message"]).stdout.contains("21"))
             store.close()
 
             let loaded = try runTool(storectlURL, ["load", path, "--entity", "Message", "--input", file])
             #expect(loaded.status == 0, "\(loaded.stderr)")
             #expect(!FileManager.default.fileExists(atPath: path + "/commits.log"))
-            #expect(try runTool(storectlURL, ["count", path, "--entity", "Message"]).stdout.contains("21"))
+            #expect(try runTool(storectlURL, ["count", path, "--entity", "Message"]).stdout.contains("22"))
             #expect(try runTool(storectlURL, ["verify", path]).status == 0)
+            #expect(try runTool(storectlURL, ["inspect", path, "--format", "json"]).stdout.contains("commitLog") == false)
         }
     }
 

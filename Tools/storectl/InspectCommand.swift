@@ -71,6 +71,11 @@ struct InspectCommand: ParsableCommand {
             + "(\(e.pagesUsed.formatted()) pages of \(readableSize(page))); a writer grows it when 75% is reached")
         Output.line("  free       \(e.freePages.formatted()) pages (\(readableSize(e.freePages * page))) free for reuse")
         Output.line("  last txn   \(e.lastTransactionID.formatted())")
+        if let log = report.commitLog {
+            Output.line("  commit log \(readableSize(log.fileSize)) (commits.log), \(log.commitsSinceCheckpoint.formatted()) commits "
+                + "(\(readableSize(log.bytesSinceCheckpoint))) since the checkpoint at txn \(log.checkpointTransaction.formatted()); "
+                + (log.kept ? "a process writes the store through it" : "no process keeps it now"))
+        }
         Output.line("  readers    \(e.readers.count) reading now; \(e.readersUsed) of \(e.maxReaders) slots taken since the store was opened")
         for r in e.readers { Output.line("    pid \(r.pid), thread \(r.thread), " + (r.transaction.map { "reading snapshot \($0)" } ?? "between reads")) }
         for entity in report.entities {

@@ -92,6 +92,19 @@ final class CommitLog {
         flock(descriptor, LOCK_EX | LOCK_NB) == 0
     }
 
+    /// Whether a process holds the log for writing (``lockForWriting()``), this one through
+    /// another descriptor included. (A shared lock taken through a descriptor of its own fails
+    /// only then; it is let go at once.)
+    var isLockedForWriting: Bool {
+        let probe = open(path, O_RDONLY | O_CLOEXEC)
+        guard probe >= 0 else { return false }
+        defer { Self.closeFile(probe) }
+        return flock(probe, LOCK_SH | LOCK_NB) != 0
+    }
+
+    /// The file's size, written ahead.
+    var fileSize: Int { allocated }
+
     /// Bytes of records since the checkpoint.
     var recordBytes: Int { tail - Self.dataStart }
 

@@ -123,6 +123,18 @@ final class CommitLogKeeper: @unchecked Sendable {
         return try LMDBMetaPages.newestMeta(directory: path).transaction != checkpoint.transaction || !log.records().isEmpty
     }
 
+    /// What `storectl inspect` reports of the log of the store at `path`: nil without a log, or
+    /// with one that has no checkpoint yet.
+    static func inspection(path: String) throws -> StoreInspection.CommitLog? {
+        guard FileManager.default.fileExists(atPath: path + "/" + CommitLog.fileName) else { return nil }
+        let log = try CommitLog(directory: path, mode: 0, readOnly: true)
+        defer { log.close() }
+        guard let checkpoint = log.checkpoint else { return nil }
+        let records = try log.records()
+        return StoreInspection.CommitLog(checkpointTransaction: checkpoint.transaction, commitsSinceCheckpoint: records.count,
+                                         bytesSinceCheckpoint: log.recordBytes, fileSize: log.fileSize, kept: log.isLockedForWriting)
+    }
+
     /// Makes the records again, each in a transaction of its own, in order.
     static func replay(_ records: [(transaction: UInt64, payload: [UInt8])], in environment: LMDBEnvironment) throws {
         for record in records {

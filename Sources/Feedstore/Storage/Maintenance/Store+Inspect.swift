@@ -126,6 +126,19 @@ public struct StoreInspection: Sendable, Codable {
         public var originTime: Date?
     }
 
+    /// A store's commit log (``StoreOptions/keepsCommitLog``).
+    public struct CommitLog: Sendable, Codable {
+        /// The LMDB transaction of the last checkpoint: LMDB's file is synced through it.
+        public var checkpointTransaction: UInt64
+        /// Commits logged since the checkpoint, and their bytes.
+        public var commitsSinceCheckpoint: Int
+        public var bytesSinceCheckpoint: Int
+        /// The log file's size in bytes, written ahead.
+        public var fileSize: Int
+        /// Whether a process keeps the log now: the store's one writer.
+        public var kept: Bool
+    }
+
     public var path: String
     public var formatVersion: UInt32
     /// The store's identifier (nil for a format 2 store opened read-only).
@@ -135,13 +148,16 @@ public struct StoreInspection: Sendable, Codable {
     /// Set when the store is a replica.
     public var replica: Replica?
     public var environment: Environment
+    /// Set when the store has a commit log with a checkpoint.
+    public var commitLog: CommitLog?
     public var entities: [Entity]
     public var journal: Journal
 }
 
 extension Store {
-    /// Statistics of the environment, every entity and index, and the journal.
-    /// - Complexity: O(entities + indexes + free-list records); no data is scanned.
+    /// Statistics of the environment, every entity and index, the journal and the commit log.
+    /// - Complexity: O(entities + indexes + free-list records), and a read of the commit log's
+    ///   records since its checkpoint (at most 64 MiB); no data is scanned.
     public func inspect() throws -> StoreInspection {
         var info = try core.environment.info()
         info.mapSize = max(info.mapSize, LMDBPageCheck.committedMapSize(of: core.environment) ?? 0)
@@ -149,6 +165,7 @@ extension Store {
             StoreInspection.Reader(pid: $0.pid, thread: $0.thread, transaction: $0.transaction)
         }
         let fileSize = ((try? FileManager.default.attributesOfItem(atPath: path + "/data.mdb"))?[.size] as? NSNumber)?.intValue ?? 0
+        let commitLog = try CommitLogKeeper.inspection(path: path)
         return try read { tx in
             let entities = try tx.schema.catalog.sortedEntities.map { catalogEntity -> StoreInspection.Entity in
                 let entity = try tx.entity(catalogEntity.name)
@@ -187,6 +204,7 @@ extension Store {
                                    freePages: try tx.access { try $0.freePages() }, fileSize: fileSize,
                                    lastTransactionID: info.lastTransactionID, maxReaders: info.maxReaders, readersUsed: info.readersUsed,
                                    readers: readers),
+                commitLog: commitLog,
                 entities: entities,
                 journal: .init(firstSequence: bounds.first, lastSequence: bounds.last, entriesRetained: journalStats.entries - commitsRetained,
                                commitsRetained: commitsRetained, tree: .init(journalStats), cursors: cursors))
