@@ -97,6 +97,31 @@ enum LMDBMetaPages {
         }
     }
 
+    /// Whether the data file in `directory` is one LMDB began to make and never committed to: of
+    /// the two meta pages that making it writes at once (with no sync), one never reached the
+    /// disk (all zeros) and the other is missing too or names no commit (transaction 0). LMDB
+    /// refuses such a file. No commit was ever acknowledged in it: the first commit's sync would
+    /// have made both pages durable.
+    static func holdsNoCommit(directory: String) -> Bool {
+        let file = open(directory + "/data.mdb", O_RDONLY | O_CLOEXEC)
+        guard file >= 0 else { return false }
+        defer { close(file) }
+        func header(at offset: Int) -> [UInt8]? {
+            var bytes = [UInt8](repeating: 0, count: bodyOffset + bodySize)
+            let n = pread(file, &bytes, bytes.count, off_t(offset))
+            return n < 0 ? nil : Array(bytes[..<n]) + [UInt8](repeating: 0, count: bytes.count - n)
+        }
+        guard let first = header(at: 0) else { return false }
+        let firstIsMeta = magic(first) == LMDBPageCheck.metaMagic
+        // The page size: the first page's, or this system's, which LMDB makes new files with.
+        let pageSize = firstIsMeta ? Int(word32(first, at: pageSizeOffset)) : Int(sysconf(Int32(_SC_PAGESIZE)))
+        guard pageSize >= 512, pageSize <= 1 << 16, let second = header(at: pageSize) else { return false }
+        let secondIsMeta = magic(second) == LMDBPageCheck.metaMagic
+        func blank(_ page: [UInt8]) -> Bool { page.allSatisfy { $0 == 0 } }
+        func uncommitted(_ page: [UInt8]) -> Bool { blank(page) || (magic(page) == LMDBPageCheck.metaMagic && transaction(page) == 0) }
+        return (!firstIsMeta && blank(first) && uncommitted(second)) || (!secondIsMeta && blank(second) && uncommitted(first))
+    }
+
     /// The two meta pages' headers and bodies, and the page size.
     private static func readMetaPages(_ file: Int32, _ dataFile: String) throws(LMDBError) -> ([UInt8], [UInt8], Int) {
         var first = [UInt8](repeating: 0, count: bodyOffset + bodySize)

@@ -399,9 +399,10 @@ public struct PowerLoss {
                 // here, it upgrades, and is checked in the current format.
                 if expected.upgraded == true { return failed("the upgrade was reported, yet the store is in format \(found)") }
                 first = try Store(path: path, options: StoreOptions(durability: .none))
-            } catch let FeedstoreError.notAStore(_, reason) where made && expected.lastCommit == 0 && reason.hasSuffix("without Feedstore metadata") {
-                // LMDB made its file and Feedstore had written nothing yet: an empty environment,
-                // which opening for writing makes the store.
+            } catch let FeedstoreError.notAStore(_, reason) where made && expected.lastCommit == 0
+                && (reason.hasSuffix("without Feedstore metadata") || reason.contains("holds no commit")) {
+                // LMDB made its file (or began to) and Feedstore had written nothing yet, which
+                // opening for writing makes the store.
                 first = try Store(path: path, options: StoreOptions(durability: .none))
             }
             do {

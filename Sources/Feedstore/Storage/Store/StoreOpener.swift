@@ -58,7 +58,16 @@ enum StoreOpener {
         case .none: flags.insert(.noSync)
         }
         if options.writesThroughMap { flags.insert(.writeMap) }
-        let isNew = !FileManager.default.fileExists(atPath: path + "/data.mdb")
+        var isNew = !FileManager.default.fileExists(atPath: path + "/data.mdb")
+        if !isNew, !options.immutable, LMDBMetaPages.holdsNoCommit(directory: path) {
+            // Made when the machine went down, before its first commit: made again.
+            guard !options.readOnly else {
+                throw FeedstoreError.notAStore(path: path, reason: "its data file was being made when the machine went down and holds "
+                    + "no commit; opening it for writing makes the store anew")
+            }
+            try startOver(dataFile: path + "/data.mdb")
+            isNew = true
+        }
         // A commit log: LMDB commits unsynced, and commits after the last checkpoint that may not
         // be whole in its file are made again from the log.
         // A writer that keeps no log recovers from one left behind, then retires it: a log whose
@@ -172,6 +181,15 @@ enum StoreOpener {
         writer.keepsCommitLog = true
         // (A writer that took the log meanwhile recovered it on its own open: this one then reads.)
         try openCore(path: path, options: writer).close()
+    }
+
+    /// Empties a data file that holds no commit (``LMDBMetaPages/holdsNoCommit(directory:)``), so
+    /// that LMDB makes it anew.
+    private static func startOver(dataFile: String) throws {
+        guard truncate(dataFile, 0) == 0 else {
+            throw FeedstoreError.notAStore(path: (dataFile as NSString).deletingLastPathComponent,
+                                           reason: "its data file holds no commit and cannot be emptied: \(String(cString: strerror(errno)))")
+        }
     }
 
     /// Why the system refused to write, for ``FeedstoreError/readOnly(path:reason:)``.
