@@ -1,4 +1,5 @@
 internal import CFeedstoreLMDB
+import Foundation
 
 /// One LMDB transaction. It is `~Copyable`: it ends exactly once, by the consuming ``commit()``
 /// or ``abort()``, or by `deinit` (which aborts), so no code can use it after it ended.
@@ -29,6 +30,9 @@ struct LMDBTransaction: ~Copyable {
         self.unmanagedEnvironment = .passUnretained(environment)
         self.unmanagedLog = readOnly ? nil : log.map { .passUnretained($0) }
     }
+
+    /// The system's memory page size: the map starts at a multiple of it.
+    static let systemPageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
 
     /// The transaction's id: for a write transaction, the id its commit will have.
     var id: UInt64 { UInt64(mdb_txn_id(handle)) }
@@ -202,7 +206,8 @@ struct LMDBTransaction: ~Copyable {
         try lmdbCheck(mdb_cursor_open(handle, db.dbi, &raw), "mdb_cursor_open")
         // The cursor's current entry lives on the stack: no allocation per cursor.
         return try withUnsafeTemporaryAllocation(of: (MDB_val, MDB_val).self, capacity: 1) { entry in
-            let cursor = LMDBCursor(handle: raw!, entry: entry.baseAddress!, database: db, log: log)
+            let cursor = LMDBCursor(handle: raw!, entry: entry.baseAddress!, database: db, log: log,
+                                    mapPageSize: isReadOnly && environment.pageSize == Self.systemPageSize ? environment.pageSize : nil)
             return try body(cursor)
         }
     }

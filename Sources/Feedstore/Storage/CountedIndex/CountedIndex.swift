@@ -210,9 +210,12 @@ struct CountedIndex {
                 // Nearer the bucket's end: step back from the first entry after it.
                 found = try bucket.end.map { try cursor.seek(atOrAfter: $0) } ?? false
                 found = found ? try cursor.previous() : try cursor.last()
+                // On the same leaf page, the entry is read there; else the cursor steps.
+                if found, fromEnd > 0, let key = cursor.key(offsetBy: -fromEnd) { return try body(key) }
                 for _ in 0..<fromEnd where found { found = try cursor.previous() }
             } else {
                 found = try cursor.seek(atOrAfter: bucket.fence)
+                if found, offset > 0, let key = cursor.key(offsetBy: offset) { return try body(key) }
                 for _ in 0..<offset where found { found = try cursor.next() }
             }
             guard found else { throw FeedstoreError.corruptData(what: "index counts", reason: "bucket holds fewer entries than counted") }
