@@ -114,6 +114,7 @@ struct LMDBCursor: ~Copyable {
         guard offset + 8 + size <= pageSize else { return nil }
         return UnsafeRawBufferPointer(start: page + offset + 8, count: size)
     }
+
     /// The current entry's value (borrowed).
     var value: UnsafeRawBufferPointer { entry.pointee.1.borrowedBytes }
 

@@ -13,9 +13,8 @@ import Foundation
 ///
 /// Layout: two header slots at offsets 0 and 512 (the valid one with the higher epoch counts),
 /// each `magic, epoch, transaction, machine boot (16 bytes), meta body length, meta body,
-/// CRC-32`; records from offset
-/// 4,096, each `payload length, CRC-32 (of epoch, transaction and payload), epoch, transaction,
-/// payload`, little-endian. The file is written ahead with zeros, so that appending and syncing
+/// CRC-32`; records from offset 4,096, each `payload length, CRC-32 (of epoch, transaction and
+/// payload), epoch, transaction, payload`, little-endian. The file is written ahead with zeros, so that appending and syncing
 /// overwrite blocks already allocated and change no file size.
 final class CommitLog {
     static let fileName = "commits.log"
