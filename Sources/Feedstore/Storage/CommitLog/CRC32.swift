@@ -2,8 +2,9 @@
 /// written whole from one a power loss tore or left stale. Computed eight bytes at a step
 /// ("slicing by 8"): a commit's record is checked on every commit, tens of kilobytes for a group.
 enum CRC32 {
-    /// `tables[k][b]`: the CRC of byte `b` followed by `k` zero bytes.
-    private static let tables: [[UInt32]] = {
+    /// Eight tables of 256 in one array: entry `k * 256 + b` is the CRC of byte `b` followed by
+    /// `k` zero bytes.
+    private static let flat: [UInt32] = {
         var tables = [(0..<256).map { n -> UInt32 in
             var c = UInt32(n)
             for _ in 0..<8 { c = c & 1 != 0 ? 0xEDB8_8320 ^ (c >> 1) : c >> 1 }
@@ -12,10 +13,8 @@ enum CRC32 {
         for k in 1..<8 {
             tables.append((0..<256).map { n in (tables[k - 1][n] >> 8) ^ tables[0][Int(tables[k - 1][n] & 0xFF)] })
         }
-        return tables
+        return tables.flatMap { $0 }
     }()
-    /// The eight tables in one array, table `k` at `k * 256`.
-    private static let flat: [UInt32] = tables.flatMap { $0 }
 
     /// The checksum of `bytes`, continuing from `crc` (the checksum of the bytes before them).
     static func checksum(_ bytes: UnsafeRawBufferPointer, continuing crc: UInt32 = 0) -> UInt32 {
