@@ -80,12 +80,12 @@ public final class ReplicaWriter: @unchecked Sendable {
     }
 
     /// Sends `writes` to the primary as one transaction, and waits until the replica has
-    /// applied the commit that holds them. Runs on a thread of its own, so that its waits hold
-    /// none of the threads Swift concurrency shares.
+    /// applied the commit that holds them. The call holds no thread while it waits: it suspends
+    /// until the primary's answer, then until the replica's commit, arrives.
     ///
-    /// Cancelling the task ends the call at its next step (an attempt waits at most
-    /// ``attemptTimeout``) with `CancellationError`, before or after the primary applied the
-    /// writes: calling again with the same `requestID` applies them at most once.
+    /// Cancelling the task ends the call at once with `CancellationError`, before or after the
+    /// primary applied the writes: calling again with the same `requestID` applies them at most
+    /// once.
     /// - Parameters:
     ///   - writes: the transaction's writes, applied in order.
     ///   - requestID: the request's id; give the one of an earlier call to retry it safely. By
@@ -99,37 +99,66 @@ public final class ReplicaWriter: @unchecked Sendable {
     ///   ``JetStreamError/replicaBehind(replica:sequence:applied:)``; `CancellationError`.
     @discardableResult
     public func write(_ writes: [RecordWrite], requestID: String = ReplicaWriter.newRequestID(), timeout: Duration = .seconds(10)) async throws -> UInt64 {
-        final class Box: @unchecked Sendable { var sequence: UInt64 = 0 }
-        let (writer, box) = (self, Box())
-        try await OwnThread.run(name: "feedstore replica writer") { keepGoing in
-            box.sequence = try writer.write(writes, requestID: requestID, timeout: timeout, while: keepGoing)
+        let deadline = ContinuousClock.now + timeout
+        let payload = WriteMessages.encode(WriteMessages.Request(id: requestID, writes: writes))
+        var retries = Retries(stream: stream, requestID: requestID, subject: subject, attemptTimeout: attemptTimeout, metrics: metrics, logger: logger)
+        while true {
+            try Task.checkCancellation()
+            let remaining = try retries.remaining(until: deadline)
+            let attempt: Attempt = try await Self.suspended { resume in self.attempt(payload, timeout: min(self.attemptTimeout, remaining), resume) }
+            switch try retries.next(after: attempt) {
+            case let .applied(sequence):
+                try await Self.suspended { (resume: @escaping @Sendable (Result<Void, JetStreamError>) -> Void) in
+                    self.progress.whenApplied(sequence, deadline: deadline, resume)
+                }.get()
+                return sequence
+            case .again: continue
+            case .afterPause: try await Task.sleep(for: retries.pause(until: deadline))
+            }
         }
-        return box.sequence
     }
 
     /// ``write(_:requestID:timeout:)`` for callers outside Swift concurrency (tools, threads of
     /// their own): blocks the calling thread.
     @discardableResult
     public func writeBlocking(_ writes: [RecordWrite], requestID: String = ReplicaWriter.newRequestID(), timeout: Duration = .seconds(10)) throws -> UInt64 {
-        try write(writes, requestID: requestID, timeout: timeout, while: { true })
-    }
-
-    private func write(_ writes: [RecordWrite], requestID: String, timeout: Duration, while keepGoing: () -> Bool) throws -> UInt64 {
         let deadline = ContinuousClock.now + timeout
-        let sequence = try forward(writes, requestID: requestID, deadline: deadline, while: keepGoing)
-        try progress.waitUntilApplied(sequence, deadline: deadline, while: keepGoing)
-        return sequence
+        let payload = WriteMessages.encode(WriteMessages.Request(id: requestID, writes: writes))
+        var retries = Retries(stream: stream, requestID: requestID, subject: subject, attemptTimeout: attemptTimeout, metrics: metrics, logger: logger)
+        while true {
+            let remaining = try retries.remaining(until: deadline)
+            let attempt: Attempt = Self.blocked { resume in self.attempt(payload, timeout: min(attemptTimeout, remaining), resume) }
+            switch try retries.next(after: attempt) {
+            case let .applied(sequence):
+                try Self.blocked { (resume: @escaping @Sendable (Result<Void, JetStreamError>) -> Void) in
+                    progress.whenApplied(sequence, deadline: deadline, resume)
+                }.get()
+                return sequence
+            case .again: continue
+            case .afterPause: Thread.sleep(forTimeInterval: retries.pause(until: deadline).seconds)
+            }
+        }
     }
 
-    /// Sends the request until an answer says what became of it, or the deadline passes.
-    private func forward(_ writes: [RecordWrite], requestID: String, deadline: ContinuousClock.Instant, while keepGoing: () -> Bool) throws -> UInt64 {
-        let payload = WriteMessages.encode(WriteMessages.Request(id: requestID, writes: writes))
-        // Whether an attempt may have reached the primary: then the outcome is unknown.
+    /// What a call does after each attempt, and what it tells its caller when time runs out.
+    private struct Retries {
+        let stream: String, requestID: String, subject: String, attemptTimeout: Duration
+        let metrics: ReplicationMetrics, logger: Logger
+        /// Whether an attempt may have reached the primary: then the outcome is unknown.
         var mayHaveApplied = false
         var lastProblem = "no attempt was made"
         var attempts = 0
-        while true {
-            guard keepGoing() else { throw CancellationError() }
+
+        enum Next {
+            case applied(UInt64)
+            /// Send the request again at once (the attempt waited its time already).
+            case again
+            /// Send it again after a short pause (no primary answers, or it asks to retry).
+            case afterPause
+        }
+
+        /// The time left for the next attempt; throws what the call ends with when none is.
+        mutating func remaining(until deadline: ContinuousClock.Instant) throws -> Duration {
             let remaining = deadline - ContinuousClock.now
             guard remaining > .zero else {
                 if mayHaveApplied { throw JetStreamError.writeOutcomeUnknown(stream: stream, request: requestID, reason: lastProblem) }
@@ -137,35 +166,39 @@ public final class ReplicaWriter: @unchecked Sendable {
             }
             if attempts > 0 { metrics.forwardedRetries.increment() }
             attempts += 1
-            switch attempt(payload, timeout: min(attemptTimeout, remaining)) {
+            return remaining
+        }
+
+        mutating func next(after attempt: Attempt) throws -> Next {
+            switch attempt {
             case let .answered(bytes):
                 switch try WriteMessages.decodeReply(bytes) {
-                case let .applied(sequence, _): return sequence
+                case let .applied(sequence, _): return .applied(sequence)
                 case let .refused(refusal): throw refusal.error
                 case let .notApplied(reason, retry):
                     guard retry else { throw JetStreamError.writeNotApplied(stream: stream, request: requestID, reason: reason) }
                     lastProblem = reason
-                    pause(until: deadline)
+                    return .afterPause
                 }
             case .noResponders:
                 lastProblem = "no primary accepts writes on \(subject)"
-                pause(until: deadline)
+                return .afterPause
             case let .notSent(error):
                 guard error.isTransient else { throw JetStreamError.writeNotApplied(stream: stream, request: requestID, reason: "\(error)") }
                 lastProblem = "\(error)"
-                pause(until: deadline)
+                return .afterPause
             case .timedOut:
                 mayHaveApplied = true
                 lastProblem = "no answer within \(attemptTimeout) after \(attempts) attempts"
                 logger.debug("a write request got no answer; sending it again", metadata: ["request": "\(requestID)"])
+                return .again
             }
         }
-    }
 
-    /// A short wait before trying again when no primary answers.
-    private func pause(until deadline: ContinuousClock.Instant) {
-        let remaining = deadline - ContinuousClock.now
-        Thread.sleep(forTimeInterval: min(0.05, max(remaining.seconds, 0)))
+        /// A short wait before trying again when no primary answers.
+        func pause(until deadline: ContinuousClock.Instant) -> Duration {
+            min(.milliseconds(50), max(deadline - ContinuousClock.now, .zero))
+        }
     }
 
     private enum Attempt: Sendable {
@@ -175,29 +208,45 @@ public final class ReplicaWriter: @unchecked Sendable {
         case timedOut
     }
 
-    /// Sends the request once and waits for its answer, at most `timeout`.
-    private func attempt(_ payload: [UInt8], timeout: Duration) -> Attempt {
-        let answer = BlockingResult<Attempt>()
-        let token = answers.register { answer.set($0) }
+    /// Sends the request once; `resume` gets its answer, or `.timedOut` after `timeout`.
+    private func attempt(_ payload: [UInt8], timeout: Duration, _ resume: @escaping @Sendable (Attempt) -> Void) {
+        let token = answers.register(resume)
         do {
             try connection.publishRequest(subject: subject, reply: "\(inbox).\(token)", data: payload)
         } catch {
             answers.finish(token, with: .notSent(error as? JetStreamError ?? .serverRefused("sending a write request", reason: "\(error)")))
-            return answer.wait()
+            return
         }
-        return answer.wait(timeout: timeout) ?? {
-            answers.finish(token, with: .timedOut)
-            return answer.wait()
-        }()
+        answers.expire(token, after: timeout)
+    }
+
+    /// Suspends the task until `start`'s callback gets a value, or the task is cancelled.
+    private static func suspended<T: Sendable>(_ start: (@escaping @Sendable (T) -> Void) -> Void) async throws -> T {
+        let outcome = OneShot<T>()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                outcome.install(continuation)
+                start { outcome.resume(with: .success($0)) }
+            }
+        } onCancel: {
+            outcome.resume(with: .failure(CancellationError()))
+        }
+    }
+
+    /// Blocks the thread until `start`'s callback gets a value.
+    private static func blocked<T: Sendable>(_ start: (@escaping @Sendable (T) -> Void) -> Void) -> T {
+        let outcome = BlockingResult<T>()
+        start { outcome.set($0) }
+        return outcome.wait()
     }
 
     /// The requests that wait for an answer, by the token that ends their inbox.
     private final class PendingAnswers: @unchecked Sendable {
         private let lock = NSLock()
         private var next = 0
-        private var waiting: [Int: (Attempt) -> Void] = [:]
+        private var waiting: [Int: @Sendable (Attempt) -> Void] = [:]
 
-        func register(_ resume: @escaping (Attempt) -> Void) -> Int {
+        func register(_ resume: @escaping @Sendable (Attempt) -> Void) -> Int {
             lock.withLock {
                 next += 1
                 waiting[next] = resume
@@ -207,6 +256,11 @@ public final class ReplicaWriter: @unchecked Sendable {
 
         func finish(_ token: Int, with attempt: Attempt) {
             lock.withLock { waiting.removeValue(forKey: token) }?(attempt)
+        }
+
+        /// Ends the attempt `token` as timed out after `timeout`, unless it was answered.
+        func expire(_ token: Int, after timeout: Duration) {
+            DispatchQueue.global().asyncAfter(deadline: .now() + timeout.seconds) { [weak self] in self?.finish(token, with: .timedOut) }
         }
 
         /// An answer on the inbox: the token is the subject's last token.
@@ -223,7 +277,7 @@ public final class ReplicaWriter: @unchecked Sendable {
 private final class ReplicaProgress: @unchecked Sendable {
     private let replica: Store
     private let condition = NSCondition()
-    private var waiters: [(sequence: UInt64, deadline: ContinuousClock.Instant, resume: (UInt64?) -> Void)] = []
+    private var waiters: [(sequence: UInt64, deadline: ContinuousClock.Instant, resume: @Sendable (UInt64?) -> Void)] = []
     private var stopped = false
     private var thread: Thread?
 
@@ -238,13 +292,15 @@ private final class ReplicaProgress: @unchecked Sendable {
 
     private func applied() -> UInt64 { (try? replica.read { try $0.replicaState()?.originSequence }) ?? 0 }
 
-    /// Returns once the replica has applied `sequence`; throws ``JetStreamError/replicaBehind(replica:sequence:applied:)``
-    /// when the deadline passes first.
-    func waitUntilApplied(_ sequence: UInt64, deadline: ContinuousClock.Instant, while keepGoing: () -> Bool) throws {
-        if applied() >= sequence { return }
-        let reached = BlockingResult<UInt64?>()
+    /// Calls `resume` once the replica has applied `sequence`, or with
+    /// ``JetStreamError/replicaBehind(replica:sequence:applied:)`` when the deadline passes first.
+    func whenApplied(_ sequence: UInt64, deadline: ContinuousClock.Instant, _ resume: @escaping @Sendable (Result<Void, JetStreamError>) -> Void) {
+        if applied() >= sequence { return resume(.success(())) }
+        let replica = replica
         condition.withLock {
-            waiters.append((sequence, deadline, { reached.set($0) }))
+            waiters.append((sequence, deadline, { reached in
+                resume(reached != nil ? .success(()) : .failure(.replicaBehind(replica: replica.path, sequence: sequence, applied: (try? replica.read { try $0.replicaState()?.originSequence }) ?? 0)))
+            }))
             if thread == nil {
                 let thread = Thread { [self] in run() }
                 thread.name = "feedstore replica progress"
@@ -253,12 +309,6 @@ private final class ReplicaProgress: @unchecked Sendable {
             }
             condition.broadcast()
         }
-        var answer = reached.wait(timeout: .milliseconds(50))
-        while answer == nil {
-            guard keepGoing() else { throw CancellationError() }
-            answer = reached.wait(timeout: .milliseconds(50))
-        }
-        guard answer! != nil else { throw JetStreamError.replicaBehind(replica: replica.path, sequence: sequence, applied: applied()) }
     }
 
     private func run() {
@@ -275,8 +325,8 @@ private final class ReplicaProgress: @unchecked Sendable {
             }
             seen = applied()
             let now = ContinuousClock.now
-            let due: [(UInt64?, (UInt64?) -> Void)] = condition.withLock {
-                var due: [(UInt64?, (UInt64?) -> Void)] = []
+            let due: [(UInt64?, @Sendable (UInt64?) -> Void)] = condition.withLock {
+                var due: [(UInt64?, @Sendable (UInt64?) -> Void)] = []
                 waiters.removeAll { waiter in
                     if waiter.sequence <= seen { due.append((seen, waiter.resume)); return true }
                     if waiter.deadline <= now { due.append((nil, waiter.resume)); return true }
@@ -309,13 +359,30 @@ private final class BlockingResult<T>: @unchecked Sendable {
             return value!
         }
     }
+}
 
-    /// The value, or nil when none came within `timeout`.
-    func wait(timeout: Duration) -> T? {
-        let deadline = Date().addingTimeInterval(timeout.seconds)
-        return condition.withLock {
-            while value == nil { if !condition.wait(until: deadline) { break } }
-            return value
+/// The outcome of a suspended call, from whichever comes first: its callback or the task's
+/// cancellation. The continuation is resumed once, whatever the order.
+private final class OneShot<T: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var continuation: CheckedContinuation<T, any Error>?
+    private var outcome: Result<T, any Error>?
+
+    func install(_ continuation: CheckedContinuation<T, any Error>) {
+        let ready: Result<T, any Error>? = lock.withLock {
+            guard let outcome else { self.continuation = continuation; return nil }
+            return outcome
         }
+        if let ready { continuation.resume(with: ready) }
+    }
+
+    func resume(with result: Result<T, any Error>) {
+        let waiting: CheckedContinuation<T, any Error>? = lock.withLock {
+            guard outcome == nil else { return nil }
+            outcome = result
+            defer { continuation = nil }
+            return continuation
+        }
+        waiting?.resume(with: result)
     }
 }
