@@ -205,15 +205,22 @@ import Testing
             #expect(events.restored == 1)
             // A follower that ends syncs the replica and removes the mark.
             #expect(!FileManager.default.fileExists(atPath: marker))
-            let boot = Date().timeIntervalSince1970 - ProcessInfo.processInfo.systemUptime
             // Killed: the mark of this boot stays; the page cache kept every write.
-            try String(format: "%.0f\n", boot).write(toFile: marker, atomically: true, encoding: .utf8)
+            try "boot:\(MachineBoot.text)\n".write(toFile: marker, atomically: true, encoding: .utf8)
             try follow()
             #expect(events.restored == 1)
             // The machine went down while the replica was written without syncs.
-            try String(format: "%.0f\n", boot - 3_600).write(toFile: marker, atomically: true, encoding: .utf8)
+            try "boot:\(String(repeating: "0", count: 32))\n".write(toFile: marker, atomically: true, encoding: .utf8)
             try follow()
             #expect(events.restored == 2)
+            // Marks of earlier versions name when the machine started.
+            let started = Date().timeIntervalSince1970 - ProcessInfo.processInfo.systemUptime
+            try String(format: "%.0f\n", started).write(toFile: marker, atomically: true, encoding: .utf8)
+            try follow()
+            #expect(events.restored == 2)
+            try String(format: "%.0f\n", started - 3_600).write(toFile: marker, atomically: true, encoding: .utf8)
+            try follow()
+            #expect(events.restored == 3)
         }
     }
 
@@ -275,7 +282,7 @@ import Testing
             _ = pwrite(file, &nowhere, 8, off_t((ids[0] > ids[1] ? 0 : pageSize) + 128))
             close(file)
             #expect(throws: FeedstoreError.self) { _ = try Store(path: path, options: StoreOptions(readOnly: true)).close() }
-            try ReplicaFollower.Mark(boot: ReplicaFollower.bootTime - 3_600, writing: .syncedAfterPublishing(after: before - 1))
+            try ReplicaFollower.Mark(boot: .identity(String(repeating: "0", count: 32)), writing: .syncedAfterPublishing(after: before - 1))
                 .text.write(toFile: marker, atomically: true, encoding: .utf8)
             let began = try follow()
             #expect(began == applied - 1, "the newest commit (\(applied)) was rolled back")

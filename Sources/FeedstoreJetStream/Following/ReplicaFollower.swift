@@ -216,28 +216,46 @@ public final class ReplicaFollower {
             case syncedAfterPublishing(after: UInt64)
         }
 
-        /// When the machine started, as the mark's writer saw it.
-        var boot: Double
+        /// Which start of the machine wrote the mark.
+        enum Boot: Equatable {
+            /// ``MachineBoot/text``.
+            case identity(String)
+            /// When the machine started, in seconds since 1970, as marks written by earlier
+            /// versions say it (still read: a replica may be opened by a newer version after a crash).
+            case started(Double)
+        }
+
+        var boot: Boot
         var writing: Writing
 
-        /// The file's text: "BOOT" for an unsynced replica, "BOOT after TRANSACTION" for one
-        /// synced after publishing.
+        /// The file's text: "boot:BOOT" for an unsynced replica, "boot:BOOT after TRANSACTION"
+        /// for one synced after publishing.
         var text: String {
-            switch writing {
-            case .unsynced: String(format: "%.0f\n", boot)
-            case let .syncedAfterPublishing(after): String(format: "%.0f after %llu\n", boot, after)
+            let boot = switch boot {
+            case let .identity(text): "boot:" + text
+            case let .started(time): String(format: "%.0f", time)
+            }
+            return switch writing {
+            case .unsynced: boot + "\n"
+            case let .syncedAfterPublishing(after): boot + " after \(after)\n"
             }
         }
 
-        init(boot: Double = ReplicaFollower.bootTime, writing: Writing) {
+        init(boot: Boot = .identity(MachineBoot.text), writing: Writing) {
             self.boot = boot
             self.writing = writing
         }
 
         init?(text: String) {
             let words = text.split(whereSeparator: \.isWhitespace)
-            guard let first = words.first, let boot = Double(first) else { return nil }
-            self.boot = boot
+            guard let first = words.first else { return nil }
+            if first.hasPrefix("boot:") {
+                boot = .identity(String(first.dropFirst(5)))
+            } else if let started = Double(first) {
+                boot = .started(started)
+            } else {
+                return nil
+            }
             switch words.count {
             case 1: writing = .unsynced
             case 3 where words[1] == "after": guard let after = UInt64(words[2]) else { return nil }
@@ -246,16 +264,18 @@ public final class ReplicaFollower {
             }
         }
 
-        /// Whether the machine has restarted since the mark was written (to within the clock's
-        /// adjustments).
-        var isFromEarlierBoot: Bool { abs(boot - ReplicaFollower.bootTime) > 30 }
+        /// Whether the machine has restarted since the mark was written: another boot's identity
+        /// (a mark of an earlier version: another start time, to within the clock's adjustments).
+        var isFromEarlierBoot: Bool {
+            switch boot {
+            case let .identity(text): text != MachineBoot.text
+            case let .started(time): abs(time - (Date().timeIntervalSince1970 - ProcessInfo.processInfo.systemUptime)) > 30
+            }
+        }
     }
 
     /// How long and how many applied write requests a replica remembers.
     private static let requestMemory = ForwardedWrites()
-
-    /// When this machine started, in seconds since 1970 (to within the clock's adjustments).
-    static var bootTime: Double { Date().timeIntervalSince1970 - ProcessInfo.processInfo.systemUptime }
 
     /// The replica's mark, if it has a readable one.
     static func mark(at path: String) -> Mark? {
