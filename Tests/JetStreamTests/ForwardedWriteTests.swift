@@ -178,6 +178,50 @@ import Testing
         return status.split(separator: "\n").first { $0.hasPrefix("Threads:") }.flatMap { Int($0.dropFirst(8).trimmingCharacters(in: .whitespaces)) } ?? 0
     }
 
+    /// A request that reads its success from the stream gets no reply for a commit that names
+    /// it: the replica learns of it by applying the commit. Refusals, requests applied before,
+    /// and requests whose writes commit nothing are still answered, and a request that does not
+    /// ask so is answered as always.
+    @Test func aRequestAnsweredByTheStreamIsRepliedToOnlyWhereTheStreamCannotTell() async throws {
+        try withTemporaryDirectory { dir in
+            try Self.withCluster(in: dir, replicas: 1) { primary, writers, server in
+                let connection = try NATSConnection(JetStreamConnection(url: server.url))
+                let inbox = NATSConnection.newInbox()
+                let replies = Locked<[String: WriteMessages.Reply]>([:])
+                let subscription = try connection.subscribe(subject: inbox + ".*") { message, _ in
+                    guard let name = message.subject.split(separator: ".").last, let reply = try? WriteMessages.decodeReply(message.data) else { return }
+                    replies.withLock { $0[String(name)] = reply }
+                }
+                defer { subscription.cancel() }
+                func send(_ name: String, _ id: String, _ writes: [RecordWrite], answeredByStream: Bool = true) throws {
+                    let request = WriteMessages.Request(id: id, writes: writes, answeredByStream: answeredByStream)
+                    try connection.publishRequest(subject: WriteMessages.subject(stream: Self.stream), reply: "\(inbox).\(name)", data: WriteMessages.encode(request))
+                }
+                func waitFor(_ done: () throws -> Bool) throws {
+                    let deadline = Date().addingTimeInterval(10)
+                    while try !done(), Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+                }
+
+                try send("applied", "a", [Self.item(1)])
+                try waitFor { try writers[0].replica.read { try $0.appliedRequest("a") } != nil }
+                let applied = try #require(try writers[0].replica.read { try $0.appliedRequest("a") }?.sequence)
+                try send("answered", "b", [Self.item(2)], answeredByStream: false)
+                try send("refused", "c", [Self.item(1)])
+                try send("again", "a", [Self.item(1)])
+                try send("nothing", "d", [])
+                try waitFor { replies.current.count >= 4 }
+                Thread.sleep(forTimeInterval: 0.2)
+                let got = replies.current
+                #expect(got["applied"] == nil, "a commit that names the request is its answer")
+                guard case .applied(_, repeated: false)? = got["answered"] else { Issue.record("answered: \(String(describing: got["answered"]))"); return }
+                guard case .refused(.recordExists(entity: "Item", id: .int(1)))? = got["refused"] else { Issue.record("refused: \(String(describing: got["refused"]))"); return }
+                #expect(got["again"] == .applied(sequence: applied, repeated: true))
+                guard case .applied(_, repeated: false)? = got["nothing"] else { Issue.record("nothing: \(String(describing: got["nothing"]))"); return }
+                #expect(try primary.read { try $0.count(entity: "Item") } == 2)
+            }
+        }
+    }
+
     /// Refusals arrive as the errors of a local write, and write nothing.
     @Test func refusalsAreTypedAndWriteNothing() async throws {
         try withTemporaryDirectory { dir in

@@ -38,7 +38,8 @@ import Testing
                 let precondition: RecordWrite.Precondition? = [nil, .absent, .equals(Self.randomFields(&rng))].randomElement(using: &rng)!
                 return RecordWrite(entity: "E\(Int.random(in: 0...3, using: &rng))", id: Self.randomValue(&rng), action: action, precondition: precondition)
             }
-            let request = WriteMessages.Request(id: "request \(Int.random(in: 0...1_000_000, using: &rng)) é", writes: writes)
+            let request = WriteMessages.Request(id: "request \(Int.random(in: 0...1_000_000, using: &rng)) é", writes: writes,
+                                                answeredByStream: Bool.random(using: &rng))
             #expect(try WriteMessages.decodeRequest(WriteMessages.encode(request)) == request, "seed \(seed)")
         }
         let replies: [WriteMessages.Reply] = [

@@ -32,6 +32,12 @@ struct JetStreamForwardedWrites {
         /// The same writers as tasks, through the async `write`.
         var forwardedAsyncPerSecond: Double
         var localPerSecond: Double
+        /// This process's CPU time (every thread: primary, replicas, writers; not the server)
+        /// and context switches per forwarded write, while the 16 threads wrote.
+        var forwardedCPUMicroseconds: Double
+        var forwardedSwitches: Double
+        /// The whole machine's busy CPU time per forwarded write (the NATS server's included).
+        var forwardedMachineMicroseconds: Double
         var replicas: Int
         /// Forwarded requests per commit of the primary while the 16 writers ran.
         var requestsPerCommit: Double
@@ -136,10 +142,11 @@ struct JetStreamForwardedWrites {
         }
 
         // Throughput: writers on threads of their own, for `seconds`.
+        var cost = (cpuMicroseconds: 0.0, switches: 0.0, machineMicroseconds: 0.0)
         func throughput(_ write: @escaping @Sendable (Int) throws -> Void) -> Double {
             let done = Locked(0), stop = Locked(false)
             let group = DispatchGroup()
-            let started = Date()
+            let started = Date(), usageBefore = ProcessUsage.now
             for w in 0..<Self.writers {
                 group.enter()
                 Thread {
@@ -153,6 +160,9 @@ struct JetStreamForwardedWrites {
             stop.withLock { $0 = true }
             let count = done.current
             let elapsed = -started.timeIntervalSinceNow
+            let used = ProcessUsage.now - usageBefore
+            let writes = Double(max(count, 1))
+            cost = (used.cpuSeconds * 1e6 / writes, Double(used.switches) / writes, used.machineSeconds * 1e6 / writes)
             group.wait()
             return Double(count) / elapsed
         }
@@ -180,13 +190,16 @@ struct JetStreamForwardedWrites {
         let commitsBefore = try primary.read { try $0.journalBounds().last }
         let writesBefore = nextID.current
         let forwarded = throughput { w in try allWriters[w % allWriters.count].writeBlocking([try RecordWrite.insert(message())]) }
+        let forwardedCost = cost
         let requestsPerCommit = Double(nextID.current - writesBefore) / Double(max(1, try primary.read { try $0.journalBounds().last } - commitsBefore))
         let forwardedAsync = asyncThroughput { w in try await allWriters[w % allWriters.count].write([try RecordWrite.insert(message())]) }
         let localRate = throughput { _ in
             let record = message()
             try store.write { try $0.insert(record) }
         }
-        return Result(legs: legs, local: local, forwardedPerSecond: forwarded, forwardedAsyncPerSecond: forwardedAsync, localPerSecond: localRate, replicas: replicas,
+        return Result(legs: legs, local: local, forwardedPerSecond: forwarded, forwardedAsyncPerSecond: forwardedAsync, localPerSecond: localRate,
+                      forwardedCPUMicroseconds: forwardedCost.cpuMicroseconds, forwardedSwitches: forwardedCost.switches,
+                      forwardedMachineMicroseconds: forwardedCost.machineMicroseconds, replicas: replicas,
                       requestsPerCommit: requestsPerCommit, commitLog: commitLog)
     }
 
@@ -207,7 +220,7 @@ struct JetStreamForwardedWrites {
         let total = r.legs.map { $0[3] }
         let p50 = percentile(total, 0.5) * 1_000, p99 = percentile(total, 0.99) * 1_000
         lines += ["", "| \(writers) writers, one-row inserts one after another | writes/s |", "|---|---:|",
-                  "| forwarded from \(r.replicas) replicas, each returned once readable on its replica (\(String(format: "%.1f", r.requestsPerCommit)) requests a commit) | \(Int(r.forwardedPerSecond).formatted()) |",
+                  "| forwarded from \(r.replicas) replicas, each returned once readable on its replica (\(String(format: "%.1f", r.requestsPerCommit)) requests a commit; per write: \(Int(r.forwardedMachineMicroseconds)) µs of the machine's CPU, \(Int(r.forwardedCPUMicroseconds)) µs and \(String(format: "%.1f", r.forwardedSwitches)) context switches in this process) | \(Int(r.forwardedPerSecond).formatted()) |",
                   "| the same, the writers tasks awaiting `write` (the async API) | \(Int(r.forwardedAsyncPerSecond).formatted()) |",
                   "| written on the primary itself | \(Int(r.localPerSecond).formatted()) |",
                   "", "| target | result | met |", "|---|---:|---|",
@@ -234,5 +247,34 @@ extension Locked where Value == UInt64 {
             defer { value += 1 }
             return value
         }
+    }
+}
+
+/// CPU time and context switches of this process, every thread (`getrusage`), and the busy
+/// time of the whole machine (`/proc/stat`: every process, the NATS server's included).
+struct ProcessUsage {
+    var cpuSeconds: Double
+    var switches: Int
+    var machineSeconds: Double
+
+    static var now: ProcessUsage {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
+        return ProcessUsage(cpuSeconds: seconds(usage.ru_utime) + seconds(usage.ru_stime), switches: usage.ru_nvcsw + usage.ru_nivcsw,
+                            machineSeconds: machineBusySeconds())
+    }
+
+    /// user, nice, system, irq and softirq time of all cores, in seconds (clock ticks of 1/100 s).
+    private static func machineBusySeconds() -> Double {
+        guard let text = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
+              let line = text.split(separator: "\n").first(where: { $0.hasPrefix("cpu ") }) else { return 0 }
+        let ticks = line.split(separator: " ").dropFirst().compactMap { Double($0) }
+        guard ticks.count >= 7 else { return 0 }
+        return (ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6]) / 100
+    }
+
+    static func - (a: ProcessUsage, b: ProcessUsage) -> ProcessUsage {
+        ProcessUsage(cpuSeconds: a.cpuSeconds - b.cpuSeconds, switches: a.switches - b.switches, machineSeconds: a.machineSeconds - b.machineSeconds)
     }
 }

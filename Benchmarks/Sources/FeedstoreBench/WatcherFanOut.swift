@@ -37,13 +37,6 @@ struct WatcherFanOut {
         var startedCount: Int { lock.withLock { initial } }
     }
 
-    static func cpuSeconds() -> Double {
-        var usage = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &usage)
-        func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
-        return seconds(usage.ru_utime) + seconds(usage.ru_stime)
-    }
-
     func run(counts: [Int], _ emitRow: (Row) -> Void) throws -> Idle {
         let path = directory + "/fan-out"
         let store = try Store(path: path, entities: DemoFeed.entities,
@@ -81,13 +74,13 @@ struct WatcherFanOut {
             while tally.startedCount < count { usleep(1_000) }
             usleep(100_000)  // let every task settle into its wait
             var samples: [Double] = []
-            let cpu0 = Self.cpuSeconds()
+            let cpu0 = ProcessUsage.now.cpuSeconds
             for _ in 0..<commits {
                 let start = Timing.now
                 try retitle()
                 samples.append(Double(tally.first.take() - start) / 1_000)
             }
-            let cpu = (Self.cpuSeconds() - cpu0) / Double(commits)
+            let cpu = (ProcessUsage.now.cpuSeconds - cpu0) / Double(commits)
             for watcher in watchers { watcher.cancel() }
             for task in tasks { task.cancel() }
             emitRow(Row(watchers: count, latency: WatcherBench.percentiles(samples), cpuPerCommit: cpu * 1e6))

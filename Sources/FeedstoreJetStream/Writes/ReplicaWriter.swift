@@ -100,12 +100,12 @@ public final class ReplicaWriter: @unchecked Sendable {
     @discardableResult
     public func write(_ writes: [RecordWrite], requestID: String = ReplicaWriter.newRequestID(), timeout: Duration = .seconds(10)) async throws -> UInt64 {
         let deadline = ContinuousClock.now + timeout
-        let payload = WriteMessages.encode(WriteMessages.Request(id: requestID, writes: writes))
+        let payload = WriteMessages.encode(WriteMessages.Request(id: requestID, writes: writes, answeredByStream: true))
         var retries = Retries(stream: stream, requestID: requestID, subject: subject, attemptTimeout: attemptTimeout, metrics: metrics, logger: logger)
         while true {
             try Task.checkCancellation()
             let remaining = try retries.remaining(until: deadline)
-            let attempt: Attempt = try await Self.suspended { resume in self.attempt(payload, timeout: min(self.attemptTimeout, remaining), resume) }
+            let attempt: Attempt = try await Self.suspended { resume in self.attempt(payload, requestID: requestID, timeout: min(self.attemptTimeout, remaining), resume) }
             switch try retries.next(after: attempt) {
             case let .applied(sequence):
                 try await Self.suspended { (resume: @escaping @Sendable (Result<Void, JetStreamError>) -> Void) in
@@ -123,11 +123,11 @@ public final class ReplicaWriter: @unchecked Sendable {
     @discardableResult
     public func writeBlocking(_ writes: [RecordWrite], requestID: String = ReplicaWriter.newRequestID(), timeout: Duration = .seconds(10)) throws -> UInt64 {
         let deadline = ContinuousClock.now + timeout
-        let payload = WriteMessages.encode(WriteMessages.Request(id: requestID, writes: writes))
+        let payload = WriteMessages.encode(WriteMessages.Request(id: requestID, writes: writes, answeredByStream: true))
         var retries = Retries(stream: stream, requestID: requestID, subject: subject, attemptTimeout: attemptTimeout, metrics: metrics, logger: logger)
         while true {
             let remaining = try retries.remaining(until: deadline)
-            let attempt: Attempt = Self.blocked { resume in self.attempt(payload, timeout: min(attemptTimeout, remaining), resume) }
+            let attempt: Attempt = Self.blocked { resume in self.attempt(payload, requestID: requestID, timeout: min(attemptTimeout, remaining), resume) }
             switch try retries.next(after: attempt) {
             case let .applied(sequence):
                 try Self.blocked { (resume: @escaping @Sendable (Result<Void, JetStreamError>) -> Void) in
@@ -171,6 +171,7 @@ public final class ReplicaWriter: @unchecked Sendable {
 
         mutating func next(after attempt: Attempt) throws -> Next {
             switch attempt {
+            case let .inReplica(sequence): return .applied(sequence)
             case let .answered(bytes):
                 switch try WriteMessages.decodeReply(bytes) {
                 case let .applied(sequence, _): return .applied(sequence)
@@ -202,22 +203,34 @@ public final class ReplicaWriter: @unchecked Sendable {
     }
 
     private enum Attempt: Sendable {
+        /// The replica applied the commit that names the request.
+        case inReplica(UInt64)
         case answered([UInt8])
         case noResponders
         case notSent(JetStreamError)
         case timedOut
     }
 
-    /// Sends the request once; `resume` gets its answer, or `.timedOut` after `timeout`.
-    private func attempt(_ payload: [UInt8], timeout: Duration, _ resume: @escaping @Sendable (Attempt) -> Void) {
-        let token = answers.register(resume)
+    /// Sends the request once; `resume` gets its answer: the replica applying the commit that
+    /// names it (the primary sends no reply then), the primary's reply otherwise, or
+    /// `.timedOut` after `timeout`.
+    private func attempt(_ payload: [UInt8], requestID: String, timeout: Duration, _ resume: @escaping @Sendable (Attempt) -> Void) {
+        let (answers, progress) = (answers, progress)
+        let token = answers.newToken()
+        answers.register(token) { attempt in
+            if case .inReplica = attempt {} else { progress.forget(token) }
+            resume(attempt)
+        }
+        // The replica's progress thread ends the attempt when it holds the request, or when the
+        // time is up.
+        progress.whenRequestApplied(requestID, watch: token, until: .now + timeout) { sequence in
+            answers.finish(token, with: sequence.map { .inReplica($0) } ?? .timedOut)
+        }
         do {
             try connection.publishRequest(subject: subject, reply: "\(inbox).\(token)", data: payload)
         } catch {
             answers.finish(token, with: .notSent(error as? JetStreamError ?? .serverRefused("sending a write request", reason: "\(error)")))
-            return
         }
-        answers.expire(token, after: timeout)
     }
 
     /// Suspends the task until `start`'s callback gets a value, or the task is cancelled.
@@ -246,21 +259,22 @@ public final class ReplicaWriter: @unchecked Sendable {
         private var next = 0
         private var waiting: [Int: @Sendable (Attempt) -> Void] = [:]
 
-        func register(_ resume: @escaping @Sendable (Attempt) -> Void) -> Int {
+        /// A token for a new attempt, whose answer goes to the inbox subject ending in it.
+        func newToken() -> Int {
             lock.withLock {
                 next += 1
-                waiting[next] = resume
                 return next
             }
         }
 
-        func finish(_ token: Int, with attempt: Attempt) {
-            lock.withLock { waiting.removeValue(forKey: token) }?(attempt)
+        /// Hands the attempt's outcome to `resume`, once, with whichever ``finish(_:with:)``
+        /// comes first (one that came before this is lost: register before sending).
+        func register(_ token: Int, _ resume: @escaping @Sendable (Attempt) -> Void) {
+            lock.withLock { waiting[token] = resume }
         }
 
-        /// Ends the attempt `token` as timed out after `timeout`, unless it was answered.
-        func expire(_ token: Int, after timeout: Duration) {
-            DispatchQueue.global().asyncAfter(deadline: .now() + timeout.seconds) { [weak self] in self?.finish(token, with: .timedOut) }
+        func finish(_ token: Int, with attempt: Attempt) {
+            lock.withLock { waiting.removeValue(forKey: token) }?(attempt)
         }
 
         /// An answer on the inbox: the token is the subject's last token.
@@ -271,13 +285,20 @@ public final class ReplicaWriter: @unchecked Sendable {
     }
 }
 
-/// Waits, for any number of callers, until the replica has applied a commit: one thread reads
-/// the replica's state after each of its commits (or every 5 ms, for a follower in another
-/// process) and wakes the callers whose commit it holds.
+/// Waits, for any number of callers, until the replica has applied a commit or holds a request:
+/// one thread reads the replica's state after each of its commits (or every 5 ms, for a follower
+/// in another process), wakes the callers whose commit or request it holds, and ends the waits
+/// whose deadline passed (so an attempt's timeout costs no timer of its own).
 private final class ReplicaProgress: @unchecked Sendable {
     private let replica: Store
     private let condition = NSCondition()
+    /// Callers waiting for a commit; resumed with nil at their deadline.
     private var waiters: [(sequence: UInt64, deadline: ContinuousClock.Instant, resume: @Sendable (UInt64?) -> Void)] = []
+    /// Callers waiting for the replica to remember a request (with the commit that applied it);
+    /// resumed with nil at their deadline. `newRequestWaiters`: one came since the replica's
+    /// requests were last read.
+    private var requestWaiters: [(watch: Int, id: String, deadline: ContinuousClock.Instant, resume: @Sendable (UInt64?) -> Void)] = []
+    private var newRequestWaiters = false
     private var stopped = false
     private var thread: Thread?
 
@@ -292,6 +313,23 @@ private final class ReplicaProgress: @unchecked Sendable {
 
     private func applied() -> UInt64 { (try? replica.read { try $0.replicaState()?.originSequence }) ?? 0 }
 
+    /// Calls `resume` with the commit that applied request `id` once the replica holds it, or
+    /// with nil once `deadline` passes, unless ``forget(_:)`` ends `watch` (a number of the
+    /// caller's, unique among its watches) first.
+    func whenRequestApplied(_ id: String, watch: Int, until deadline: ContinuousClock.Instant, _ resume: @escaping @Sendable (UInt64?) -> Void) {
+        condition.withLock {
+            requestWaiters.append((watch, id, deadline, resume))
+            newRequestWaiters = true
+            startIfNeeded()
+            condition.broadcast()
+        }
+    }
+
+    /// Ends a watch of ``whenRequestApplied(_:until:_:)`` without calling it.
+    func forget(_ watch: Int) {
+        condition.withLock { requestWaiters.removeAll { $0.watch == watch } }
+    }
+
     /// Calls `resume` once the replica has applied `sequence`, or with
     /// ``JetStreamError/replicaBehind(replica:sequence:applied:)`` when the deadline passes first.
     func whenApplied(_ sequence: UInt64, deadline: ContinuousClock.Instant, _ resume: @escaping @Sendable (Result<Void, JetStreamError>) -> Void) {
@@ -301,34 +339,56 @@ private final class ReplicaProgress: @unchecked Sendable {
             waiters.append((sequence, deadline, { reached in
                 resume(reached != nil ? .success(()) : .failure(.replicaBehind(replica: replica.path, sequence: sequence, applied: (try? replica.read { try $0.replicaState()?.originSequence }) ?? 0)))
             }))
-            if thread == nil {
-                let thread = Thread { [self] in run() }
-                thread.name = "feedstore replica progress"
-                thread.start()
-                self.thread = thread
-            }
+            startIfNeeded()
             condition.broadcast()
         }
+    }
+
+    /// Starts the thread that reads the replica's progress, under `condition`.
+    private func startIfNeeded() {
+        guard thread == nil else { return }
+        let thread = Thread { [self] in run() }
+        thread.name = "feedstore replica progress"
+        thread.start()
+        self.thread = thread
     }
 
     private func run() {
         var seen: UInt64 = 0
         while true {
             let idle = condition.withLock {
-                while waiters.isEmpty && !stopped { condition.wait() }
+                while waiters.isEmpty && requestWaiters.isEmpty && !stopped { condition.wait() }
                 return stopped
             }
             if idle {
-                let left = condition.withLock { defer { waiters = [] }; return waiters }
-                for waiter in left { waiter.resume(nil) }
+                let left = condition.withLock {
+                    defer { (waiters, requestWaiters) = ([], []) }
+                    return waiters.map(\.resume) + requestWaiters.map(\.resume)
+                }
+                for resume in left { resume(nil) }
                 return
             }
+            let before = seen
             seen = applied()
+            // The requests the replica holds, read when it applied commits or callers came.
+            let ids: [String] = condition.withLock {
+                guard !requestWaiters.isEmpty, seen != before || newRequestWaiters else { return [] }
+                newRequestWaiters = false
+                return requestWaiters.map(\.id)
+            }
+            let held = ids.isEmpty ? [:] : (try? replica.read { tx in
+                try Dictionary(ids.compactMap { id in try tx.appliedRequest(id).map { (id, $0.sequence) } }, uniquingKeysWith: { first, _ in first })
+            }) ?? [:]
             let now = ContinuousClock.now
             let due: [(UInt64?, @Sendable (UInt64?) -> Void)] = condition.withLock {
                 var due: [(UInt64?, @Sendable (UInt64?) -> Void)] = []
                 waiters.removeAll { waiter in
                     if waiter.sequence <= seen { due.append((seen, waiter.resume)); return true }
+                    if waiter.deadline <= now { due.append((nil, waiter.resume)); return true }
+                    return false
+                }
+                requestWaiters.removeAll { waiter in
+                    if let sequence = held[waiter.id] { due.append((sequence, waiter.resume)); return true }
                     if waiter.deadline <= now { due.append((nil, waiter.resume)); return true }
                     return false
                 }

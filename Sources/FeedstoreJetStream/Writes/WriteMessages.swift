@@ -15,6 +15,10 @@ enum WriteMessages {
     struct Request: Equatable {
         var id: String
         var writes: [RecordWrite]
+        /// The requester reads the request's success from the stream (the commit that applies
+        /// it names it), so the primary sends no reply for it: only refusals, requests applied
+        /// before, and requests whose writes made no commit are answered.
+        var answeredByStream = false
     }
 
     /// The primary's answer.
@@ -84,13 +88,15 @@ enum WriteMessages {
     // MARK: Requests
 
     static func encode(_ request: Request) -> [UInt8] {
-        FieldValue.object(["id": .string(request.id), "writes": .array(request.writes.map(value(of:)))]).storedEncoding
+        var members: [String: FieldValue] = ["id": .string(request.id), "writes": .array(request.writes.map(value(of:)))]
+        if request.answeredByStream { members["answeredByStream"] = .bool(true) }
+        return FieldValue.object(members).storedEncoding
     }
 
     static func decodeRequest(_ bytes: [UInt8]) throws -> Request {
         let message = try Members(FieldValue(storedEncoding: bytes), "a write request")
         guard case let .array(writes) = try message.required("writes") else { throw Malformed(description: "a write request's writes are not a list") }
-        return Request(id: try message.string("id"), writes: try writes.map(write(from:)))
+        return Request(id: try message.string("id"), writes: try writes.map(write(from:)), answeredByStream: message.fields["answeredByStream"] == .bool(true))
     }
 
     /// A write as a value: `entity`, `id`, `action` (`insert`, `put` or `delete`), `fields` for

@@ -11,7 +11,8 @@ import Logging
 ///   applied before (its id remembered) gets its first answer.
 /// - The reply goes out once the commit is in the stream (the shipper says so), not when it is
 ///   durable here: an acknowledged write then survives a promotion, and the replica that asked
-///   can apply it at once.
+///   can apply it at once. A request that reads its success from the stream
+///   (``WriteMessages/Request/answeredByStream``) gets no reply then: the commit names it.
 /// - Refusals are answered at once: the transaction wrote nothing.
 final class WriteService: @unchecked Sendable {
     private let store: Store
@@ -24,7 +25,9 @@ final class WriteService: @unchecked Sendable {
     /// Replies waiting for their commit to reach the stream, and how far the stream holds this
     /// store's commits; under `lock`.
     private let lock = NSLock()
-    private var waiting: [(sequence: UInt64, inbox: String, reply: [UInt8])] = []
+    /// (A reply of nil is not sent once the commit is in the stream: the requester reads it
+    /// there. It waits only to be told "not applied" if another store is promoted first.)
+    private var waiting: [(sequence: UInt64, inbox: String, reply: [UInt8]?)] = []
     private var shippedThrough: UInt64 = 0
     /// Set when another store was promoted in this one's place: what this one commits from
     /// then on never reaches the stream, so requests are told they were not applied, and why.
@@ -51,9 +54,9 @@ final class WriteService: @unchecked Sendable {
     /// The stream holds this store's commits through `sequence`: sends the replies that waited
     /// for them.
     func shipped(through sequence: UInt64) {
-        let due: [(sequence: UInt64, inbox: String, reply: [UInt8])] = lock.withLock {
+        let due: [(inbox: String, reply: [UInt8])] = lock.withLock {
             shippedThrough = max(shippedThrough, sequence)
-            let due = waiting.filter { $0.sequence <= sequence }
+            let due = waiting.compactMap { waiter in waiter.sequence <= sequence ? waiter.reply.map { (waiter.inbox, $0) } : nil }
             waiting.removeAll { $0.sequence <= sequence }
             return due
         }
@@ -122,7 +125,7 @@ final class WriteService: @unchecked Sendable {
         }
         guard !batch.isEmpty else { return }
         let settings = options
-        store.submitWrite({ tx -> [(sequence: UInt64?, repeated: Bool)] in
+        store.submitWrite({ tx -> (answers: [(sequence: UInt64, repeated: Bool)], committed: Bool) in
             // Each request applied once: remembered from an earlier commit, or earlier in this batch.
             var answers: [(sequence: UInt64?, repeated: Bool)] = []
             var applied: [String: Int] = [:]
@@ -143,13 +146,15 @@ final class WriteService: @unchecked Sendable {
                 try tx.rememberRequest(AppliedRequest(id: id, sequence: sequence, time: now),
                                        keepingAtMost: settings.rememberedRequests, since: now.addingTimeInterval(-settings.rememberedFor.seconds))
             }
-            return answers.map { ($0.sequence ?? sequence, $0.repeated) }
+            return (answers.map { ($0.sequence ?? sequence, $0.repeated) }, tx.commitSequence != nil)
         }, completion: { [self] result in
             switch result {
-            case let .success(answers):
+            case let .success((answers, committed)):
                 metrics.forwardedWrites.increment(by: Int64(answers.count))
                 for (item, answer) in zip(batch, answers) {
-                    reply(.applied(sequence: answer.sequence!, repeated: answer.repeated), to: item.inbox, sequence: answer.sequence)
+                    // The stream tells the requester of a commit that names its request.
+                    let quiet = item.request.answeredByStream && committed && !answer.repeated
+                    reply(.applied(sequence: answer.sequence, repeated: answer.repeated), to: item.inbox, sequence: answer.sequence, quiet: quiet)
                 }
             case let .failure(refused as Refused):
                 answerFailure(refused.error, to: batch[refused.index])
@@ -174,17 +179,18 @@ final class WriteService: @unchecked Sendable {
         }
     }
 
-    /// Sends `answer` now, or once the stream holds commit `sequence`.
-    private func reply(_ answer: WriteMessages.Reply, to inbox: String, sequence: UInt64?) {
+    /// Sends `answer` now, or once the stream holds commit `sequence`; a `quiet` one is not
+    /// sent, unless another store is promoted before the commit is in the stream.
+    private func reply(_ answer: WriteMessages.Reply, to inbox: String, sequence: UInt64?, quiet: Bool = false) {
         guard var bytes = try? WriteMessages.encode(answer) else { return }
         let sendNow: Bool = lock.withLock {
-            guard let sequence, sequence > shippedThrough else { return true }
+            guard let sequence, sequence > shippedThrough else { return !quiet }
             if let superseded {
                 // This store's commits after the promotion never reach the stream.
                 bytes = (try? WriteMessages.encode(WriteMessages.Reply.notApplied(reason: superseded, retry: true))) ?? bytes
                 return true
             }
-            waiting.append((sequence, inbox, bytes))
+            waiting.append((sequence, inbox, quiet ? nil : bytes))
             return false
         }
         if sendNow { send(bytes, to: inbox) }
