@@ -45,6 +45,15 @@ struct DurableCommits {
         var bytesPerRow: [Double]
         /// Mean pages of a one-row commit by tree (one writer only).
         var pages: [String: Double]?
+        /// Commits per second by the shape of the calls: writers as tasks awaiting the async
+        /// `write`, or as threads of their own calling the blocking `write`.
+        var shapes: Shapes
+    }
+
+    struct Shapes {
+        var loggedTasks: Double, loggedThreads: Double
+        var syncedTasks: Double, syncedThreads: Double
+        var grdbThreads: Double, grdbTasks: Double
     }
 
     func message(_ id: UInt64) -> Message {
@@ -69,6 +78,8 @@ struct DurableCommits {
         try await Self.commit(writers: writers, commitsPerWriter: commitsPerWriter, into: loggedStore, { message($0) })
         let feedstoreLogged = Double(total) / Date().timeIntervalSince(start)
         let feedstoreLoggedBytes = (Self.bytesWritten() - written) / Double(total)
+        // The same writers as threads calling the blocking `write` (new ids after the first ones).
+        let loggedThreads = try Self.commitOnThreads(writers: writers, commitsPerWriter: commitsPerWriter, into: loggedStore) { message(UInt64(total) + $0) }
         loggedStore.close()
 
         let storePath = directory + "/feedstore"
@@ -80,13 +91,14 @@ struct DurableCommits {
         let feedstore = Double(total) / Date().timeIntervalSince(start)
         let rowsPerCommit = Double(total) / Double(max(1, try Store.newestTransaction(at: storePath) - commitsBefore))
         bytes.append((Self.bytesWritten() - written) / Double(total))
+        let syncedThreads = try Self.commitOnThreads(writers: writers, commitsPerWriter: commitsPerWriter, into: store) { message(UInt64(total) + $0) }
         var pages: [String: Double]?
         if writers == 1 {
             let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
                 .deletingLastPathComponent().appendingPathComponent("commit-pages.py").path
             var totals: [String: Double] = [:]
             for i in 0..<pageSamples {
-                let m = message(UInt64(total + i + 1))
+                let m = message(UInt64(2 * total + i + 1))
                 try await store.write { tx in try tx.insert(m) }
                 for (tree, count) in try CommitPages.lastCommitPages(script: script, dataFile: storePath + "/data.mdb") {
                     totals[tree, default: 0] += Double(count) / Double(pageSamples)
@@ -106,6 +118,20 @@ struct DurableCommits {
             }
         }
         let grdb = Double(total) / Date().timeIntervalSince(start)
+        // GRDB's async `write`, from tasks.
+        start = Date()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for w in 0..<writers {
+                group.addTask {
+                    for c in 0..<commitsPerWriter {
+                        let m = message(UInt64(total + w * commitsPerWriter + c + 1))
+                        try await pool.write { db in try m.insert(db) }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let grdbTasks = Double(total) / Date().timeIntervalSince(start)
         try pool.close()
         bytes.append((Self.bytesWritten() - written) / Double(total))
 
@@ -148,7 +174,9 @@ struct DurableCommits {
         try? FileManager.default.removeItem(atPath: directory)
         return Result(writers: writers, feedstore: feedstore, rowsPerCommit: rowsPerCommit, grdb: grdb, rawLMDB: raw, rawFeedstorePuts: rawFeedstorePuts, rawFeedstorePutsOneTree: rawFeedstorePutsOneTree, grouped: grouped,
                       logged: (logged, loggedBytes), feedstoreLogged: (feedstoreLogged, feedstoreLoggedBytes),
-                      bytesPerRow: bytes, pages: pages)
+                      bytesPerRow: bytes, pages: pages,
+                      shapes: Shapes(loggedTasks: feedstoreLogged, loggedThreads: loggedThreads, syncedTasks: feedstore, syncedThreads: syncedThreads,
+                                     grdbThreads: grdb, grdbTasks: grdbTasks))
     }
 
     /// `writers` tasks each inserting `commitsPerWriter` messages, one durable write each.
@@ -164,6 +192,19 @@ struct DurableCommits {
             }
             try await group.waitForAll()
         }
+    }
+
+    /// `writers` threads each inserting `commitsPerWriter` messages through the blocking `write`
+    /// (numbered from 1 on, `message` makes each); commits per second.
+    static func commitOnThreads(writers: Int, commitsPerWriter: Int, into store: Store, _ message: @escaping @Sendable (UInt64) -> Message) throws -> Double {
+        let start = Date()
+        try concurrently(writers) { w in
+            for c in 0..<commitsPerWriter {
+                let m = message(UInt64(w * commitsPerWriter + c + 1))
+                try store.write { tx in try tx.insert(m) }
+            }
+        }
+        return Double(writers * commitsPerWriter) / Date().timeIntervalSince(start)
     }
 
     /// Runs `body` on `count` threads at once and waits for all; rethrows the first error.

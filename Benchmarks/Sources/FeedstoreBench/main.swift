@@ -66,6 +66,14 @@ func durableCommits(writers: [Int], commits: Int) async throws {
             + " | \(Int(r.logged.rowsPerSecond).formatted()) | " + String(format: "%.1f", r.logged.rowsPerSecond / r.grdb)
             + " | " + r.grouped.map { Int($0.bytesPerRow).formatted() }.joined(separator: " | ") + " | \(Int(r.logged.bytesPerRow).formatted()) |")
     }
+    emit("\nDurable one-row commits per second by the shape of the calls: writers as tasks awaiting the async `write`, or as threads of their own calling the blocking `write` (Feedstore runs a blocking write on the calling thread when no other write is in the way; an async one goes to its writer thread)\n")
+    emit("| writers | Feedstore, commit log: tasks | Feedstore, commit log: threads | Feedstore, LMDB's syncs: tasks | Feedstore, LMDB's syncs: threads | GRDB (synchronous = FULL): tasks | GRDB: threads | commit log ÷ GRDB, tasks | commit log ÷ GRDB, threads |")
+    emit("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in results {
+        let s = r.shapes
+        emit("| \(r.writers) | " + [s.loggedTasks, s.loggedThreads, s.syncedTasks, s.syncedThreads, s.grdbTasks, s.grdbThreads].map { Int($0).formatted() }.joined(separator: " | ")
+            + String(format: " | %.2f | %.2f |", s.loggedTasks / s.grdbTasks, s.loggedThreads / s.grdbThreads))
+    }
     if let pages = results.first(where: { $0.pages != nil })?.pages {
         emit("\nPages a durable one-row commit writes, by tree (one writer, mean of 20 commits after the timed ones, commit-pages.py)\n")
         emit("| tree | pages |")

@@ -78,7 +78,7 @@ final class WriteQueue: @unchecked Sendable {
     /// Runs a synchronous caller's requests (at most ``maximumBatch``), in order: on the calling
     /// thread when no other write is running or waiting, else through the writer thread (joining
     /// its group commit). Returns once the requests are complete.
-    func perform(_ requests: [Request], wait: () -> Void) throws {
+    func perform<Requests: Collection<Request>>(_ requests: Requests, wait: () -> Void) throws {
         precondition(requests.count <= Self.maximumBatch, "an inline batch shares one commit")
         condition.lock()
         guard !isShutDown else {
@@ -93,7 +93,7 @@ final class WriteQueue: @unchecked Sendable {
         isBusy = true
         inlineThread = pthread_self()
         condition.unlock()
-        process(requests)
+        process(Array(requests))
         condition.lock()
         inlineThread = nil
         isBusy = false

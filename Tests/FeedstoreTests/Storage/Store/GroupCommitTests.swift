@@ -177,11 +177,19 @@ import Testing
     }
 
     /// A write queued while a synchronous write runs inline is committed once the inline write
-    /// ends: the writer thread, idle until then, is woken for it.
+    /// ends: the writer thread, idle until then, is woken for it, and runs it. A lone async
+    /// write runs on its task's own thread.
     @Test func writeQueuedBehindAnInlineWriteIsCommitted() async throws {
         try await withTemporaryDirectory { dir in
             let store = try Store(path: dir + "/s", entities: [Item.self], options: StoreOptions(durability: .none))
-            try await store.write { tx in try tx.insert(Self.item(1)) }  // starts the writer thread
+            // Queued, so it starts the writer thread, which then waits idle.
+            let first = DispatchSemaphore(value: 0), writerThread = Locked<pthread_t?>(nil)
+            try store.core.writer.submit(WriteQueue.Request(body: { tx in
+                writerThread.withLock { $0 = pthread_self() }
+                try tx.insert(Self.item(1))
+            }, completion: { _ in first.signal() }))
+            await Task.detached { first.wait() }.value
+            let writer = try #require(writerThread.current)
             let inside = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
             let inline = Thread {
                 try! store.write { tx in
@@ -192,7 +200,12 @@ import Testing
             }
             inline.start()
             await Task.detached { inside.wait() }.value
-            let queued = Task { try await store.write { tx in try tx.insert(Self.item(3)) } }
+            let queued = Task {
+                try await store.write { tx in
+                    try tx.insert(Self.item(3))
+                    return pthread_self()
+                }
+            }
             let deadline = ContinuousClock.now + .seconds(10)
             while store.core.writer.queuedRequests == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
             #expect(store.core.writer.queuedRequests == 1)
@@ -201,8 +214,13 @@ import Testing
             while try await store.read({ try $0.count(Item.self) }) < 3, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
             #expect(try await store.read { try $0.count(Item.self) } == 3)
             #expect(try await store.read { try $0.journalBounds().last } == 3)
+            #expect(pthread_equal(try await queued.value, writer) != 0, "a queued write runs on the writer thread")
+            let lone = try await store.write { tx in
+                try tx.insert(Self.item(4))
+                return pthread_self()
+            }
+            #expect(pthread_equal(lone, writer) == 0, "a lone async write runs on its task's thread")
             store.close()  // also wakes the writer thread if it was left asleep
-            try await queued.value
         }
     }
 }
