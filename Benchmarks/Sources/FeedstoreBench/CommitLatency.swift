@@ -1,0 +1,54 @@
+import DemoFeed
+import Feedstore
+import Foundation
+
+/// The latency of each durable one-row commit in a long run of them, one writer calling the
+/// blocking `write` one commit after another: with LMDB's syncs, and through the commit log,
+/// whose checkpoints sync LMDB's file inside a commit each time the log's records pass 64 MB.
+/// The tail (p99.9, the longest, the commits over 10 ms) shows what a checkpoint costs.
+struct CommitLatency {
+    let directory: String
+    let commits: Int
+
+    struct Row {
+        var writer: String
+        /// Seconds of each commit, in order.
+        var seconds: [Double]
+    }
+
+    func run() throws -> [Row] {
+        try [("LMDB's syncs (durability full)", false), ("the commit log (durability full, keepsCommitLog)", true)].map { name, logged in
+            var options = StoreOptions(durability: .full)
+            options.keepsCommitLog = logged
+            let path = directory + "/commit-latency-\(logged ? "logged" : "synced")"
+            try? FileManager.default.removeItem(atPath: path)
+            defer { try? FileManager.default.removeItem(atPath: path) }
+            let store = try Store(path: path, entities: DemoFeed.entities, options: options)
+            defer { store.close() }
+            var feed = DemoFeed(seed: 8)
+            try store.write { tx in for id in 1...1_000 { try tx.put(feed.contact(id: UInt64(id))) } }
+            var seconds: [Double] = []
+            seconds.reserveCapacity(commits)
+            for id in 1...UInt64(commits) {
+                let message = feed.message(id: id, contacts: 1_000)
+                let start = DispatchTime.now().uptimeNanoseconds
+                try store.write { tx in try tx.insert(message) }
+                seconds.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
+            }
+            return Row(writer: name, seconds: seconds)
+        }
+    }
+
+    static func format(_ rows: [Row]) -> [String] {
+        func percentile(_ sorted: [Double], _ p: Double) -> Double { sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
+        var lines = ["| commits made durable by | commits | p50 µs | p99 µs | p99.9 µs | longest ms | commits over 10 ms |",
+                     "|---|---:|---:|---:|---:|---:|---:|"]
+        for row in rows {
+            let sorted = row.seconds.sorted()
+            let micro = [0.5, 0.99, 0.999].map { String(format: "%.0f", percentile(sorted, $0) * 1e6) }
+            lines.append("| \(row.writer) | \(row.seconds.count.formatted()) | " + micro.joined(separator: " | ")
+                + String(format: " | %.1f | ", sorted.last! * 1e3) + "\(sorted.filter { $0 > 0.010 }.count) |")
+        }
+        return lines
+    }
+}
