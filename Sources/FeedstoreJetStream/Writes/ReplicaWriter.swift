@@ -8,9 +8,13 @@ import Logging
 ///
 /// - Each call is one request with an id (a new UUID unless given), applied by the primary in
 ///   one transaction, at most once: a request sent again with the same id gets its first answer.
-/// - A request that gets no answer within ``attemptTimeout`` is sent again with the same id,
-///   until the call's timeout; then ``JetStreamError/writeOutcomeUnknown(stream:request:reason:)``
-///   says it may have been applied, and a retry with the same id is safe.
+/// - The call learns of its success from the replica: the commit that applies a request names
+///   it, so the replica holds the request once it applies that commit, and the primary sends no
+///   reply for it. It replies to the rest (refusals, requests applied before).
+/// - A request that the replica does not hold and the primary does not answer within
+///   ``attemptTimeout`` is sent again with the same id, until the call's timeout; then
+///   ``JetStreamError/writeOutcomeUnknown(stream:request:reason:)`` says it may have been
+///   applied, and a retry with the same id is safe.
 /// - Refusals are the ``FeedstoreError``s of a local write by name (a unique violation, a
 ///   failed precondition, a value of the wrong kind, an unknown entity), and nothing is written.
 /// - Read-your-writes needs the replica's follower to run. In this process (the same `Store`
@@ -81,7 +85,7 @@ public final class ReplicaWriter: @unchecked Sendable {
 
     /// Sends `writes` to the primary as one transaction, and waits until the replica has
     /// applied the commit that holds them. The call holds no thread while it waits: it suspends
-    /// until the primary's answer, then until the replica's commit, arrives.
+    /// until the replica holds the write (or the primary refuses it).
     ///
     /// Cancelling the task ends the call at once with `CancellationError`, before or after the
     /// primary applied the writes: calling again with the same `requestID` applies them at most
@@ -325,7 +329,7 @@ private final class ReplicaProgress: @unchecked Sendable {
         }
     }
 
-    /// Ends a watch of ``whenRequestApplied(_:until:_:)`` without calling it.
+    /// Ends a watch of ``whenRequestApplied(_:watch:until:_:)`` without calling it.
     func forget(_ watch: Int) {
         condition.withLock { requestWaiters.removeAll { $0.watch == watch } }
     }
