@@ -89,25 +89,32 @@ def headline():
     def number(text):
         return float(text.replace(",", ""))
 
-    # Writers as tasks awaiting each library's async `write`, against GRDB's the same way (runs
-    # before that table compared Feedstore's tasks with GRDB's threads).
+    # Writers as tasks awaiting each library's async `write`, against GRDB's the same way, and
+    # threads calling the blocking ones against each other (runs before that table compared
+    # Feedstore's tasks with GRDB's threads).
     shapes_table = next((t for t in peers if "by the shape of the calls" in t["title"]), None)
     shapes = {r["writers"]: r for r in shapes_table["rows"]} if shapes_table else None
+
+    def against_grdb(r, feedstore):
+        tasks = number(r[f"{feedstore}: tasks"]) / number(r["GRDB (synchronous = FULL): tasks"])
+        threads = number(r[f"{feedstore}: threads"]) / number(r["GRDB: threads"])
+        return f"{tasks:.2f}× ({threads:.2f}× both blocking)"
+
     for writers, label in [("1", "one durable writer"), ("16", "16 concurrent durable writers")]:
         if shapes:
             r = shapes[writers]
-            synced, ratio = r["Feedstore, LMDB's syncs: tasks"], number(r["Feedstore, LMDB's syncs: tasks"]) / number(r["GRDB (synchronous = FULL): tasks"])
+            synced, ratio = r["Feedstore, LMDB's syncs: tasks"], against_grdb(r, "Feedstore, LMDB's syncs")
             label += " (a task each, `await write`)"
         else:
-            synced, ratio = durable[writers]["Feedstore (.full, group commit)"], number(durable[writers]["Feedstore ÷ GRDB"])
-        lines.append(f"| {label}, commits/s | {synced} | {ratio:.2f}× | {durable_raw(durable[writers])} |")
+            synced, ratio = durable[writers]["Feedstore (.full, group commit)"], times(durable[writers]["Feedstore ÷ GRDB"])
+        lines.append(f"| {label}, commits/s | {synced} | {ratio} | {durable_raw(durable[writers])} |")
     for writers, label in [("1", "one durable writer"), ("16", "16 concurrent durable writers")]:
         r = shapes[writers] if shapes else logged[writers]
         value = r["Feedstore, commit log: tasks"] if shapes else r["Feedstore, commit log"]
-        ratio = r["commit log ÷ GRDB, tasks"] if shapes else r["commit log ÷ GRDB"]
+        ratio = against_grdb(r, "Feedstore, commit log") if shapes else times(r["commit log ÷ GRDB"])
         floor = number(logged[writers]["raw LMDB unsynced, its puts, a tree each, a log synced"])
         lines.append(f"| {label} through the commit log (`keepsCommitLog`), commits/s | {value} "
-                     f"| {times(ratio)} | {number(value) / floor:.2f}× (its puts through a log) |")
+                     f"| {ratio} | {number(value) / floor:.2f}× (its puts through a log) |")
     lines += [
         f"| bulk insert, 2 indexes, rows/s | {row('Feedstore')['rows/s']} | {times(row('GRDB')['Feedstore ÷ writer'])} "
         f"| {times(row('raw LMDB, Feedstore')['Feedstore ÷ writer'])} (the same puts) |",

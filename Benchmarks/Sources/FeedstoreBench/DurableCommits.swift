@@ -73,6 +73,7 @@ struct DurableCommits {
         var loggedOptions = StoreOptions(durability: .full)
         loggedOptions.keepsCommitLog = true
         let loggedStore = try Store(path: directory + "/feedstore-logged", entities: DemoFeed.entities, options: loggedOptions)
+        try Self.warmUp { id in try loggedStore.write { tx in try tx.insert(message(id)) } }
         var written = Self.bytesWritten()
         var start = Date()
         try await Self.commit(writers: writers, commitsPerWriter: commitsPerWriter, into: loggedStore, { message($0) })
@@ -84,6 +85,7 @@ struct DurableCommits {
 
         let storePath = directory + "/feedstore"
         let store = try Store(path: storePath, entities: DemoFeed.entities, options: StoreOptions(durability: .full))
+        try Self.warmUp { id in try store.write { tx in try tx.insert(message(id)) } }
         let commitsBefore = try Store.newestTransaction(at: storePath)
         written = Self.bytesWritten()
         start = Date()
@@ -109,6 +111,7 @@ struct DurableCommits {
         store.close()
 
         let pool = try GRDBPeer.open(directory + "/grdb.sqlite", durable: true)
+        try Self.warmUp { id in try pool.write { db in try message(id).insert(db) } }
         written = Self.bytesWritten()
         start = Date()
         try Self.concurrently(writers) { w in
@@ -192,6 +195,13 @@ struct DurableCommits {
             }
             try await group.waitForAll()
         }
+    }
+
+    /// Untimed durable commits into a new store before its timed ones, each writing one message
+    /// with an id above theirs: the files grow to a working size first, so that the first of the
+    /// shapes measured on a store does not pay alone for allocating them.
+    static func warmUp(_ commit: (UInt64) throws -> Void) throws {
+        for i in 0..<UInt64(300) { try commit((1 << 40) + i) }
     }
 
     /// `writers` threads each inserting `commitsPerWriter` messages through the blocking `write`
