@@ -89,30 +89,31 @@ struct LMDBCursor: ~Copyable {
     /// leaf page the cursor rests on, without moving the cursor: a jump where stepping costs a
     /// call for each entry. Nil when that entry is on another page, or the cursor's pages may
     /// not be the map's (a write transaction's changed pages are copies): step instead. Reads
-    /// LMDB 0.9's page layout on 64-bit machines (as ``LMDBPageCheck``): a 16-byte header
-    /// (flags at 10, the end of the node offsets at 12), then 16-bit node offsets; a node is
-    /// 8 bytes (key size at 6), then its key.
+    /// LMDB 0.9's page layout on 64-bit machines, with ``LMDBPageCheck``'s sizes: the page
+    /// header (flags at 10, the end of the node offsets at 12), then 16-bit node offsets; a
+    /// node's header (key size at 6), then its key.
     borrowing func key(offsetBy distance: Int) -> UnsafeRawBufferPointer? {
         guard let pageSize = mapPageSize, let current = entry.pointee.0.mv_data else { return nil }
+        let (header, nodeHeader) = (LMDBPageCheck.pageHeaderSize, LMDBPageCheck.nodeHeaderSize)
         let page = UnsafeRawPointer(bitPattern: UInt(bitPattern: current) & ~UInt(pageSize - 1))!
         let flags = page.loadUnaligned(fromByteOffset: 10, as: UInt16.self)
         // A leaf page, not one of fixed-size entries, an overflow page or a sub-page.
-        guard flags & 0x7F == 0x02 else { return nil }
+        guard flags & 0x7F == LMDBPageCheck.leafFlag else { return nil }
         let lower = Int(page.loadUnaligned(fromByteOffset: 12, as: UInt16.self))
-        guard lower >= 16, lower <= pageSize else { return nil }
-        let count = (lower - 16) / 2
-        func node(_ i: Int) -> Int { Int(page.loadUnaligned(fromByteOffset: 16 + 2 * i, as: UInt16.self)) }
+        guard lower >= header, lower <= pageSize else { return nil }
+        let count = (lower - header) / 2
+        func node(_ i: Int) -> Int { Int(page.loadUnaligned(fromByteOffset: header + 2 * i, as: UInt16.self)) }
         // The cursor's slot: the node whose key is the current key.
-        let currentOffset = UnsafeRawPointer(current) - page - 8
+        let currentOffset = UnsafeRawPointer(current) - page - nodeHeader
         var index = 0
         while index < count, node(index) != currentOffset { index += 1 }
         let target = index + distance
         guard index < count, target >= 0, target < count else { return nil }
         let offset = node(target)
-        guard offset >= lower, offset + 8 <= pageSize else { return nil }
+        guard offset >= lower, offset + nodeHeader <= pageSize else { return nil }
         let size = Int(page.loadUnaligned(fromByteOffset: offset + 6, as: UInt16.self))
-        guard offset + 8 + size <= pageSize else { return nil }
-        return UnsafeRawBufferPointer(start: page + offset + 8, count: size)
+        guard offset + nodeHeader + size <= pageSize else { return nil }
+        return UnsafeRawBufferPointer(start: page + offset + nodeHeader, count: size)
     }
 
     /// The current entry's value (borrowed).

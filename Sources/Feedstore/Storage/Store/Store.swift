@@ -202,7 +202,7 @@ public final class Store: Sendable {
                 let request = WriteQueue.Request(body: { tx in slot.value = try body(tx) }, completion: { result in
                     continuation.resume(with: result.map { slot.value! })
                 })
-                try core.writer.perform(CollectionOfOne(request), wait: {})
+                try core.writer.perform([request], wait: {})
             } catch {
                 continuation.resume(throwing: error)
             }

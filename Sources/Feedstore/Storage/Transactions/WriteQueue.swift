@@ -75,10 +75,11 @@ final class WriteQueue: @unchecked Sendable {
         return [writerThread, inlineThread].contains { $0.map { pthread_equal($0, me) != 0 } ?? false }
     }
 
-    /// Runs a synchronous caller's requests (at most ``maximumBatch``), in order: on the calling
-    /// thread when no other write is running or waiting, else through the writer thread (joining
-    /// its group commit). Returns once the requests are complete.
-    func perform<Requests: Collection<Request>>(_ requests: Requests, wait: () -> Void) throws {
+    /// Runs a caller's requests (at most ``maximumBatch``), in order: on the calling thread when
+    /// no other write is running or waiting, else through the writer thread (joining its group
+    /// commit), and then `wait`s (an async caller passes a `wait` that returns at once: its
+    /// requests' completions resume it).
+    func perform(_ requests: [Request], wait: () -> Void) throws {
         precondition(requests.count <= Self.maximumBatch, "an inline batch shares one commit")
         condition.lock()
         guard !isShutDown else {
@@ -93,7 +94,7 @@ final class WriteQueue: @unchecked Sendable {
         isBusy = true
         inlineThread = pthread_self()
         condition.unlock()
-        process(Array(requests))
+        process(requests)
         condition.lock()
         inlineThread = nil
         isBusy = false
