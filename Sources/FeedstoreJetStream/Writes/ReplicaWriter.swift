@@ -338,10 +338,9 @@ private final class ReplicaProgress: @unchecked Sendable {
     /// ``JetStreamError/replicaBehind(replica:sequence:applied:)`` when the deadline passes first.
     func whenApplied(_ sequence: UInt64, deadline: ContinuousClock.Instant, _ resume: @escaping @Sendable (Result<Void, JetStreamError>) -> Void) {
         if applied() >= sequence { return resume(.success(())) }
-        let replica = replica
         condition.withLock {
-            waiters.append((sequence, deadline, { reached in
-                resume(reached != nil ? .success(()) : .failure(.replicaBehind(replica: replica.path, sequence: sequence, applied: (try? replica.read { try $0.replicaState()?.originSequence }) ?? 0)))
+            waiters.append((sequence, deadline, { [self] reached in
+                resume(reached != nil ? .success(()) : .failure(.replicaBehind(replica: replica.path, sequence: sequence, applied: applied())))
             }))
             startIfNeeded()
             condition.broadcast()
@@ -372,17 +371,21 @@ private final class ReplicaProgress: @unchecked Sendable {
                 for resume in left { resume(nil) }
                 return
             }
+            // The requests callers wait for, looked up when the replica applied commits since
+            // the last round or callers came; in the same read as the replica's state.
             let before = seen
-            seen = applied()
-            // The requests the replica holds, read when it applied commits or callers came.
-            let ids: [String] = condition.withLock {
-                guard !requestWaiters.isEmpty, seen != before || newRequestWaiters else { return [] }
-                newRequestWaiters = false
-                return requestWaiters.map(\.id)
+            let (ids, newWaiters) = condition.withLock {
+                defer { newRequestWaiters = false }
+                return (requestWaiters.map(\.id), newRequestWaiters)
             }
-            let held = ids.isEmpty ? [:] : (try? replica.read { tx in
-                try Dictionary(ids.compactMap { id in try tx.appliedRequest(id).map { (id, $0.sequence) } }, uniquingKeysWith: { first, _ in first })
-            }) ?? [:]
+            var held: [String: UInt64] = [:]
+            seen = (try? replica.read { tx in
+                let state = try tx.replicaState()?.originSequence ?? 0
+                if !ids.isEmpty, state != before || newWaiters {
+                    for id in ids { if let request = try tx.appliedRequest(id) { held[id] = request.sequence } }
+                }
+                return state
+            }) ?? 0
             let now = ContinuousClock.now
             let due: [(UInt64?, @Sendable (UInt64?) -> Void)] = condition.withLock {
                 var due: [(UInt64?, @Sendable (UInt64?) -> Void)] = []
