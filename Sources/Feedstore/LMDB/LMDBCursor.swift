@@ -119,19 +119,22 @@ struct LMDBCursor: ~Copyable {
     /// The current entry's value (borrowed).
     var value: UnsafeRawBufferPointer { entry.pointee.1.borrowedBytes }
 
-    /// Lets `body` modify the current value's bytes in place (same size), without copying them.
+    /// Lets `body` modify the current value's bytes in place (same size), without copying them;
+    /// `body` returns the range of bytes it changed (nil for none), all that a log records.
     ///
     /// Relies on how LMDB (0.9.x) handles `MDB_CURRENT | MDB_RESERVE` with an unchanged size: it
     /// makes the page writable in this transaction (copy-on-write) and returns the value's
     /// existing bytes there, contents intact. The counted-index tests check every count this
     /// path writes. Afterwards ``value`` lends the modified bytes.
-    borrowing func modifyCurrentInPlace(_ body: (UnsafeMutableRawBufferPointer) throws -> Void) throws {
+    borrowing func modifyCurrentInPlace(_ body: (UnsafeMutableRawBufferPointer) throws -> Range<Int>?) throws {
         var key = entry.pointee.0
         var value = MDB_val(mv_size: entry.pointee.1.mv_size, mv_data: nil)
         try lmdbCheck(mdb_cursor_put(handle, &key, &value, UInt32(MDB_CURRENT | MDB_RESERVE)), "mdb_cursor_put(reserve)")
         entry.pointee.1 = value
-        try body(UnsafeMutableRawBufferPointer(start: value.mv_data, count: value.mv_size))
-        log?.put(database, key: entry.pointee.0.borrowedBytes, value: entry.pointee.1.borrowedBytes)
+        let bytes = UnsafeMutableRawBufferPointer(start: value.mv_data, count: value.mv_size)
+        guard let changed = try body(bytes), let log else { return }
+        precondition(changed.lowerBound >= 0 && changed.upperBound <= bytes.count, "a change outside the value")
+        log.patch(database, key: entry.pointee.0.borrowedBytes, value: UnsafeRawBufferPointer(bytes), changed: changed)
     }
 
     /// Deletes the current entry.

@@ -31,8 +31,9 @@ final class LMDBEnvironment: @unchecked Sendable {
 
     let handle: OpaquePointer
     let path: String
-    /// The name of each database opened, by handle (for ``LMDBMutationLog``, which names them).
-    private var databaseNames: [MDB_dbi: String] = [:]
+    /// The name of each database opened, by handle, in UTF-8 (for ``LMDBMutationLog``, which
+    /// names them).
+    private var databaseNames: [MDB_dbi: [UInt8]] = [:]
     private let namesLock = NSLock()
     /// The page size of the environment (`mdb_env_stat`).
     let pageSize: Int
@@ -70,12 +71,13 @@ final class LMDBEnvironment: @unchecked Sendable {
 
     /// Notes the name of a database opened (`""` for the main one).
     func register(_ db: LMDBDatabase, named name: String) {
-        namesLock.withLock { databaseNames[db.dbi] = name }
+        let bytes = Array(name.utf8)
+        namesLock.withLock { databaseNames[db.dbi] = bytes }
     }
 
-    /// The name a database was opened by.
-    func name(of db: LMDBDatabase) -> String {
-        namesLock.withLock { databaseNames[db.dbi] } ?? ""
+    /// The name a database was opened by, in UTF-8.
+    func name(of db: LMDBDatabase) -> [UInt8] {
+        namesLock.withLock { databaseNames[db.dbi] } ?? []
     }
 
     func setMapSize(_ size: Int) throws(LMDBError) {

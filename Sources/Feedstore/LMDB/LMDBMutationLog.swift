@@ -7,7 +7,8 @@ internal import CFeedstoreLMDB
 /// A transaction records into it when it is begun with one (``LMDBTransaction/init(environment:readOnly:log:)``):
 /// puts (those of a cursor's in-place changes too, with the bytes they end with), deletes,
 /// drops, and the creation of named databases. Databases are named, not numbered: a database's
-/// handle (`MDB_dbi`) is local to the environment that opened it.
+/// handle (`MDB_dbi`) is local to the environment that opened it. A change of a few bytes of a
+/// value in place (a counted index's counts) is recorded as those bytes alone (``Kind/patch``).
 ///
 /// Encoding: the name table (a count, then each name as an operand), so that a name is written
 /// once however many operations use it; then the operations in order, each a kind byte, for every
@@ -24,92 +25,132 @@ final class LMDBMutationLog {
         case dropAndDelete = 4
         /// Name: creates the named database if it does not exist (or opens the main one for "").
         case create = 5
+        /// Key, offset (an operand of four bytes), bytes: overwrites the value's bytes from the
+        /// offset on, keeping its size.
+        case patch = 6
     }
 
     private let environment: LMDBEnvironment
-    private(set) var bytes: [UInt8] = []
-    /// A transaction that changes more than this stops recording (``overflowed``): a bulk load is
-    /// cheaper to sync in LMDB's own way than to write twice.
-    let limit: Int
-    /// Whether the transaction changed more than ``limit``; the record is then incomplete.
-    private(set) var overflowed = false
-    private var names: [String] = []
-    private var numbers: [MDB_dbi: UInt16] = [:]
+    /// What has been recorded. In a struct, so that recording an operation is one access to the
+    /// log's state, not one for each of its parts.
+    private var recording: Recording
 
     init(environment: LMDBEnvironment, limit: Int = .max) {
         self.environment = environment
-        self.limit = limit
+        recording = Recording(limit: limit)
     }
 
+    /// A transaction that changes more than this stops recording (``overflowed``): a bulk load is
+    /// cheaper to sync in LMDB's own way than to write twice.
+    var limit: Int { recording.limit }
+    /// Whether the transaction changed more than ``limit``; the record is then incomplete.
+    var overflowed: Bool { recording.overflowed }
+    /// The operations, in order: the record after its name table.
+    var bytes: [UInt8] { recording.bytes }
     /// Whether the transaction changed anything.
-    var isEmpty: Bool { bytes.isEmpty && !overflowed }
-
-    /// Stops recording once the record passes its limit.
-    private func checkLimit() {
-        if bytes.count > limit {
-            overflowed = true
-            bytes = []
-        }
-    }
+    var isEmpty: Bool { recording.bytes.isEmpty && !recording.overflowed }
 
     /// The record: the name table, then the operations.
-    var encoded: [UInt8] {
+    var encoded: [UInt8] { nameTable + recording.bytes }
+
+    /// The record's first part, before the operations (``bytes``).
+    var nameTable: [UInt8] {
         var out: [UInt8] = []
-        appendLength(names.count, to: &out)
-        for name in names { appendOperand(Array(name.utf8), to: &out) }
-        return out + bytes
+        out.reserveCapacity(4 + recording.names.reduce(0) { $0 + 4 + $1.count })
+        Recording.appendLength(recording.names.count, to: &out)
+        for name in recording.names { Recording.appendOperand(name, to: &out) }
+        return out
     }
 
     func put(_ db: LMDBDatabase, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
-        guard !overflowed else { return }
-        operation(.put, db)
-        appendOperand(key, to: &bytes)
-        appendOperand(value, to: &bytes)
-        checkLimit()
+        recording.record(.put, db, in: environment, key: key, value: value)
+    }
+
+    /// Records that `value`'s bytes in `changed` were overwritten in place, the rest kept.
+    func patch(_ db: LMDBDatabase, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, changed: Range<Int>) {
+        recording.record(.patch, db, in: environment, key: key, offset: changed.lowerBound, value: UnsafeRawBufferPointer(rebasing: value[changed]))
     }
 
     func delete(_ db: LMDBDatabase, key: UnsafeRawBufferPointer) {
-        guard !overflowed else { return }
-        operation(.delete, db)
-        appendOperand(key, to: &bytes)
-        checkLimit()
+        recording.record(.delete, db, in: environment, key: key)
     }
 
     func drop(_ db: LMDBDatabase, delete: Bool) {
-        guard !overflowed else { return }
-        operation(delete ? .dropAndDelete : .drop, db)
+        recording.record(delete ? .dropAndDelete : .drop, db, in: environment)
         // A deleted database's handle may name another database made later in the transaction.
-        if delete { numbers[db.dbi] = nil }
+        if delete { recording.forgetNumber(of: db) }
     }
 
     func create(named name: String) {
-        guard !overflowed else { return }
-        bytes.append(Kind.create.rawValue)
-        appendOperand(Array(name.utf8), to: &bytes)
+        recording.create(named: name)
     }
 
-    private func operation(_ kind: Kind, _ db: LMDBDatabase) {
-        let number = numbers[db.dbi] ?? {
-            let number = UInt16(names.count)
-            names.append(environment.name(of: db))
-            numbers[db.dbi] = number
-            return number
-        }()
-        bytes.append(kind.rawValue)
-        withUnsafeBytes(of: number.littleEndian) { bytes += $0 }
-    }
+    private struct Recording {
+        let limit: Int
+        var bytes: [UInt8] = []
+        var overflowed = false
+        /// The name table, in UTF-8.
+        var names: [[UInt8]] = []
+        /// Each database's number in the name table, by handle (``unnumbered`` for none yet):
+        /// handles are small integers.
+        var numbers: [UInt16] = []
+        static let unnumbered = UInt16.max
 
-    private func appendLength(_ count: Int, to out: inout [UInt8]) {
-        withUnsafeBytes(of: UInt32(count).littleEndian) { out += $0 }
-    }
+        init(limit: Int) {
+            self.limit = limit
+            // A one-row commit records a few kilobytes: room for them without growing.
+            bytes.reserveCapacity(4_096)
+        }
 
-    private func appendOperand(_ operand: UnsafeRawBufferPointer, to out: inout [UInt8]) {
-        appendLength(operand.count, to: &out)
-        out += operand
-    }
+        /// Appends an operation: its kind, its database's number, then `key`, `offset` (for a
+        /// patch) and `value`, those given.
+        mutating func record(_ kind: Kind, _ db: LMDBDatabase, in environment: LMDBEnvironment, key: UnsafeRawBufferPointer? = nil,
+                             offset: Int? = nil, value: UnsafeRawBufferPointer? = nil)
+        {
+            guard !overflowed else { return }
+            let handle = Int(db.dbi)
+            if handle >= numbers.count { numbers += repeatElement(Self.unnumbered, count: handle + 1 - numbers.count) }
+            var number = numbers[handle]
+            if number == Self.unnumbered {
+                number = UInt16(names.count)
+                names.append(environment.name(of: db))
+                numbers[handle] = number
+            }
+            bytes.append(kind.rawValue)
+            bytes.append(UInt8(truncatingIfNeeded: number))
+            bytes.append(UInt8(truncatingIfNeeded: number >> 8))
+            if let key { Self.appendOperand(key, to: &bytes) }
+            if let offset { Self.appendLength(offset, to: &bytes) }
+            if let value { Self.appendOperand(value, to: &bytes) }
+            // Stops recording once the record passes its limit.
+            if bytes.count > limit {
+                overflowed = true
+                bytes = []
+            }
+        }
 
-    private func appendOperand(_ operand: [UInt8], to out: inout [UInt8]) {
-        operand.withUnsafeBytes { appendOperand($0, to: &out) }
+        mutating func forgetNumber(of db: LMDBDatabase) {
+            if Int(db.dbi) < numbers.count { numbers[Int(db.dbi)] = Self.unnumbered }
+        }
+
+        mutating func create(named name: String) {
+            guard !overflowed else { return }
+            bytes.append(Kind.create.rawValue)
+            Self.appendOperand(Array(name.utf8), to: &bytes)
+        }
+
+        static func appendLength(_ count: Int, to out: inout [UInt8]) {
+            withUnsafeBytes(of: UInt32(count).littleEndian) { out += $0 }
+        }
+
+        static func appendOperand(_ operand: UnsafeRawBufferPointer, to out: inout [UInt8]) {
+            appendLength(operand.count, to: &out)
+            out += operand
+        }
+
+        static func appendOperand(_ operand: [UInt8], to out: inout [UInt8]) {
+            operand.withUnsafeBytes { appendOperand($0, to: &out) }
+        }
     }
 
     /// A record that does not decode.
@@ -139,6 +180,15 @@ final class LMDBMutationLog {
             case .put:
                 let db = try database(try reader.number())
                 let key = Array(record[try reader.operand()]), value = Array(record[try reader.operand()])
+                try txn.put(db, key: key, value: value)
+            case .patch:
+                let db = try database(try reader.number())
+                let key = Array(record[try reader.operand()]), offset = try reader.length(), changed = record[try reader.operand()]
+                guard var value = try txn.get(db, key: key) else { throw Malformed(description: "a patch of a key that is absent") }
+                guard offset + changed.count <= value.count else {
+                    throw Malformed(description: "a patch of bytes \(offset)..<\(offset + changed.count) of a value of \(value.count)")
+                }
+                value.replaceSubrange(offset..<(offset + changed.count), with: changed)
                 try txn.put(db, key: key, value: value)
             case .delete:
                 let db = try database(try reader.number())

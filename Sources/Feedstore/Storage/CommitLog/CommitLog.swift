@@ -132,20 +132,22 @@ final class CommitLog {
 
     /// Appends the record of LMDB transaction `transaction` (the one after the last appended or
     /// checkpointed). Not durable until ``sync()``.
-    func append(_ payload: [UInt8], transaction: UInt64) throws {
+    /// The payload is `parts` one after the other.
+    func append(_ parts: [UInt8]..., transaction: UInt64) throws {
         guard checkpoint != nil else { throw failure("\(path) has no checkpoint to append after") }
         guard transaction == nextTransaction else {
             throw failure("\(path): a record of transaction \(transaction) where \(nextTransaction) comes next")
         }
+        let payloadCount = parts.reduce(0) { $0 + $1.count }
         var record: [UInt8] = []
-        record.reserveCapacity(Self.recordHeaderSize + payload.count)
-        Self.append32(UInt32(payload.count), to: &record)
+        record.reserveCapacity(Self.recordHeaderSize + payloadCount)
+        Self.append32(UInt32(payloadCount), to: &record)
         Self.append32(0, to: &record)
         Self.append64(checkpoint!.epoch, to: &record)
         Self.append64(transaction, to: &record)
-        let crc = CRC32.checksum(payload, continuing: CRC32.checksum(Array(record[8..<24])))
+        for part in parts { record += part }
+        let crc = record.withUnsafeBytes { CRC32.checksum(UnsafeRawBufferPointer(rebasing: $0[8...])) }
         record.withUnsafeMutableBytes { $0.storeBytes(of: crc.littleEndian, toByteOffset: 4, as: UInt32.self) }
-        record += payload
         if tail + record.count > allocated { try grow(to: tail + record.count) }
         try write(record, at: tail)
         tail += record.count

@@ -39,7 +39,7 @@ final class CommitLogKeeper: @unchecked Sendable {
         }
         guard !mutations.isEmpty else { return }
         do {
-            try log.append(mutations.encoded, transaction: transaction)
+            try log.append(mutations.nameTable, mutations.bytes, transaction: transaction)
             try log.sync()
         } catch {
             // The commit is in LMDB's page cache: sync it there instead.

@@ -81,16 +81,20 @@ extension CountedIndex {
         if countsChange {
             // Patch each changed child's 8-byte count where it is stored, copying nothing else.
             try cursor.modifyCurrentInPlace { bytes in
+                var changed: Range<Int>?
                 var start = changes.startIndex
                 while start < changes.endIndex {
                     let run = Self.run(of: changes, from: start, in: original)
                     let updated = original.entries(run.child) + run.delta
                     guard updated >= 0 else { throw FeedstoreError.corruptData(what: "index counts", reason: "level \(level) count below zero") }
                     if run.delta != 0 {
-                        bytes.storeBytes(of: UInt64(updated).littleEndian, toByteOffset: CountNode.countOffset(run.child), as: UInt64.self)
+                        let offset = CountNode.countOffset(run.child)
+                        bytes.storeBytes(of: UInt64(updated).littleEndian, toByteOffset: offset, as: UInt64.self)
+                        changed = (changed?.lowerBound ?? offset)..<(offset + 8)
                     }
                     start = run.end
                 }
+                return changed
             }
         }
         // The cursor now lends the patched node (same fences, new counts).
