@@ -1,5 +1,5 @@
 import ArgumentParser
-@_spi(Replication) import Feedstore
+@_spi(Benchmarking) @_spi(Replication) import Feedstore
 import FeedstoreDemo
 import Foundation
 
@@ -229,6 +229,10 @@ struct DemoMutate: ParsableCommand {
     @Flag(help: "With --durability full: make each commit durable with one sync of a commit log instead of LMDB's two syncs.")
     var commitLog = false
 
+    /// The power-loss checks' commit-log workload: checkpoints among a few commits.
+    @Option(help: .hidden)
+    var commitLogCheckpointPages: Int?
+
     @Flag(help: "Print nothing per commit.")
     var quiet = false
 
@@ -248,6 +252,7 @@ struct DemoMutate: ParsableCommand {
         // A replica's relaxed commits (the power-loss checks' workload for them).
         options.syncsAfterPublishing = syncsAfterPublishing
         options.keepsCommitLog = commitLog
+        if let commitLogCheckpointPages { options.commitLogCheckpointPages = commitLogCheckpointPages }
         if let keepCommits { options.journalRetention = JournalRetention(minimumCommits: 1, maximumCommits: keepCommits) }
         if let initialMapSize { options.initialMapSize = initialMapSize }
         let store = try Store(path: path, entities: DemoFeed.entities, options: options)

@@ -61,6 +61,10 @@ public struct PowerLoss {
         /// (`StoreOptions.keepsCommitLog`, always with full durability), so that each state is
         /// opened first by a writer keeping the log, which recovers it as after a machine crash.
         public var keepsCommitLog = false
+        /// With ``keepsCommitLog``, the bytes of pages after which the writer checkpoints
+        /// (`StoreOptions.commitLogCheckpointPages`); small, so that checkpoints fall among the
+        /// commits.
+        public var commitLogCheckpointPages: Int? = nil
         /// Checks the states of a ``syncsAfterPublishing`` writer without the roll-back, to
         /// show what the checker finds without it.
         public var withoutRollBack = false
@@ -84,9 +88,10 @@ public struct PowerLoss {
         /// One-row commits with a moving cursor and a trimmed journal, published before their syncs.
         public static let publishedBeforeSync = Workload(name: "commits published before their syncs", perCommit: 2, commits: 60,
                                                          keepCommits: 10, movesCursor: true, syncsAfterPublishing: true)
-        /// One-row commits with a moving cursor and a trimmed journal, through a commit log.
+        /// One-row commits with a moving cursor and a trimmed journal, through a commit log
+        /// that checkpoints every few commits for the pages they wrote.
         public static let loggedCommits = Workload(name: "commits through a commit log", perCommit: 1, commits: 60, keepCommits: 10,
-                                                   movesCursor: true, keepsCommitLog: true)
+                                                   movesCursor: true, keepsCommitLog: true, commitLogCheckpointPages: 96 << 10)
         /// Bulk commits through a commit log into a map the writer must grow (a checkpoint each time).
         public static let loggedMapGrowth = Workload(name: "map growth under a commit log", perCommit: 300, commits: 8,
                                                      initialMapSize: 256 << 10, keepsCommitLog: true)
@@ -178,6 +183,7 @@ public struct PowerLoss {
                          "--seed", String(seed), "--durability", workload.syncsAfterPublishing ? "relaxed" : workload.keepsCommitLog ? "full" : durability.rawValue]
             if workload.syncsAfterPublishing { arguments.append("--syncs-after-publishing") }
             if workload.keepsCommitLog { arguments.append("--commit-log") }
+            if let pages = workload.commitLogCheckpointPages { arguments += ["--commit-log-checkpoint-pages", String(pages)] }
             if let keep = workload.keepCommits { arguments += ["--keep-commits", String(keep)] }
             if let size = workload.initialMapSize { arguments += ["--initial-map-size", String(size)] }
             if workload.movesCursor { arguments += ["--acknowledge-cursor", Self.cursorName] }

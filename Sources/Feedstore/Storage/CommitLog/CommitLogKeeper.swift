@@ -14,12 +14,23 @@ final class CommitLogKeeper: @unchecked Sendable {
     private var pin: LMDBTransaction?
     /// The log is started again once its records pass this many bytes.
     static let checkpointBytes = 64 << 20
+    /// ... or once commits since the checkpoint have written this many bytes of pages (by
+    /// default; ``StoreOptions/commitLogCheckpointPages``). Under the pin no page freed since the
+    /// checkpoint is used again (a one-row commit writes about ten), so this bounds what the file
+    /// holds beyond the store's pages: those free when the checkpoint was made, used first, and
+    /// those the file grew by after them.
+    static let checkpointPages = 128 << 20
+    private let checkpointPages: Int
     /// A transaction that changes more than this is synced in LMDB's own way (a checkpoint).
     static let recordLimit = 16 << 20
+    /// LMDB's last page at the checkpoint, and the pages then free (all of them reusable once
+    /// the pin has moved to it).
+    private var lastPageAtCheckpoint = 0, freePagesAtCheckpoint = 0
 
     /// Takes over the log of the store at `path`, whose environment is open, and checkpoints.
-    init(log: CommitLog, environment: LMDBEnvironment, path: String) throws {
+    init(log: CommitLog, environment: LMDBEnvironment, path: String, checkpointPages: Int = CommitLogKeeper.checkpointPages) throws {
         self.log = log
+        self.checkpointPages = checkpointPages
         self.environment = environment
         self.path = path
         try checkpoint()
@@ -33,7 +44,11 @@ final class CommitLogKeeper: @unchecked Sendable {
     /// Makes LMDB transaction `transaction`, just committed unsynced, durable: its record appended
     /// and the log synced, or, for a transaction too large to log, a checkpoint.
     func committed(_ mutations: LMDBMutationLog, transaction: UInt64) throws {
-        if mutations.overflowed || log.recordBytes >= Self.checkpointBytes {
+        // LMDB takes pages from its free list before it grows the file: once the file grows,
+        // the commits since the checkpoint have written all the free pages and the growth.
+        let growth = try environment.info().lastPageNumber - lastPageAtCheckpoint
+        let pagesWritten = growth > 0 ? (growth + freePagesAtCheckpoint) * environment.pageSize : 0
+        if mutations.overflowed || log.recordBytes >= Self.checkpointBytes || pagesWritten >= checkpointPages {
             try checkpoint()
             return
         }
@@ -57,8 +72,11 @@ final class CommitLogKeeper: @unchecked Sendable {
             throw FeedstoreError.commitLogFailed(path: path, reason: "the checkpoint's snapshot is transaction \(newPin.id), its meta page \(meta.transaction)")
         }
         try log.startEpoch(transaction: meta.transaction, metaBody: meta.body)
+        let freePages = try newPin.freePages()
         pin.take()?.abort()
         pin = consume newPin
+        lastPageAtCheckpoint = try environment.info().lastPageNumber
+        freePagesAtCheckpoint = freePages
     }
 
     /// Lets the pinned snapshot go (growing the map needs no open transaction); the next

@@ -130,6 +130,9 @@ enum StoreOpener {
         var checkpointPin: LMDBTransaction? = nil
         do {
             if commitLog != nil { checkpointPin = try LMDBTransaction(environment: environment, readOnly: true) }
+            // The checkpoint's pages are read while its commits are made again: the file must
+            // hold them (LMDB would fault on a page past its end).
+            if !replayed.isEmpty { try checkNotTruncated(environment, path: path) }
             try CommitLogKeeper.replay(replayed, in: environment)
             // (Not while another process has the store open: it may be the one keeping the log.)
             if leftLog, let commitLog, recovery?.alone == true {
@@ -152,7 +155,8 @@ enum StoreOpener {
                                  system: system, schema: placeholder)
             try core.refreshSchema()
             if keepsLog, let commitLog, readOnlyReason == nil {
-                core.commitLog = try CommitLogKeeper(log: commitLog, environment: environment, path: path)
+                core.commitLog = try CommitLogKeeper(log: commitLog, environment: environment, path: path,
+                                                     checkpointPages: options.commitLogCheckpointPages)
             }
             checkpointPin.take()?.abort()
             return core

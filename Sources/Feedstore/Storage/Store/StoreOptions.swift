@@ -59,9 +59,10 @@ public struct StoreOptions: Sendable {
     /// With ``Durability/full``: each commit is made durable by one sync of a small append to a
     /// log of commits (`commits.log`, beside the data file) instead of LMDB's two syncs of the
     /// pages it wrote. LMDB's file is synced at checkpoints: at open, at close, when the map grows,
-    /// after a commit too large to log (16 MiB of changes), and once the log holds 64 MiB. After a
-    /// crash, the first process to open the store puts the last checkpoint back and makes the
-    /// logged commits again; every acknowledged commit survives, as with LMDB's own syncs.
+    /// after a commit too large to log (16 MiB of changes), once the log holds 64 MiB, and once
+    /// the commits since the last checkpoint have written 128 MiB of pages. After a crash, the
+    /// first process to open the store puts the last checkpoint back and makes the logged commits
+    /// again; every acknowledged commit survives, as with LMDB's own syncs.
     ///
     /// - Only one process writes the store while it keeps the log: any other process opens it
     ///   read-only and its writes throw ``FeedstoreError/readOnly(path:reason:)`` saying why. Once
@@ -74,9 +75,14 @@ public struct StoreOptions: Sendable {
     ///   writes no file size, and grows by 4 MiB at a time up to about 68 MiB for a store that
     ///   commits much between checkpoints.
     /// - A checkpoint makes its commit wait for LMDB's sync of everything since the one before.
+    /// - Between checkpoints LMDB uses no page freed since the last one (the checkpoint's pages
+    ///   must stay whole), so the data file holds up to about 128 MiB beyond the store's pages.
     /// - The first handle that opens the store in a process decides; later handles share its
     ///   choice.
     public var keepsCommitLog: Bool = false
+    /// The bytes of pages commits write between two checkpoints of the commit log, at most (the
+    /// tests make it small).
+    @_spi(Benchmarking) public var commitLogCheckpointPages: Int = CommitLogKeeper.checkpointPages
     /// Replication only, with ``Durability/relaxed``: a commit reaches watchers first and is
     /// synced right after, before the next commit begins, which takes the sync out of the way
     /// from a commit to its batches. A power loss may then damage the newest commit, never the

@@ -143,6 +143,35 @@ import Testing
         }
     }
 
+    /// Between checkpoints LMDB uses no page freed since the last one; a checkpoint once the
+    /// commits since it have written a bounded amount of pages lets it use them again, so the
+    /// data file stops growing while the store does not.
+    @Test func commitsWriteABoundedAmountOfPagesBetweenCheckpoints() throws {
+        try withTemporaryDirectory { dir in
+            var random = RandomValues(seed: 12)
+            var options = Self.options
+            // A map that never grows here, so that no map growth checkpoints.
+            options.initialMapSize = 256 << 20
+            options.commitLogCheckpointPages = 2 << 20
+            let store = try Store(path: dir + "/s", entities: [Item.self], options: options)
+            defer { store.close() }
+            try store.write { tx in for id in 0..<600 { try tx.put(Self.item(Int64(id), &random)) } }
+            let checkpoint = try CommitLogKeeper.inspection(path: dir + "/s")!.checkpointTransaction
+            func lastPage() throws -> Int { try store.core.environment.info().lastPageNumber }
+            let before = try lastPage()
+            // One-row updates of a store of constant size: about ten pages written each.
+            for _ in 0..<1_500 {
+                let value = Self.item(Int64.random(in: 0..<600, using: &random.rng), &random)
+                try store.write { tx in try tx.put(value) }
+            }
+            #expect(try CommitLogKeeper.inspection(path: dir + "/s")!.checkpointTransaction > checkpoint)
+            // Without the bound the file grows by every page written (about 60 MiB here).
+            let grown = (try lastPage() - before) * store.core.environment.pageSize
+            #expect(grown <= 3 * options.commitLogCheckpointPages, "grew by \(grown) bytes")
+            #expect(try store.verify().isEmpty)
+        }
+    }
+
     /// A store opened without the log after one kept it recovers from the log, then removes it:
     /// commits made without it are never rolled back by an old checkpoint when the log is kept
     /// again.
