@@ -14,6 +14,21 @@ public var buildProductsDirectory: URL {
 /// The `storectl` binary built with the tests.
 public var storectlURL: URL { buildProductsDirectory.appendingPathComponent("storectl") }
 
+/// Compiles the preload library whose C source is `source` (a path in the package) into
+/// `directory` as `lib<name>.so` with the system's C compiler; returns its path.
+public func buildPreloadLibrary(_ source: String, named name: String, in directory: String) throws -> String {
+    let library = directory + "/lib\(name).so"
+    let result = try runTool(URL(fileURLWithPath: "/usr/bin/env"),
+                             ["cc", "-shared", "-fPIC", "-O2", "-o", library, packageRoot.appendingPathComponent(source).path, "-ldl"],
+                             timeout: 120)
+    guard result.status == 0 else { throw PreloadBuildFailure(description: "cc could not build \(source): \(result.stderr)") }
+    return library
+}
+
+public struct PreloadBuildFailure: Error, CustomStringConvertible {
+    public var description: String
+}
+
 /// Runs a built tool to completion (at most `timeout` seconds) and returns its exit status,
 /// standard output and standard error.
 /// `environment` is added to this process's environment; `input`, when given, is its standard input.

@@ -150,12 +150,7 @@ public struct PowerLoss {
 
     /// Compiles the write recorder into `directory` with the system's C compiler.
     public static func buildRecorder(in directory: String) throws -> String {
-        let library = directory + "/libfeedstore-write-recorder.so"
-        let source = packageRoot.appendingPathComponent("Tools/write-recorder/recorder.c").path
-        let result = try runTool(URL(fileURLWithPath: "/usr/bin/env"), ["cc", "-shared", "-fPIC", "-O2", "-o", library, source, "-ldl"],
-                                 timeout: 120)
-        guard result.status == 0 else { throw Failure(description: "cc could not build the write recorder: \(result.stderr)") }
-        return library
+        try buildPreloadLibrary("Tools/write-recorder/recorder.c", named: "feedstore-write-recorder", in: directory)
     }
 
     /// Runs `workload` under the recorder, then checks about `wanted` crash states of it.

@@ -1,0 +1,58 @@
+@testable import Feedstore
+import FeedstoreDemo
+import FeedstoreTestSupport
+import Foundation
+import Testing
+
+/// A writer whose commit log fails (the disk refuses a write or a sync; `Tools/fault-injector`
+/// makes `storectl demo mutate` meet it): a commit whose log sync failed is made durable by
+/// syncing LMDB's file instead and acknowledged; when the log cannot be written at all, writes
+/// throw a typed error. Either way every acknowledged commit is in the store when it is opened
+/// again, and the store is consistent.
+@Suite struct CommitLogFaultTests {
+    /// Runs 30 commits of the demo feed through the commit log with `fault`; returns the run
+    /// and the last sequence it acknowledged.
+    static func mutate(_ path: String, fault: String, in dir: String) throws -> (run: (status: Int32, stdout: String, stderr: String), acknowledged: UInt64) {
+        try populatedDemoStore(at: path, seed: 3, messages: 50, contacts: 5).close()
+        let injector = try buildPreloadLibrary("Tools/fault-injector/faults.c", named: "feedstore-faults", in: dir)
+        let run = try runTool(storectlURL, ["demo", "mutate", path, "--commits", "30", "--commit-log"],
+                              environment: ["LD_PRELOAD": injector, "FEEDSTORE_FAULT": fault])
+        let acknowledged = run.stdout.split(separator: "\n").compactMap { $0.split(separator: " ").last.flatMap { UInt64($0) } }.last ?? 0
+        return (run, acknowledged)
+    }
+
+    /// The store as the next writer finds it (recovering it from the log), checked.
+    static func reopened(_ path: String) throws -> UInt64 {
+        var options = StoreOptions(durability: .full)
+        options.keepsCommitLog = true
+        let store = try Store(path: path, entities: DemoFeed.entities, options: options)
+        defer { store.close() }
+        #expect(try store.verify().isEmpty)
+        return try store.read { try $0.journalBounds().last }
+    }
+
+    @Test func aCommitWhoseLogSyncFailsIsSyncedInLMDBAndAcknowledged() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir + "/demo"
+            let (run, acknowledged) = try Self.mutate(path, fault: "sync:12", in: dir)
+            #expect(run.stderr.contains("feedstore-fault"), "the fault did not come: \(run.stderr)")
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(acknowledged > 0)
+            #expect(try Self.reopened(path) == acknowledged)
+        }
+    }
+
+    @Test func aLogThatCannotBeWrittenFailsWritesWithATypedErrorAndLosesNoAcknowledgedCommit() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir + "/demo"
+            let (run, acknowledged) = try Self.mutate(path, fault: "write:12", in: dir)
+            #expect(run.stderr.contains("feedstore-fault"), "the fault did not come: \(run.stderr)")
+            #expect(run.status != 0)
+            #expect(run.stderr.contains("the commit log of store") && run.stderr.contains("Input/output error"), "\(run.stderr)")
+            #expect(acknowledged > 0)
+            // The commit the log could not hold was not acknowledged; the next writer's recovery
+            // puts back the checkpoint and the log's commits: every acknowledged one.
+            #expect(try Self.reopened(path) == acknowledged)
+        }
+    }
+}
