@@ -5,10 +5,10 @@ internal import CFeedstoreLMDB
 /// transaction began from (``replay(_:in:)``).
 ///
 /// A transaction records into it when it is begun with one (``LMDBTransaction/init(environment:readOnly:log:)``):
-/// puts (those of a cursor's in-place changes too, with the bytes they end with), deletes,
-/// drops, and the creation of named databases. Databases are named, not numbered: a database's
-/// handle (`MDB_dbi`) is local to the environment that opened it. A change of a few bytes of a
-/// value in place (a counted index's counts) is recorded as those bytes alone (``Kind/patch``).
+/// puts, a cursor's in-place changes (as the bytes changed, ``Kind/patch``: a counted index's
+/// counts are a few bytes of a node of kilobytes), deletes, drops, and the creation of named
+/// databases. Databases are named, not numbered: a database's handle (`MDB_dbi`) is local to the
+/// environment that opened it.
 ///
 /// Encoding: the name table (a count, then each name as an operand), so that a name is written
 /// once however many operations use it; then the operations in order, each a kind byte, for every
@@ -25,7 +25,7 @@ final class LMDBMutationLog {
         case dropAndDelete = 4
         /// Name: creates the named database if it does not exist (or opens the main one for "").
         case create = 5
-        /// Key, offset (an operand of four bytes), bytes: overwrites the value's bytes from the
+        /// Key, offset (four bytes, little-endian), bytes: overwrites the value's bytes from the
         /// offset on, keeping its size.
         case patch = 6
     }
@@ -98,7 +98,7 @@ final class LMDBMutationLog {
 
         init(limit: Int) {
             self.limit = limit
-            // A one-row commit records a few kilobytes: room for them without growing.
+            // A one-row commit records under a kilobyte: room for it without growing.
             bytes.reserveCapacity(4_096)
         }
 
