@@ -57,28 +57,26 @@ static int fails(int fd, const char *kind) {
     return result;
 }
 
-int open(const char *path, int flags, ...) {
-    static int (*real)(const char *, int, ...);
-    if (!real) real = dlsym(RTLD_NEXT, "open");
-    va_list args;
-    va_start(args, flags);
-    mode_t mode = (flags & O_CREAT) ? va_arg(args, mode_t) : 0;
-    va_end(args);
+// Opens through the C library's `name` ("open" or "open64"), noting a descriptor on the log.
+static int openTracked(const char *name, const char *path, int flags, mode_t mode) {
+    int (*real)(const char *, int, ...) = dlsym(RTLD_NEXT, name);
     int fd = real(path, flags, mode);
     track(fd, path);
     return fd;
 }
 
+#define MODE_ARGUMENT(flags) \
+    mode_t mode = 0; \
+    if (flags & (O_CREAT | O_TMPFILE)) { va_list args; va_start(args, flags); mode = va_arg(args, mode_t); va_end(args); }
+
+int open(const char *path, int flags, ...) {
+    MODE_ARGUMENT(flags)
+    return openTracked("open", path, flags, mode);
+}
+
 int open64(const char *path, int flags, ...) {
-    static int (*real)(const char *, int, ...);
-    if (!real) real = dlsym(RTLD_NEXT, "open64");
-    va_list args;
-    va_start(args, flags);
-    mode_t mode = (flags & O_CREAT) ? va_arg(args, mode_t) : 0;
-    va_end(args);
-    int fd = real(path, flags, mode);
-    track(fd, path);
-    return fd;
+    MODE_ARGUMENT(flags)
+    return openTracked("open64", path, flags, mode);
 }
 
 int close(int fd) {
