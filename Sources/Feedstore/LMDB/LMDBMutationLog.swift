@@ -40,10 +40,7 @@ final class LMDBMutationLog {
         recording = Recording(limit: limit)
     }
 
-    /// A transaction that changes more than this stops recording (``overflowed``): a bulk load is
-    /// cheaper to sync in LMDB's own way than to write twice.
-    var limit: Int { recording.limit }
-    /// Whether the transaction changed more than ``limit``; the record is then incomplete.
+    /// Whether the transaction changed more than the log's limit; the record is then incomplete.
     var overflowed: Bool { recording.overflowed }
     /// The operations, in order: the record after its name table.
     var bytes: [UInt8] { recording.bytes }
@@ -86,6 +83,8 @@ final class LMDBMutationLog {
     }
 
     private struct Recording {
+        /// A transaction that changes more than this stops recording (``overflowed``): a bulk
+        /// load is cheaper to sync in LMDB's own way than to write twice.
         let limit: Int
         var bytes: [UInt8] = []
         var overflowed = false
