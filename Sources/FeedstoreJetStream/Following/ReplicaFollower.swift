@@ -431,7 +431,9 @@ public final class ReplicaFollower {
     /// A commit of the stream, checked and ready to write: its records' changes and the replica's
     /// state once it is applied.
     private struct PlannedCommit {
-        var changes: [(entity: String, id: FieldValue, fields: [String: FieldValue]?)]
+        /// Each change's record (nil for a delete), and whether it is the origin's exact stored
+        /// record, which is stored as it is, or one read from JSON and held to the catalog.
+        var changes: [(entity: String, id: FieldValue, fields: [String: FieldValue]?, exact: Bool)]
         var next: ReplicaState
         /// The forwarded write requests the commit holds.
         var requests: [(id: String, time: Date)]
@@ -673,11 +675,11 @@ public final class ReplicaFollower {
     /// the origin's catalog gives their fields).
     private func plan(_ envelope: ChangeEnvelope.Received, next: ReplicaState) -> PlannedCommit {
         PlannedCommit(changes: envelope.entries.map { entry in
-            guard entry.op != "d", var fields = entry.after else { return (entry.entity, entry.id, nil) }
+            guard entry.op != "d", var fields = entry.after else { return (entry.entity, entry.id, nil, false) }
             if !entry.exact, let schema = schemas[entry.entity] {
                 for (name, value) in fields { fields[name] = schema.coerce(value, toField: name) }
             }
-            return (entry.entity, entry.id, fields)
+            return (entry.entity, entry.id, fields, entry.exact)
         }, next: next, requests: envelope.requests)
     }
 
@@ -696,7 +698,10 @@ public final class ReplicaFollower {
                     throw JetStreamError.replicaNeedsSeed(stream: self.stream, reason: "commit \(commit.next.originSequence) found the replica elsewhere than after the commit before it")
                 }
                 for change in commit.changes {
-                    if let fields = change.fields {
+                    if let fields = change.fields, change.exact {
+                        // The origin held the record to its types; the replica keeps it as it is.
+                        try tx.put(entity: change.entity, id: change.id, storedFields: fields)
+                    } else if let fields = change.fields {
                         // The origin kept these fields; the replica keeps what the origin has.
                         try tx.put(entity: change.entity, id: change.id, fields: fields, keepingUndeclaredFields: true)
                     } else {

@@ -240,10 +240,11 @@ public enum ChangeEnvelope {
         try decode(data, streamSequence: 1).entries.count
     }
 
-    /// Decodes an envelope as a replica does: each entry's entity, id and record (nil for a
-    /// delete), for benchmarks that apply them as a replica does.
-    @_spi(Benchmarking) public static func records(decoding data: [UInt8]) throws -> [(entity: String, id: FieldValue, fields: [String: FieldValue]?)] {
-        try decode(data, streamSequence: 1).entries.map { ($0.entity, $0.id, $0.op == "d" ? nil : $0.after) }
+    /// Decodes an envelope as a replica does: each entry's entity, id, record (nil for a delete)
+    /// and whether the record is the exact stored one, for benchmarks that apply them as a
+    /// replica does.
+    @_spi(Benchmarking) public static func records(decoding data: [UInt8]) throws -> [(entity: String, id: FieldValue, fields: [String: FieldValue]?, exact: Bool)] {
+        try decode(data, streamSequence: 1).entries.map { ($0.entity, $0.id, $0.op == "d" ? nil : $0.after, $0.exact) }
     }
 
     static func unsigned(_ value: FieldValue) -> UInt64? {

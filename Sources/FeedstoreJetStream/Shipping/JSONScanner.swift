@@ -1,4 +1,5 @@
 import Feedstore
+import Foundation
 
 /// Finds the members of JSON objects and the elements of arrays without building their values,
 /// so that a reader of envelopes parses only the values it uses (a replica reads an entry's
@@ -77,14 +78,24 @@ struct JSONScanner {
     }
 
     /// Whether `range` holds `null`.
-    func isNull(_ range: Range<Int>) -> Bool { bytes[range].elementsEqual("null".utf8) }
+    func isNull(_ range: Range<Int>) -> Bool {
+        range.count == 4 && bytes[range.lowerBound] == UInt8(ascii: "n") && bytes[range.lowerBound + 1] == UInt8(ascii: "u")
+            && bytes[range.lowerBound + 2] == UInt8(ascii: "l") && bytes[range.lowerBound + 3] == UInt8(ascii: "l")
+    }
 
     /// Whether the JSON string at `range` (quotes included) is `name`.
     fileprivate func name(_ range: Range<Int>, is name: String) -> Bool {
-        let inner = bytes[(range.lowerBound + 1)..<(range.upperBound - 1)]
-        if inner.elementsEqual(name.utf8) { return true }
+        let inner = (range.lowerBound + 1)..<(range.upperBound - 1)
+        var name = name
+        // Compared as bytes, lengths first: most members looked past differ in length.
+        let plain = name.withUTF8 { wanted in
+            inner.count == wanted.count && bytes.withUnsafeBufferPointer { b in
+                wanted.isEmpty || memcmp(b.baseAddress! + inner.lowerBound, wanted.baseAddress!, wanted.count) == 0
+            }
+        }
+        if plain { return true }
         // A name written with escapes is read in full; a plain one that differs is another name.
-        return inner.contains(UInt8(ascii: "\\")) && (try? string(in: range)) == name
+        return bytes[inner].contains(UInt8(ascii: "\\")) && (try? string(in: range)) == name
     }
 
     /// The string that `range` holds (a JSON string, quotes included).

@@ -75,6 +75,18 @@ extension WriteTransaction {
         try writeRecord(try placing(converted, in: RecordValues(entity: entity)), id: id, mode: .upsert)
     }
 
+    /// Stores a record exactly as another store holds it (its stored encoding read back, every
+    /// value of its own kind): a replica applying its origin's commit. The origin held the
+    /// record to its types when it was written, so it is not held to them again; fields the
+    /// catalog lacks join it, as in ``put(entity:id:fields:keepingUndeclaredFields:)``.
+    /// - Throws: ``FeedstoreError/unknownEntity(_:)``; ``FeedstoreError/invalidRange(entity:index:reason:)``
+    ///   for an id of the wrong kind; the errors of ``put(_:)``. Nothing is written on error.
+    @_spi(Replication) public func put(entity name: String, id: FieldValue, storedFields fields: [String: FieldValue]) throws {
+        let entity = try entity(name)
+        let id = try entity.catalog.primaryKeyComponent(id)
+        try writeRecord(try placing(fields.filter { $0.value.kindRank != 0 }, in: RecordValues(entity: entity)), id: id, mode: .upsert)
+    }
+
     /// Inserts a new record by name, as ``put(entity:id:fields:keepingUndeclaredFields:)`` does.
     /// - Throws: ``FeedstoreError/recordExists(entity:id:)`` when the id is taken; the errors of
     ///   ``put(entity:id:fields:keepingUndeclaredFields:)``. Nothing is written on error.

@@ -1,4 +1,4 @@
-@testable import Feedstore
+@_spi(Replication) @testable import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
 import Foundation
@@ -252,6 +252,36 @@ import Testing
             #expect(issues.map(\.location) == ["records:Message", "records:Message"])
             #expect(issues[0].problem.contains("Message 2: field title must hold a string, not an int (42)"))
             #expect(issues[1].problem.contains("Message 3: field title (string) is required and missing"))
+        }
+    }
+
+    /// A replica stores its origin's records as they are: values keep their exact kinds, kept
+    /// undeclared fields stay, nulls are no values, and a bad entity or id writes nothing.
+    @Test func recordsStoredExactlyAsTheOriginHoldsThemReadBackEqual() throws {
+        try withPeople { store in
+            let born = Date(timeIntervalSince1970: 1_000.123_456_789)
+            let person = Person(id: 9, name: "Grace", born: born, tag: UUID(), kind: .company, level: .high,
+                                home: Address(city: "Arlington", zip: 22201), work: nil, aliases: ["Amazing"], extra: ["b": 2],
+                                note: .array([.int(1), .string("x")]), photo: Data([9, 8]), score: 1.5, visits: 7, nickname: nil)
+            var fields = try RecordWrite.fields(of: person)
+            fields["keptByTheOrigin"] = .string("undeclared")
+            fields["work"] = .null
+            try store.write { tx in try tx.put(entity: "Person", id: 9, storedFields: fields) }
+            let read = try #require(try store.read { try $0.get(Person.self, id: 9) })
+            #expect(read.born == born && read.tag == person.tag && read.home.zip == 22201 && read.note == person.note && read.photo == person.photo)
+            let stored = try #require(try store.read { try $0.record(entity: "Person", id: 9) })
+            #expect(stored["keptByTheOrigin"] == .string("undeclared"))
+            #expect(stored["work"] == nil)
+            #expect(try store.verify().isEmpty)
+
+            #expect(throws: FeedstoreError.unknownEntity("Nobody")) {
+                try store.write { tx in try tx.put(entity: "Nobody", id: 1, storedFields: fields) }
+            }
+            #expect { try store.write { tx in try tx.put(entity: "Person", id: "ten", storedFields: fields) } } throws: { error in
+                guard case FeedstoreError.invalidRange = error else { return false }
+                return true
+            }
+            #expect(try store.read { try $0.count(entity: "Person") } == 1)
         }
     }
 }
