@@ -153,7 +153,7 @@ final class NATSConnection {
         let status = js_GetLastMsg(&message, jetStream, stream, subject, nil, &code)
         if status == NATS_NOT_FOUND || code == JSNoMessageFoundErr { return nil }
         try check(status, "reading the last message on \(subject) of stream \(stream)", code: code)
-        defer { natsMsg_Destroy(message) }
+        defer { NATSConnection.destroy(message) }
         return StreamMessage(streamSequence: natsMsg_GetSequence(message), id: Self.header(message, "Nats-Msg-Id"), data: Self.data(message))
     }
 
@@ -186,7 +186,7 @@ final class NATSConnection {
         let status = js_GetMsg(&message, jetStream, stream, sequence, nil, &code)
         if status == NATS_NOT_FOUND || code == JSNoMessageFoundErr { return nil }
         try check(status, "reading message \(sequence) of stream \(stream)", code: code)
-        defer { natsMsg_Destroy(message) }
+        defer { NATSConnection.destroy(message) }
         return StreamMessage(streamSequence: sequence, id: Self.header(message, "Nats-Msg-Id"), data: Self.data(message))
     }
 
@@ -200,7 +200,7 @@ final class NATSConnection {
         var pointer: OpaquePointer? = message
         let status = js_PublishMsgAsync(jetStream, &pointer, nil)
         if status != NATS_OK {
-            natsMsg_Destroy(pointer)
+            NATSConnection.destroy(pointer)
             acknowledgments.failedToSend()
             try check(status, "publishing")
         }
@@ -212,7 +212,7 @@ final class NATSConnection {
     @discardableResult
     func publish(subject: String, data: [UInt8], headers: KeyValuePairs<String, String>) throws -> UInt64? {
         let message = try makeMessage(subject: subject, data: data, headers: headers)
-        defer { natsMsg_Destroy(message) }
+        defer { NATSConnection.destroy(message) }
         var acknowledgment: UnsafeMutablePointer<jsPubAck>?
         var code = jsErrCode(0)
         let status = js_PublishMsg(&acknowledgment, jetStream, message, nil, &code)
@@ -230,7 +230,7 @@ final class NATSConnection {
         for (name, value) in headers {
             let status = natsMsgHeader_Set(message, name, value)
             if status != NATS_OK {
-                natsMsg_Destroy(message)
+                NATSConnection.destroy(message)
                 try check(status, "setting header \(name)")
             }
         }
@@ -270,6 +270,19 @@ final class NATSConnection {
         var value: UnsafePointer<CChar>?
         guard natsMsgHeader_Get(message, name, &value) == NATS_OK, let value else { return nil }
         return String(cString: value)
+    }
+
+    /// Frees a message on this thread rather than through the client's collector thread, which
+    /// would wake for each message (`feedstore_natsMsg_DestroyNow` in the module's shim).
+    static func destroy(_ message: OpaquePointer?) {
+        _ = feedstore_natsMsg_DestroyNow(message)
+    }
+
+    /// Whether messages are freed at once: the client lays them out as the shim expects.
+    static var destroysMessagesAtOnce: Bool {
+        var message: OpaquePointer?
+        guard natsMsg_Create(&message, "feedstore.check", nil, "x", 1) == NATS_OK else { return false }
+        return feedstore_natsMsg_DestroyNow(message)
     }
 
     static func data(_ message: OpaquePointer?) -> [UInt8] {
@@ -326,7 +339,7 @@ final class OrderedSubscription {
         let status = natsSubscription_NextMsg(&message, subscription, timeout.milliseconds)
         if status == NATS_TIMEOUT { return nil }
         guard status == NATS_OK else { throw NATSConnection.error(status, "reading the stream") }
-        defer { natsMsg_Destroy(message) }
+        defer { NATSConnection.destroy(message) }
         var metadata: UnsafeMutablePointer<jsMsgMetaData>?
         guard natsMsg_GetMetaData(&metadata, message) == NATS_OK, let metadata else {
             throw JetStreamError.serverRefused("reading the stream", reason: "a message without JetStream metadata")
@@ -350,7 +363,7 @@ private let acknowledgmentHandler: jsPubAckHandler = { _, message, acknowledgmen
             acknowledgments.refused(code: Int(failure.pointee.ErrCode.rawValue), reason: text)
         }
     }
-    natsMsg_Destroy(message)
+    NATSConnection.destroy(message)
 }
 
 extension Duration {

@@ -98,7 +98,7 @@ private let callbackHandler: natsMsgHandler = { _, _, message, closure in
     let reply = natsMsg_GetReply(message).map { String(cString: $0) }
     let request = NATSRequest(subject: String(cString: natsMsg_GetSubject(message)), data: NATSConnection.data(message), replySubject: reply)
     let noResponders = natsMsg_IsNoResponders(message)
-    natsMsg_Destroy(message)
+    NATSConnection.destroy(message)
     handler.deliver(request, noResponders: noResponders)
 }
 
