@@ -289,10 +289,12 @@ public final class ReplicaWriter: @unchecked Sendable {
     }
 }
 
-/// Waits, for any number of callers, until the replica has applied a commit or holds a request:
-/// one thread reads the replica's state after each of its commits (or every 5 ms, for a follower
-/// in another process), wakes the callers whose commit or request it holds, and ends the waits
-/// whose deadline passed (so an attempt's timeout costs no timer of its own).
+/// Waits, for any number of callers, until the replica has applied a commit or holds a request.
+/// A round reads the replica's state, wakes the callers whose commit or request it holds, and
+/// ends the waits whose deadline passed (so an attempt's timeout costs no timer of its own).
+/// Each commit of a follower in this process runs a round on the follower's thread as it
+/// commits; while callers wait, a thread of its own also runs one every 5 ms, for a follower in
+/// another process and for deadlines.
 private final class ReplicaProgress: @unchecked Sendable {
     private let replica: Store
     private let condition = NSCondition()
@@ -305,10 +307,19 @@ private final class ReplicaProgress: @unchecked Sendable {
     private var newRequestWaiters = false
     private var stopped = false
     private var thread: Thread?
+    /// The replica's commits in this process, heard as they are made.
+    private var listener: Int?
+    /// One round at a time; `seen` is the origin's commit the last round found applied.
+    private let rounds = NSLock()
+    private var seen: UInt64 = 0
 
-    init(replica: Store) { self.replica = replica }
+    init(replica: Store) {
+        self.replica = replica
+        listener = replica.whenCommitted { [weak self] _ in self?.committed() }
+    }
 
     func stop() {
+        if let listener { replica.stopListening(listener) }
         condition.withLock {
             stopped = true
             condition.broadcast()
@@ -324,8 +335,7 @@ private final class ReplicaProgress: @unchecked Sendable {
         condition.withLock {
             requestWaiters.append((watch, id, deadline, resume))
             newRequestWaiters = true
-            startIfNeeded()
-            condition.broadcast()
+            startWaiting()
         }
     }
 
@@ -337,27 +347,86 @@ private final class ReplicaProgress: @unchecked Sendable {
     /// Calls `resume` once the replica has applied `sequence`, or with
     /// ``JetStreamError/replicaBehind(replica:sequence:applied:)`` when the deadline passes first.
     func whenApplied(_ sequence: UInt64, deadline: ContinuousClock.Instant, _ resume: @escaping @Sendable (Result<Void, JetStreamError>) -> Void) {
-        if applied() >= sequence { return resume(.success(())) }
         condition.withLock {
             waiters.append((sequence, deadline, { [self] reached in
                 resume(reached != nil ? .success(()) : .failure(.replicaBehind(replica: replica.path, sequence: sequence, applied: applied())))
             }))
-            startIfNeeded()
-            condition.broadcast()
+            startWaiting()
         }
+        // The replica may hold it already, with no commit to come.
+        round()
     }
 
-    /// Starts the thread that reads the replica's progress, under `condition`.
-    private func startIfNeeded() {
-        guard thread == nil else { return }
-        let thread = Thread { [self] in run() }
-        thread.name = "feedstore replica progress"
-        thread.start()
-        self.thread = thread
+    /// Under `condition`, after adding a waiter: starts the thread, or wakes it when it waited for
+    /// callers (when it polls already, its next round comes within 5 ms).
+    private func startWaiting() {
+        guard thread != nil else {
+            let thread = Thread { [self] in run() }
+            thread.name = "feedstore replica progress"
+            thread.start()
+            self.thread = thread
+            return
+        }
+        if waiters.count + requestWaiters.count == 1 { condition.signal() }
+    }
+
+    /// A commit of the replica in this process: a round, when callers wait.
+    private func committed() {
+        guard condition.withLock({ !waiters.isEmpty || !requestWaiters.isEmpty }) else { return }
+        round()
+    }
+
+    /// Reads the replica's state and the requests callers wait for, then wakes the callers it
+    /// can answer and those whose deadline passed.
+    private func round() {
+        rounds.lock()
+        let state = read()
+        let due = takeDue(state)
+        rounds.unlock()
+        for (reached, resume) in due { resume(reached) }
+    }
+
+    /// The origin's commit the replica has applied, and the commits that applied the requests
+    /// callers wait for, looked up when the replica applied commits since the last round or
+    /// callers came (in the same read); under `rounds`.
+    private func read() -> (applied: UInt64, held: [String: UInt64]) {
+        let before = seen
+        let (ids, newWaiters): ([String], Bool) = condition.withLock {
+            defer { newRequestWaiters = false }
+            return (requestWaiters.map(\.id), newRequestWaiters)
+        }
+        var held: [String: UInt64] = [:]
+        let applied: UInt64 = (try? replica.read { tx in
+            let applied = try tx.replicaState()?.originSequence ?? 0
+            if !ids.isEmpty, applied != before || newWaiters {
+                for id in ids { if let request = try tx.appliedRequest(id) { held[id] = request.sequence } }
+            }
+            return applied
+        }) ?? 0
+        seen = applied
+        return (applied, held)
+    }
+
+    /// Takes out the callers that `state` answers and those whose deadline passed.
+    private func takeDue(_ state: (applied: UInt64, held: [String: UInt64])) -> [(UInt64?, @Sendable (UInt64?) -> Void)] {
+        let now = ContinuousClock.now
+        var due: [(UInt64?, @Sendable (UInt64?) -> Void)] = []
+        condition.withLock {
+            waiters.removeAll { waiter in
+                if waiter.sequence <= state.applied { due.append((state.applied, waiter.resume)); return true }
+                if waiter.deadline <= now { due.append((nil, waiter.resume)); return true }
+                return false
+            }
+            requestWaiters.removeAll { waiter in
+                if let sequence = state.held[waiter.id] { due.append((sequence, waiter.resume)); return true }
+                if waiter.deadline <= now { due.append((nil, waiter.resume)); return true }
+                return false
+            }
+        }
+        return due
     }
 
     private func run() {
-        var seen: UInt64 = 0
         while true {
             let idle = condition.withLock {
                 while waiters.isEmpty && requestWaiters.isEmpty && !stopped { condition.wait() }
@@ -371,39 +440,12 @@ private final class ReplicaProgress: @unchecked Sendable {
                 for resume in left { resume(nil) }
                 return
             }
-            // The requests callers wait for, looked up when the replica applied commits since
-            // the last round or callers came; in the same read as the replica's state.
-            let before = seen
-            let (ids, newWaiters) = condition.withLock {
-                defer { newRequestWaiters = false }
-                return (requestWaiters.map(\.id), newRequestWaiters)
+            round()
+            // A commit of this process runs its round as it is made; another process's is read
+            // within 5 ms.
+            condition.withLock {
+                if !stopped { _ = condition.wait(until: Date().addingTimeInterval(0.005)) }
             }
-            var held: [String: UInt64] = [:]
-            seen = (try? replica.read { tx in
-                let state = try tx.replicaState()?.originSequence ?? 0
-                if !ids.isEmpty, state != before || newWaiters {
-                    for id in ids { if let request = try tx.appliedRequest(id) { held[id] = request.sequence } }
-                }
-                return state
-            }) ?? 0
-            let now = ContinuousClock.now
-            let due: [(UInt64?, @Sendable (UInt64?) -> Void)] = condition.withLock {
-                var due: [(UInt64?, @Sendable (UInt64?) -> Void)] = []
-                waiters.removeAll { waiter in
-                    if waiter.sequence <= seen { due.append((seen, waiter.resume)); return true }
-                    if waiter.deadline <= now { due.append((nil, waiter.resume)); return true }
-                    return false
-                }
-                requestWaiters.removeAll { waiter in
-                    if let sequence = held[waiter.id] { due.append((sequence, waiter.resume)); return true }
-                    if waiter.deadline <= now { due.append((nil, waiter.resume)); return true }
-                    return false
-                }
-                return due
-            }
-            for (reached, resume) in due { resume(reached) }
-            // A commit of this process rings at once; another process's is read within 5 ms.
-            _ = replica.waitForCommit(after: seen, timeout: 0.005)
         }
     }
 }

@@ -40,4 +40,32 @@ import Testing
             }
         }
     }
+
+    /// A listener hears each commit of this process once it is durable, on the committing
+    /// thread, with the newest sequence, and nothing after it stops listening.
+    @Test func listenersHearEachCommitOnTheCommittingThread() throws {
+        try withTemporaryDirectory { dir in
+            let store = try Store(path: dir + "/s", entities: [Item.self], options: StoreOptions(durability: .full))
+            defer { store.close() }
+            let heard = Locked<[(sequence: UInt64, visible: Bool, thread: Bool)]>([])
+            nonisolated(unsafe) var committingThread: pthread_t?
+            let listener = store.whenCommitted { sequence in
+                // A new reader finds the commit already.
+                let visible = (try? store.read { try $0.journalBounds().last }) == sequence
+                heard.withLock { $0.append((sequence, visible, committingThread.map { pthread_equal($0, pthread_self()) != 0 } ?? false)) }
+            }
+            for id in Int64(1)...3 {
+                try store.write { tx in
+                    committingThread = pthread_self()
+                    try tx.put(item(id))
+                }
+            }
+            store.stopListening(listener)
+            try store.write { try $0.put(item(4)) }
+            let last = try store.read { try $0.journalBounds().last }
+            let calls = heard.current
+            #expect(calls.map(\.sequence) == [last - 3, last - 2, last - 1])
+            #expect(calls.allSatisfy { $0.visible && $0.thread })
+        }
+    }
 }
