@@ -111,6 +111,7 @@ public final class ReplicaWriter: @unchecked Sendable {
             let remaining = try retries.remaining(until: deadline)
             let attempt: Attempt = try await Self.suspended { resume in self.attempt(payload, requestID: requestID, timeout: min(self.attemptTimeout, remaining), resume) }
             switch try retries.next(after: attempt) {
+            case let .held(sequence): return sequence
             case let .applied(sequence):
                 try await Self.suspended { (resume: @escaping @Sendable (Result<Void, JetStreamError>) -> Void) in
                     self.progress.whenApplied(sequence, deadline: deadline, resume)
@@ -133,6 +134,7 @@ public final class ReplicaWriter: @unchecked Sendable {
             let remaining = try retries.remaining(until: deadline)
             let attempt: Attempt = Self.blocked { resume in self.attempt(payload, requestID: requestID, timeout: min(attemptTimeout, remaining), resume) }
             switch try retries.next(after: attempt) {
+            case let .held(sequence): return sequence
             case let .applied(sequence):
                 try Self.blocked { (resume: @escaping @Sendable (Result<Void, JetStreamError>) -> Void) in
                     progress.whenApplied(sequence, deadline: deadline, resume)
@@ -154,6 +156,9 @@ public final class ReplicaWriter: @unchecked Sendable {
         var attempts = 0
 
         enum Next {
+            /// The replica holds the request: it applied the commit that names it.
+            case held(UInt64)
+            /// The primary applied it in this commit, which the replica may not hold yet.
             case applied(UInt64)
             /// Send the request again at once (the attempt waited its time already).
             case again
@@ -175,7 +180,7 @@ public final class ReplicaWriter: @unchecked Sendable {
 
         mutating func next(after attempt: Attempt) throws -> Next {
             switch attempt {
-            case let .inReplica(sequence): return .applied(sequence)
+            case let .inReplica(sequence): return .held(sequence)
             case let .answered(bytes):
                 switch try WriteMessages.decodeReply(bytes) {
                 case let .applied(sequence, _): return .applied(sequence)
