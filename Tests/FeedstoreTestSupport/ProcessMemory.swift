@@ -40,13 +40,28 @@ public func runMeasuringPeakMemory(_ url: URL, _ arguments: [String], output: St
     process.standardOutput = FileHandle(forWritingAtPath: output)
     process.standardError = FileHandle(forWritingAtPath: "/dev/null")
     try process.run()
+    let pid = process.processIdentifier
+    // Once the tool has exited and been reaped, its id may name another process or a thread
+    // (ids wrap at /proc/sys/kernel/pid_max): a reading counts only while the id still names
+    // the process started here.
+    let started = startTime(of: pid)
     var peak = 0
     while process.isRunning {
-        if let highWater = kilobytes("VmHWM:", in: "/proc/\(process.processIdentifier)/status") {
+        if let highWater = kilobytes("VmHWM:", in: "/proc/\(pid)/status"), started != nil, startTime(of: pid) == started {
             peak = max(peak, highWater * 1024)
         }
         usleep(2_000)
     }
     process.waitUntilExit()
     return (process.terminationStatus, peak)
+}
+
+/// When process (or thread) `pid` started, in clock ticks after boot (`/proc/<pid>/stat`'s 22nd
+/// field): tells it from a later one given the same id.
+func startTime(of pid: Int32) -> UInt64? {
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+          let nameEnd = stat.lastIndex(of: ")") else { return nil }
+    // The fields after the name start with the 3rd (the state); the start time is the 22nd.
+    let fields = stat[stat.index(after: nameEnd)...].split(separator: " ", omittingEmptySubsequences: true)
+    return fields.count > 19 ? UInt64(fields[19]) : nil
 }
