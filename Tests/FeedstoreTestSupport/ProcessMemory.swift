@@ -22,9 +22,13 @@ public func anonymousMemoryGrowth(since before: Int, settlingBelow bound: Int, p
 
 /// The number of kilobytes on the line of a /proc file that starts with `label`, or nil.
 func kilobytes(_ label: String, in file: String) -> Int? {
-    let text = (try? String(contentsOfFile: file, encoding: .utf8)) ?? ""
+    field(label, in: (try? String(contentsOfFile: file, encoding: .utf8)) ?? "").flatMap { Int($0) }
+}
+
+/// The first word after `label` on the line of a /proc file's `text` that starts with it.
+func field(_ label: String, in text: String) -> String? {
     guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix(label) }) else { return nil }
-    return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
+    return line.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst().first.map(String.init)
 }
 
 /// Runs a tool to completion with its standard output sent to `output` (a file path) and returns
@@ -41,13 +45,19 @@ public func runMeasuringPeakMemory(_ url: URL, _ arguments: [String], output: St
     process.standardError = FileHandle(forWritingAtPath: "/dev/null")
     try process.run()
     let pid = process.processIdentifier
-    // Once the tool has exited and been reaped, its id may name another process or a thread
-    // (ids wrap at /proc/sys/kernel/pid_max): a reading counts only while the id still names
-    // the process started here.
+    // A reading counts only once the child runs the tool: before its exec it is a copy of this
+    // process, with this process's memory (the kernel names a process after what it runs, to
+    // 15 bytes). And only while its id names the process started here: once the tool has been
+    // reaped, the id may name another process or a thread (ids wrap at
+    // /proc/sys/kernel/pid_max).
+    let name = String(decoding: url.lastPathComponent.utf8.prefix(15), as: UTF8.self)
     let started = startTime(of: pid)
     var peak = 0
     while process.isRunning {
-        if let highWater = kilobytes("VmHWM:", in: "/proc/\(pid)/status"), started != nil, startTime(of: pid) == started {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        if field("Name:", in: status) == name, let highWater = field("VmHWM:", in: status).flatMap({ Int($0) }),
+           started != nil, startTime(of: pid) == started
+        {
             peak = max(peak, highWater * 1024)
         }
         usleep(2_000)

@@ -7,7 +7,7 @@ import Testing
 /// Simulated power losses (see ``PowerLoss``): `storectl demo mutate` runs under the write
 /// recorder, and file states a power loss could leave at points of its run are built and checked.
 /// `crash-loop --power-loss` runs the long soaks.
-@Suite struct PowerLossTests {
+@Suite(.serialized) struct PowerLossTests {
     static func run(_ durability: Durability, states: Int, seed: UInt64) throws -> PowerLoss.Report {
         try withTemporaryDirectory { dir in
             let report = try PowerLoss(durability: durability, seed: seed, storectl: storectlURL, directory: dir).run(states: states)
