@@ -45,11 +45,10 @@ public func runMeasuringPeakMemory(_ url: URL, _ arguments: [String], output: St
     process.standardError = FileHandle(forWritingAtPath: "/dev/null")
     try process.run()
     let pid = process.processIdentifier
-    // A reading counts only once the child runs the tool: before its exec it is a copy of this
-    // process, with this process's memory (the kernel names a process after what it runs, to
-    // 15 bytes). And only while its id names the process started here: once the tool has been
-    // reaped, the id may name another process or a thread (ids wrap at
-    // /proc/sys/kernel/pid_max).
+    // A reading counts only while the id names the tool started here: the process is named
+    // after what it runs (to 15 bytes), a child that has not yet run it would show this
+    // process's memory, and once the tool has been reaped its id may name another process or a
+    // thread (ids wrap at /proc/sys/kernel/pid_max).
     let name = String(decoding: url.lastPathComponent.utf8.prefix(15), as: UTF8.self)
     let started = startTime(of: pid)
     var peak = 0
