@@ -1,5 +1,5 @@
 import DemoFeed
-@_spi(Replication) import Feedstore
+import Feedstore
 import Foundation
 @_spi(Benchmarking) import FeedstoreJetStream
 
@@ -334,13 +334,7 @@ case "envelopes":
                     let records = try ChangeEnvelope.records(decoding: envelope)
                     try replica.write { tx in
                         for record in records {
-                            if let fields = record.fields, record.exact {
-                                try tx.put(entity: record.entity, id: record.id, storedFields: fields)
-                            } else if let fields = record.fields {
-                                try tx.put(entity: record.entity, id: record.id, fields: fields, keepingUndeclaredFields: true)
-                            } else {
-                                _ = try tx.delete(entity: record.entity, id: record.id)
-                            }
+                            try tx.applyReplicated(entity: record.entity, id: record.id, fields: record.fields, exact: record.exact)
                         }
                     }
                 }

@@ -698,15 +698,7 @@ public final class ReplicaFollower {
                     throw JetStreamError.replicaNeedsSeed(stream: self.stream, reason: "commit \(commit.next.originSequence) found the replica elsewhere than after the commit before it")
                 }
                 for change in commit.changes {
-                    if let fields = change.fields, change.exact {
-                        // The origin held the record to its types; the replica keeps it as it is.
-                        try tx.put(entity: change.entity, id: change.id, storedFields: fields)
-                    } else if let fields = change.fields {
-                        // The origin kept these fields; the replica keeps what the origin has.
-                        try tx.put(entity: change.entity, id: change.id, fields: fields, keepingUndeclaredFields: true)
-                    } else {
-                        _ = try tx.delete(entity: change.entity, id: change.id)
-                    }
+                    try tx.applyReplicated(entity: change.entity, id: change.id, fields: change.fields, exact: change.exact)
                 }
                 // Remembered as the primary remembers them by default: once promoted, the
                 // replica answers a retried request instead of applying it again.
