@@ -21,6 +21,8 @@ struct JetStreamForwardedWrites {
     var commitLog = false
     static let stream = "FEED"
     static let writers = 16
+    /// The throughput shapes take turns this many times.
+    static let rounds = 5
 
     struct Result {
         /// Per sample, seconds from the call to: committed on the primary, in the stream, applied
@@ -43,6 +45,8 @@ struct JetStreamForwardedWrites {
         var requestsPerCommit: Double
         /// Whether the primary kept a commit log.
         var commitLog: Bool
+        /// Seconds each shape of writers ran, in all.
+        var seconds: Double
     }
 
     /// When the shipper and the followers reached each sequence.
@@ -141,9 +145,21 @@ struct JetStreamForwardedWrites {
             usleep(2_000)
         }
 
-        // Throughput: writers on threads of their own, for `seconds`.
-        var cost = (cpuMicroseconds: 0.0, switches: 0.0, machineMicroseconds: 0.0)
-        func throughput(_ write: @escaping @Sendable (Int) throws -> Void) -> Double {
+        // Throughput: 16 writers for `seconds` in each shape. The shapes take turns in rounds,
+        // so that each meets the stores at the same sizes (a one-row write costs more as they
+        // grow: a shape measured after another would pay for the rows the other wrote).
+        struct Tally {
+            var writes = 0, seconds = 0.0, usage = ProcessUsage(cpuSeconds: 0, switches: 0, machineSeconds: 0)
+            var perSecond: Double { Double(writes) / max(seconds, 1e-9) }
+            mutating func add(_ writes: Int, _ started: Date, _ usedSince: ProcessUsage) {
+                self.writes += writes
+                seconds += -started.timeIntervalSinceNow
+                usage = usage + (ProcessUsage.now - usedSince)
+            }
+        }
+        let span = seconds / Double(Self.rounds)
+        // Writers on threads of their own.
+        func onThreads(_ tally: inout Tally, _ write: @escaping @Sendable (Int) throws -> Void) {
             let done = Locked(0), stop = Locked(false)
             let group = DispatchGroup()
             let started = Date(), usageBefore = ProcessUsage.now
@@ -156,21 +172,16 @@ struct JetStreamForwardedWrites {
                     group.leave()
                 }.start()
             }
-            Thread.sleep(forTimeInterval: seconds)
+            Thread.sleep(forTimeInterval: span)
             stop.withLock { $0 = true }
-            let count = done.current
-            let elapsed = -started.timeIntervalSinceNow
-            let used = ProcessUsage.now - usageBefore
-            let writes = Double(max(count, 1))
-            cost = (used.cpuSeconds * 1e6 / writes, Double(used.switches) / writes, used.machineSeconds * 1e6 / writes)
+            tally.add(done.current, started, usageBefore)
             group.wait()
-            return Double(count) / elapsed
         }
-        // The same, with the writers as tasks of Swift concurrency calling the async API.
-        func asyncThroughput(_ write: @escaping @Sendable (Int) async throws -> Void) -> Double {
+        // Writers as tasks of Swift concurrency calling the async API.
+        func asTasks(_ tally: inout Tally, _ write: @escaping @Sendable (Int) async throws -> Void) {
             let done = Locked(0), stop = Locked(false)
             let finished = DispatchSemaphore(value: 0)
-            let started = Date()
+            let started = Date(), usageBefore = ProcessUsage.now
             for w in 0..<Self.writers {
                 Task.detached {
                     while !stop.current {
@@ -179,28 +190,35 @@ struct JetStreamForwardedWrites {
                     finished.signal()
                 }
             }
-            Thread.sleep(forTimeInterval: seconds)
+            Thread.sleep(forTimeInterval: span)
             stop.withLock { $0 = true }
-            let count = done.current
-            let elapsed = -started.timeIntervalSinceNow
+            tally.add(done.current, started, usageBefore)
             for _ in 0..<Self.writers { finished.wait() }
-            return Double(count) / elapsed
         }
         let (allWriters, store) = (writers, primary)
-        let commitsBefore = try primary.read { try $0.journalBounds().last }
-        let writesBefore = nextID.current
-        let forwarded = throughput { w in try allWriters[w % allWriters.count].writeBlocking([try RecordWrite.insert(message())]) }
-        let forwardedCost = cost
-        let requestsPerCommit = Double(nextID.current - writesBefore) / Double(max(1, try primary.read { try $0.journalBounds().last } - commitsBefore))
-        let forwardedAsync = asyncThroughput { w in try await allWriters[w % allWriters.count].write([try RecordWrite.insert(message())]) }
-        let localRate = throughput { _ in
-            let record = message()
-            try store.write { try $0.insert(record) }
+        var forwardedTally = Tally(), asyncTally = Tally(), localTally = Tally()
+        var forwardedRequests: UInt64 = 0, forwardedCommits: UInt64 = 0
+        for _ in 0..<Self.rounds {
+            let commitsBefore = try primary.read { try $0.journalBounds().last }
+            let writesBefore = nextID.current
+            onThreads(&forwardedTally) { w in try allWriters[w % allWriters.count].writeBlocking([try RecordWrite.insert(message())]) }
+            forwardedRequests += nextID.current - writesBefore
+            forwardedCommits += try primary.read { try $0.journalBounds().last } - commitsBefore
+            asTasks(&asyncTally) { w in try await allWriters[w % allWriters.count].write([try RecordWrite.insert(message())]) }
+            onThreads(&localTally) { _ in
+                let record = message()
+                try store.write { try $0.insert(record) }
+            }
         }
+        let forwarded = forwardedTally.perSecond, forwardedAsync = asyncTally.perSecond, localRate = localTally.perSecond
+        let writes = Double(max(forwardedTally.writes, 1)), used = forwardedTally.usage
+        let forwardedCost = (cpuMicroseconds: used.cpuSeconds * 1e6 / writes, switches: Double(used.switches) / writes,
+                             machineMicroseconds: used.machineSeconds * 1e6 / writes)
+        let requestsPerCommit = Double(forwardedRequests) / Double(max(1, forwardedCommits))
         return Result(legs: legs, local: local, forwardedPerSecond: forwarded, forwardedAsyncPerSecond: forwardedAsync, localPerSecond: localRate,
                       forwardedCPUMicroseconds: forwardedCost.cpuMicroseconds, forwardedSwitches: forwardedCost.switches,
                       forwardedMachineMicroseconds: forwardedCost.machineMicroseconds, replicas: replicas,
-                      requestsPerCommit: requestsPerCommit, commitLog: commitLog)
+                      requestsPerCommit: requestsPerCommit, commitLog: commitLog, seconds: seconds)
     }
 
     static func format(_ r: Result) -> [String] {
@@ -219,7 +237,8 @@ struct JetStreamForwardedWrites {
         lines.append(row("the same insert written on the primary itself", r.local))
         let total = r.legs.map { $0[3] }
         let p50 = percentile(total, 0.5) * 1_000, p99 = percentile(total, 0.99) * 1_000
-        lines += ["", "| \(writers) writers, one-row inserts one after another | writes/s |", "|---|---:|",
+        lines += ["", "\(writers) writers, one-row inserts one after another; the three shapes take turns, \(rounds) rounds of \(String(format: "%g", r.seconds / Double(rounds))) s each, so that each meets the stores at the same sizes\n",
+                  "| \(writers) writers | writes/s |", "|---|---:|",
                   "| forwarded from \(r.replicas) replicas, each returned once readable on its replica (\(String(format: "%.1f", r.requestsPerCommit)) requests a commit; per write: \(Int(r.forwardedMachineMicroseconds)) µs of the machine's CPU, \(Int(r.forwardedCPUMicroseconds)) µs and \(String(format: "%.1f", r.forwardedSwitches)) context switches in this process) | \(Int(r.forwardedPerSecond).formatted()) |",
                   "| the same, the writers tasks awaiting `write` (the async API) | \(Int(r.forwardedAsyncPerSecond).formatted()) |",
                   "| written on the primary itself | \(Int(r.localPerSecond).formatted()) |",
@@ -276,5 +295,9 @@ struct ProcessUsage {
 
     static func - (a: ProcessUsage, b: ProcessUsage) -> ProcessUsage {
         ProcessUsage(cpuSeconds: a.cpuSeconds - b.cpuSeconds, switches: a.switches - b.switches, machineSeconds: a.machineSeconds - b.machineSeconds)
+    }
+
+    static func + (a: ProcessUsage, b: ProcessUsage) -> ProcessUsage {
+        ProcessUsage(cpuSeconds: a.cpuSeconds + b.cpuSeconds, switches: a.switches + b.switches, machineSeconds: a.machineSeconds + b.machineSeconds)
     }
 }

@@ -285,7 +285,7 @@ case "jetstream":
 case "forwarded-writes":
     // Forwarded writes alone (part of jetstream); prints its tables, saves nothing.
     let forwarded = try JetStreamForwardedWrites(directory: scratch, samples: option("--samples", default: quick ? 200 : 2_000),
-                                                 seconds: quick ? 3 : 10, replicas: option("--replicas", default: 3),
+                                                 seconds: Double(option("--seconds", default: quick ? 3 : 10)), replicas: option("--replicas", default: 3),
                                                  commitLog: arguments.contains("--commit-log")).run()
     for line in JetStreamForwardedWrites.format(forwarded) { print(line) }
 case "inserts":
@@ -379,7 +379,7 @@ default:
           jetstream [--quick] [--commits N] [--bulk-commits N] [--samples N] [--messages N]
                                           a journal shipped to JetStream on loopback and followed into a replica:
                                           commits/s, rows/s, commit → replica batch latency, forwarded writes; saves …/jetstream.md
-          forwarded-writes [--quick] [--samples N] [--replicas N] [--commit-log]
+          forwarded-writes [--quick] [--samples N] [--seconds S] [--replicas N] [--commit-log]
                                           forwarded writes alone: latency by leg and 16-writer throughput (prints only)
           decode [--build --size N | --rounds R --mode scan|at|window] PATH
                                           typed reads of every message, for callgrind
