@@ -1,5 +1,5 @@
 import DemoFeed
-import Feedstore
+@_spi(Benchmarking) import Feedstore
 import Foundation
 
 /// The latency of each durable one-row commit in a long run of them, one writer calling the
@@ -10,6 +10,9 @@ import Foundation
 struct CommitLatency {
     let directory: String
     let commits: Int
+    /// Checkpoint bounds to run the commit log with, in MiB of pages written since the last
+    /// checkpoint (``StoreOptions/commitLogCheckpointPages``); nil for the default alone.
+    var checkpointMiB: [Int]? = nil
 
     struct Row {
         var writer: String
@@ -20,9 +23,13 @@ struct CommitLatency {
     }
 
     func run() throws -> [Row] {
-        try [("LMDB's syncs (durability full)", false), ("the commit log (durability full, keepsCommitLog)", true)].map { name, logged in
+        let logged: [(String, Bool, Int?)] = checkpointMiB.map { bounds in
+            bounds.map { ("the commit log (durability full, keepsCommitLog), a checkpoint every \($0) MiB of pages", true, $0) }
+        } ?? [("the commit log (durability full, keepsCommitLog)", true, nil)]
+        return try ([("LMDB's syncs (durability full)", false, nil)] + logged).map { name, logged, checkpointMiB in
             var options = StoreOptions(durability: .full)
             options.keepsCommitLog = logged
+            if let checkpointMiB { options.commitLogCheckpointPages = checkpointMiB << 20 }
             let path = directory + "/commit-latency-\(logged ? "logged" : "synced")"
             try? FileManager.default.removeItem(atPath: path)
             defer { try? FileManager.default.removeItem(atPath: path) }
@@ -45,12 +52,13 @@ struct CommitLatency {
 
     static func format(_ rows: [Row]) -> [String] {
         func percentile(_ sorted: [Double], _ p: Double) -> Double { sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
-        var lines = ["| commits made durable by | commits | p50 µs | p99 µs | p99.9 µs | longest ms | commits over 10 ms | data file MB |",
-                     "|---|---:|---:|---:|---:|---:|---:|---:|"]
+        var lines = ["| commits made durable by | commits | commits/s | p50 µs | p99 µs | p99.9 µs | longest ms | commits over 10 ms | data file MB |",
+                     "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for row in rows {
             let sorted = row.seconds.sorted()
             let micro = [0.5, 0.99, 0.999].map { String(format: "%.0f", percentile(sorted, $0) * 1e6) }
-            lines.append("| \(row.writer) | \(row.seconds.count.formatted()) | " + micro.joined(separator: " | ")
+            let perSecond = Int(Double(row.seconds.count) / row.seconds.reduce(0, +))
+            lines.append("| \(row.writer) | \(row.seconds.count.formatted()) | \(perSecond.formatted()) | " + micro.joined(separator: " | ")
                 + String(format: " | %.1f | ", sorted.last! * 1e3) + "\(sorted.filter { $0 > 0.010 }.count) | \(row.fileBytes >> 20) |")
         }
         return lines

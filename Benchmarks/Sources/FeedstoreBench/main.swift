@@ -170,7 +170,9 @@ case "commit-latency":
     // Each durable one-row commit of a long run timed, with LMDB's syncs and through the commit log; saves Benchmarks/results/commit-latency.md.
     let commits = option("--commits", default: 100_000)
     emit("\(runTitle("Durable commit latency")): one-row commits of the demo feed one after another, \(commits.formatted()) each way, one writer calling the blocking `write`; each commit timed\n")
-    for line in CommitLatency.format(try CommitLatency(directory: scratch, commits: commits).run()) { emit(line) }
+    // `--checkpoint-mib 128,16`: the commit log with each of these checkpoint bounds.
+    let bounds = arguments.firstIndex(of: "--checkpoint-mib").map { arguments[$0 + 1].split(separator: ",").compactMap { Int($0) } }
+    for line in CommitLatency.format(try CommitLatency(directory: scratch, commits: commits, checkpointMiB: bounds).run()) { emit(line) }
     try save("commit-latency.md")
 case "bulk-load":
     // The demo feed loaded with each durability and transaction size; saves Benchmarks/results/bulk-load.md.
@@ -369,7 +371,8 @@ default:
           shapes [--quick] [--sizes …] [--updates N]
                                           every watcher shape (windows, sections, indexes-only, blocking, async) and
                                           many watchers (up to 10,000 busy, 100,000 idle); saves Benchmarks/results/
-          commit-latency [--commits N]    each durable one-row commit of a long run timed, with LMDB's syncs and
+          commit-latency [--commits N] [--checkpoint-mib A,B]
+                                          each durable one-row commit of a long run timed, with LMDB's syncs and
                                           through the commit log (its checkpoints in the tail); saves …/commit-latency.md
           commit-pages [--sizes …] [--updates K]
                                           pages a one-row update writes, by tree (runs Benchmarks/commit-pages.py); saves …/commit-pages.md
