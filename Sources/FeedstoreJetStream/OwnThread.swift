@@ -1,3 +1,4 @@
+import Feedstore
 import Foundation
 
 /// Runs a blocking loop (a shipper's or a follower's) on a thread of its own, for callers in
@@ -19,7 +20,7 @@ enum OwnThread {
         let cancelled = Flag()
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let thread = Thread {
+                NamedThread.start(name) {
                     do {
                         try loop { !cancelled.isRaised }
                         continuation.resume()
@@ -27,8 +28,6 @@ enum OwnThread {
                         continuation.resume(throwing: error)
                     }
                 }
-                thread.name = name
-                thread.start()
             }
         } onCancel: {
             cancelled.raise()

@@ -322,7 +322,7 @@ final class ChangeFeed: CommitObserver, @unchecked Sendable {
     /// Polls the journal's head while anyone waits: one read of the last key, so waiting costs
     /// almost nothing, and a commit of another process is delivered within one interval.
     private func startPolling() {
-        let thread = Thread { [self] in
+        NamedThread.start("fs change feed") { [self] in
             while true {
                 let stop = lock.withLock {
                     if waiting == 0 || closed {
@@ -340,8 +340,6 @@ final class ChangeFeed: CommitObserver, @unchecked Sendable {
                 usleep(Self.pollInterval)
             }
         }
-        thread.name = "Feedstore change feed"
-        thread.start()
     }
 
     /// Wakes every waiter once (each checks its own state and waits again if it needs to).

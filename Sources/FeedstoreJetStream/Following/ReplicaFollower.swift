@@ -505,7 +505,7 @@ public final class ReplicaFollower {
     public func follow(untilOriginSequence sequence: UInt64? = nil) async throws {
         // The follower is used by one thread at a time: this call's own, until it returns.
         nonisolated(unsafe) let follower = self
-        try await OwnThread.run(name: "feedstore follower") { keepGoing in
+        try await OwnThread.run(name: "fs follower") { keepGoing in
             try follower.run(untilOriginSequence: sequence, while: keepGoing)
         }
     }
@@ -543,7 +543,7 @@ public final class ReplicaFollower {
         nonisolated(unsafe) let follower = self
         final class Result: @unchecked Sendable { var store: Store? }
         let result = Result()
-        try await OwnThread.run(name: "feedstore promotion") { keepGoing in
+        try await OwnThread.run(name: "fs promotion") { keepGoing in
             result.store = try follower.promote(durability: durability, while: keepGoing)
         }
         return result.store!

@@ -375,7 +375,7 @@ public final class JournalShipper {
     {
         // The shipper is used by one thread at a time: this call's own, until it returns.
         nonisolated(unsafe) let shipper = self
-        try await OwnThread.run(name: "feedstore shipper") { keepGoing in
+        try await OwnThread.run(name: "fs shipper") { keepGoing in
             try shipper.run(until: sequence, interval: interval, while: keepGoing, onOutage: onOutage)
         }
     }

@@ -71,7 +71,7 @@ final class SnapshotTaker: @unchecked Sendable {
             return true
         }
         guard began else { return }
-        let thread = Thread { [self] in
+        NamedThread.start("fs snapshot") { [self] in
             #if os(Linux)
             // Below the writer and the shipper: the snapshot can wait, commits should not. (On
             // Linux a nice value is the calling thread's.)
@@ -101,8 +101,6 @@ final class SnapshotTaker: @unchecked Sendable {
                 done.broadcast()
             }
         }
-        thread.name = "feedstore snapshot"
-        thread.start()
     }
 
     /// Waits until no snapshot runs.

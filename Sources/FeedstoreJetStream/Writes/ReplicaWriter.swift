@@ -366,10 +366,7 @@ private final class ReplicaProgress: @unchecked Sendable {
     /// callers (when it polls already, its next round comes within 5 ms).
     private func startWaiting() {
         guard thread != nil else {
-            let thread = Thread { [self] in run() }
-            thread.name = "feedstore replica progress"
-            thread.start()
-            self.thread = thread
+            thread = NamedThread.start("fs replica wait") { [self] in run() }
             return
         }
         if waiters.count + requestWaiters.count == 1 { condition.signal() }

@@ -139,10 +139,7 @@ final class WriteQueue: @unchecked Sendable {
     private func startWriterThread() {
         guard !isRunning, !isShutDown else { return }
         isRunning = true
-        let thread = Thread { [self] in run() }
-        thread.name = "Feedstore writer"
-        thread.stackSize = 8 << 20
-        thread.start()
+        NamedThread.start("fs writer", stackSize: 8 << 20) { [self] in run() }
     }
 
     /// Finishes the waiting requests and any write running inline, then stops the thread.
