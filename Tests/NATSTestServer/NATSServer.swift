@@ -10,6 +10,8 @@ public final class NATSServer: @unchecked Sendable {
     private var process: Process?
 
     public var url: String { "nats://127.0.0.1:\(port)" }
+    /// The running server's process id.
+    public var processIdentifier: Int32? { process.map(\.processIdentifier) }
 
     /// Starts a server storing its streams under `directory`.
     public init(directory: String, arguments: [String] = []) throws {

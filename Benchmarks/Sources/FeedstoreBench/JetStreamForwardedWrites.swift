@@ -47,7 +47,20 @@ struct JetStreamForwardedWrites {
         var commitLog: Bool
         /// Seconds each shape of writers ran, in all.
         var seconds: Double
+        /// The machine's CPU time per forwarded write (the threads shape), µs, by kind of thread.
+        var whereTheTimeGoes: [(String, Double)]
     }
+
+    static let callerName = "caller", serverName = "nats-server"
+    /// Kinds of threads, by the names the system shows.
+    static let threadKinds: [(label: String, names: Set<String>)] = [
+        ("group commits (`fs writer`): the primary's, and a replica's when its follower's write waited", ["fs writer"]),
+        ("followers applying commits to the replicas", ["follower"]),
+        ("the shipper: reading the journal, publishing, acknowledgments", ["shipper"]),
+        ("the 16 writing threads: requests encoded and sent, waits", [callerName]),
+        ("waits for a replica (`fs replica wait`)", ["fs replica wait"]),
+        ("nats-server", [serverName]),
+    ]
 
     /// When the shipper and the followers reached each sequence.
     final class Progress: @unchecked Sendable {
@@ -79,6 +92,7 @@ struct JetStreamForwardedWrites {
         let progress = Progress()
         nonisolated(unsafe) let runningShipper = shipper
         let shipping = Thread {
+            ThreadTimes.name("shipper")
             var shipped = runningShipper.shippedSequence
             try? runningShipper.run {
                 if runningShipper.shippedSequence != shipped {
@@ -96,6 +110,7 @@ struct JetStreamForwardedWrites {
             let follower = try ReplicaFollower(path: directory + "/replica\(i)", connection: connection, stream: Self.stream, durability: .none)
             nonisolated(unsafe) let runningFollower = follower
             let thread = Thread {
+                ThreadTimes.name("follower")
                 var applied = runningFollower.state?.originSequence ?? 0
                 try? runningFollower.run {
                     let now = runningFollower.state?.originSequence ?? 0
@@ -150,6 +165,8 @@ struct JetStreamForwardedWrites {
         // grow: a shape measured after another would pay for the rows the other wrote).
         struct Tally {
             var writes = 0, seconds = 0.0, usage = ProcessUsage(cpuSeconds: 0, switches: 0, machineSeconds: 0)
+            /// CPU seconds by thread name (``ThreadTimes``), the server's under ``serverName``.
+            var threadSeconds: [String: Double] = [:]
             var perSecond: Double { Double(writes) / max(seconds, 1e-9) }
             mutating func add(_ writes: Int, _ started: Date, _ usedSince: ProcessUsage) {
                 self.writes += writes
@@ -158,24 +175,33 @@ struct JetStreamForwardedWrites {
             }
         }
         let span = seconds / Double(Self.rounds)
-        // Writers on threads of their own.
+        // Writers on threads of their own (named `caller`: they end with the round, so each
+        // tells its own CPU time).
+        let server = loopback.serverProcess
         func onThreads(_ tally: inout Tally, _ write: @escaping @Sendable (Int) throws -> Void) {
-            let done = Locked(0), stop = Locked(false)
+            let done = Locked(0), stop = Locked(false), callers = Locked(0.0)
             let group = DispatchGroup()
-            let started = Date(), usageBefore = ProcessUsage.now
+            let started = Date(), usageBefore = ProcessUsage.now, timesBefore = ThreadTimes.now(other: server)
             for w in 0..<Self.writers {
                 group.enter()
                 Thread {
+                    ThreadTimes.name(Self.callerName)
+                    let cpuBefore = ThreadTimes.currentThread()
                     while !stop.current {
                         do { try write(w); done.withLock { $0 += 1 } } catch { print("a write failed: \(error)") }
                     }
+                    callers.withLock { $0 += ThreadTimes.currentThread() - cpuBefore }
                     group.leave()
                 }.start()
             }
             Thread.sleep(forTimeInterval: span)
             stop.withLock { $0 = true }
             tally.add(done.current, started, usageBefore)
+            let timesAfter = ThreadTimes.now(other: server)
             group.wait()
+            for (name, seconds) in timesAfter.since(timesBefore) where name != Self.callerName { tally.threadSeconds[name, default: 0] += seconds }
+            tally.threadSeconds[Self.serverName, default: 0] += timesAfter.process - timesBefore.process
+            tally.threadSeconds[Self.callerName, default: 0] += callers.current
         }
         // Writers as tasks of Swift concurrency calling the async API.
         func asTasks(_ tally: inout Tally, _ write: @escaping @Sendable (Int) async throws -> Void) {
@@ -215,10 +241,19 @@ struct JetStreamForwardedWrites {
         let forwardedCost = (cpuMicroseconds: used.cpuSeconds * 1e6 / writes, switches: Double(used.switches) / writes,
                              machineMicroseconds: used.machineSeconds * 1e6 / writes)
         let requestsPerCommit = Double(forwardedRequests) / Double(max(1, forwardedCommits))
+        // Where the machine's CPU went while the forwarding threads wrote, per write.
+        var whereTheTimeGoes = Self.threadKinds.map { kind in
+            (kind.label, forwardedTally.threadSeconds.filter { kind.names.contains($0.key) }.values.reduce(0, +) * 1e6 / writes)
+        }
+        let named = Set(Self.threadKinds.flatMap(\.names))
+        whereTheTimeGoes.append(("other threads of this process: the NATS client's (delivering messages, the primary's write service) and the rest",
+                                 forwardedTally.threadSeconds.filter { !named.contains($0.key) }.values.reduce(0, +) * 1e6 / writes))
+        whereTheTimeGoes.append(("the rest of the machine: kernel work charged to no thread (interrupts, writeback), other processes",
+                                 max(0, forwardedCost.machineMicroseconds - whereTheTimeGoes.map(\.1).reduce(0, +))))
         return Result(legs: legs, local: local, forwardedPerSecond: forwarded, forwardedAsyncPerSecond: forwardedAsync, localPerSecond: localRate,
                       forwardedCPUMicroseconds: forwardedCost.cpuMicroseconds, forwardedSwitches: forwardedCost.switches,
                       forwardedMachineMicroseconds: forwardedCost.machineMicroseconds, replicas: replicas,
-                      requestsPerCommit: requestsPerCommit, commitLog: commitLog, seconds: seconds)
+                      requestsPerCommit: requestsPerCommit, commitLog: commitLog, seconds: seconds, whereTheTimeGoes: whereTheTimeGoes)
     }
 
     static func format(_ r: Result) -> [String] {
@@ -242,7 +277,11 @@ struct JetStreamForwardedWrites {
                   "| forwarded from \(r.replicas) replicas, each returned once readable on its replica (\(String(format: "%.1f", r.requestsPerCommit)) requests a commit; per write: \(Int(r.forwardedMachineMicroseconds)) µs of the machine's CPU, \(Int(r.forwardedCPUMicroseconds)) µs and \(String(format: "%.1f", r.forwardedSwitches)) context switches in this process) | \(Int(r.forwardedPerSecond).formatted()) |",
                   "| the same, the writers tasks awaiting `write` (the async API) | \(Int(r.forwardedAsyncPerSecond).formatted()) |",
                   "| written on the primary itself | \(Int(r.localPerSecond).formatted()) |",
-                  "", "| target | result | met |", "|---|---:|---|",
+                  "", "Where the machine's CPU goes while the 16 threads forward writes (CPU time of each thread by the name the system shows, and of the server), per write\n",
+                  "| thread | µs per write | share |", "|---|---:|---:|"]
+        let busy = max(r.whereTheTimeGoes.map(\.1).reduce(0, +), 1e-9)
+        lines += r.whereTheTimeGoes.map { "| \($0.0) | \(Int($0.1.rounded())) | \(Int((100 * $0.1 / busy).rounded()))% |" }
+        lines += ["", "| target | result | met |", "|---|---:|---|",
                   "| forwarded one-row write readable on its replica, p50: at most 3 ms | \(String(format: "%.2f", p50)) ms | \(p50 <= 3 ? "yes" : "no") |",
                   "| forwarded one-row write readable on its replica, p99: at most 10 ms | \(String(format: "%.2f", p99)) ms | \(p99 <= 10 ? "yes" : "no") |",
                   "| \(writers) writers across replicas: at least 5,000 forwarded writes/s | \(Int(r.forwardedPerSecond).formatted()) | \(r.forwardedPerSecond >= 5_000 ? "yes" : "no") |",

@@ -8,6 +8,8 @@ final class LoopbackServer {
     private let server: NATSServer
     let connection: JetStreamConnection
     private let directory: String
+    /// The server's process id.
+    var serverProcess: Int32? { server.processIdentifier }
 
     init(directory: String) throws {
         self.directory = directory
