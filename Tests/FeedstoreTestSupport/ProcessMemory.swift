@@ -1,9 +1,19 @@
 import Foundation
 
 /// This process's anonymous memory (heap and stacks, not mapped files such as a store), in
-/// bytes, from the kernel's accounting: how tests bound what watchers and loads keep.
+/// bytes, from the kernel's accounting: how tests bound what watchers and loads keep. The C
+/// library's free memory is given back first (`malloc_trim`): it keeps what threads freed in
+/// their arenas, which would count what tests running beside the caller allocated and freed.
 public func anonymousMemory() -> Int {
-    (kilobytes("Anonymous:", in: "/proc/self/smaps_rollup") ?? 0) * 1024
+    trimMallocArenas()
+    return (kilobytes("Anonymous:", in: "/proc/self/smaps_rollup") ?? 0) * 1024
+}
+
+/// glibc's `malloc_trim(0)`, looked up at run time (Swift's Glibc module does not declare it).
+private func trimMallocArenas() {
+    typealias Trim = @convention(c) (Int) -> Int32
+    guard let process = dlopen(nil, RTLD_NOW), let symbol = dlsym(process, "malloc_trim") else { return }
+    _ = unsafeBitCast(symbol, to: Trim.self)(0)
 }
 
 /// How much the process's anonymous memory has grown since `before`, looked at again every
