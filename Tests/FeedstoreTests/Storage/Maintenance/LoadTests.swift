@@ -123,7 +123,9 @@ import Testing
                 }
             }
             #expect(try store.verify().isEmpty)
-            let growth = anonymousMemoryGrowth(since: memoryBefore, settlingBelow: 256 << 20)
+            // Suites running beside this one (a million rows each in the long run) hold memory
+            // for minutes: growth above the bound is looked at again for up to two.
+            let growth = anonymousMemoryGrowth(since: memoryBefore, settlingBelow: 256 << 20, patience: 120)
             #expect(growth < 256 << 20, "memory grew by \(growth >> 20) MB")
 
             let commits = 3 * 200 + 300
