@@ -23,10 +23,10 @@ struct CommitLatency {
     }
 
     func run() throws -> [Row] {
-        let logged: [(String, Bool, Int?)] = checkpointMiB.map { bounds in
+        let loggedRuns: [(String, Bool, Int?)] = checkpointMiB.map { bounds in
             bounds.map { ("the commit log (durability full, keepsCommitLog), a checkpoint every \($0) MiB of pages", true, $0) }
         } ?? [("the commit log (durability full, keepsCommitLog)", true, nil)]
-        return try ([("LMDB's syncs (durability full)", false, nil)] + logged).map { name, logged, checkpointMiB in
+        return try ([("LMDB's syncs (durability full)", false, nil)] + loggedRuns).map { name, logged, checkpointMiB in
             var options = StoreOptions(durability: .full)
             options.keepsCommitLog = logged
             if let checkpointMiB { options.commitLogCheckpointPages = checkpointMiB << 20 }

@@ -1,5 +1,5 @@
 import DemoFeed
-import Feedstore
+@_spi(Benchmarking) import Feedstore
 import FeedstoreJetStream
 import Foundation
 import NATSTestServer
@@ -92,7 +92,7 @@ struct JetStreamForwardedWrites {
         let progress = Progress()
         nonisolated(unsafe) let runningShipper = shipper
         let shipping = Thread {
-            ThreadTimes.name("shipper")
+            nameCurrentThread("shipper")
             var shipped = runningShipper.shippedSequence
             try? runningShipper.run {
                 if runningShipper.shippedSequence != shipped {
@@ -110,7 +110,7 @@ struct JetStreamForwardedWrites {
             let follower = try ReplicaFollower(path: directory + "/replica\(i)", connection: connection, stream: Self.stream, durability: .none)
             nonisolated(unsafe) let runningFollower = follower
             let thread = Thread {
-                ThreadTimes.name("follower")
+                nameCurrentThread("follower")
                 var applied = runningFollower.state?.originSequence ?? 0
                 try? runningFollower.run {
                     let now = runningFollower.state?.originSequence ?? 0
@@ -185,7 +185,7 @@ struct JetStreamForwardedWrites {
             for w in 0..<Self.writers {
                 group.enter()
                 Thread {
-                    ThreadTimes.name(Self.callerName)
+                    nameCurrentThread(Self.callerName)
                     let cpuBefore = ThreadTimes.currentThread()
                     while !stop.current {
                         do { try write(w); done.withLock { $0 += 1 } } catch { print("a write failed: \(error)") }

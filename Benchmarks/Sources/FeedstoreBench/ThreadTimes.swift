@@ -2,7 +2,7 @@ import Foundation
 
 /// CPU time (user and system) by thread name, read from `/proc`: this process's threads by the
 /// names the system shows (the library names its own threads; the benchmark names those it
-/// starts with ``name(_:)``), and another process's as a whole. Clock ticks of 1/100 s, so
+/// starts with the library's `nameCurrentThread`), and another process's as a whole. Clock ticks of 1/100 s, so
 /// meaningful over seconds of work.
 struct ThreadTimes {
     /// Seconds by thread, keyed by thread id, with its name.
@@ -25,8 +25,13 @@ struct ThreadTimes {
         return times
     }
 
-    /// The calling thread's CPU seconds so far.
-    static func currentThread() -> Double { seconds(stat: "/proc/thread-self/stat") ?? 0 }
+    /// The calling thread's CPU seconds so far, to the nanosecond (a thread that lives for a
+    /// fraction of a second would lose most of its time to the ticks of `/proc`).
+    static func currentThread() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+    }
 
     /// Seconds spent by each thread name from `earlier` to `self`, for threads alive at both.
     func since(_ earlier: ThreadTimes) -> [String: Double] {
@@ -36,14 +41,6 @@ struct ThreadTimes {
             spent[now.name, default: 0] += now.seconds - before.seconds
         }
         return spent
-    }
-
-    /// Names the calling thread for the system (Linux keeps 15 bytes).
-    static func name(_ name: String) {
-        let descriptor = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return }
-        defer { close(descriptor) }
-        _ = String(decoding: name.utf8.prefix(15), as: UTF8.self).withCString { write(descriptor, $0, strlen($0)) }
     }
 
     /// utime + stime of a `stat` file, in seconds. The name in parentheses may hold spaces, so

@@ -35,3 +35,9 @@ package enum NamedThread {
         #endif
     }
 }
+
+/// Names the calling thread for the system as the library names its own (``NamedThread``): for
+/// benchmarks that tell the CPU time of the threads they start.
+@_spi(Benchmarking) public func nameCurrentThread(_ name: String) {
+    NamedThread.nameCurrentThread(name)
+}
