@@ -196,6 +196,34 @@ import Testing
         }
     }
 
+    /// A child process holds a copy of the parent's descriptors from its fork until its exec
+    /// closes them, and with them the log's lock. A store closed and opened again while another
+    /// thread starts processes is still written by this process, not opened read-only.
+    @Test func aStoreReopenedWhileTheProcessStartsChildrenStaysWritable() throws {
+        try withTemporaryDirectory { dir in
+            let spawning = Protected(true)
+            for _ in 0..<2 {
+                Thread {
+                    while spawning.current {
+                        let child = Process()
+                        child.executableURL = URL(fileURLWithPath: "/bin/true")
+                        try? child.run()
+                        child.waitUntilExit()
+                    }
+                }.start()
+            }
+            defer { spawning.withLock { $0 = false } }
+            var random = RandomValues(seed: 11)
+            for round in 0..<300 {
+                let store = try Store(path: dir + "/s", entities: [Item.self], options: Self.options)
+                defer { store.close() }
+                #expect(store.readOnlyReason == nil, "opening \(round): \(store.readOnlyReason ?? "")")
+                if store.isReadOnly { break }
+                try store.write { tx in try tx.put(Self.item(Int64(round), &random)) }
+            }
+        }
+    }
+
     /// Where the log's last record starts (its records follow one another from the data start).
     static func lastRecordStart(_ log: [UInt8]) throws -> Int {
         func word32(_ at: Int) -> Int { (0..<4).reduce(0) { $0 | Int(log[at + $1]) << (8 * $1) } }
