@@ -103,9 +103,9 @@ final class CommitLog {
         return true
     }
 
-    /// Whether a process holds the log for writing (``lockForWriting()``), this one through
-    /// another descriptor included. (A shared lock taken through a descriptor of its own fails
-    /// only then; it is let go at once.)
+    /// Whether a process holds the log for writing (``lockForWriting(patience:)``), this one
+    /// through another descriptor included. (A shared lock taken through a descriptor of its own
+    /// fails only then; it is let go at once.)
     var isLockedForWriting: Bool {
         let probe = open(path, O_RDONLY | O_CLOEXEC)
         guard probe >= 0 else { return false }
