@@ -46,6 +46,10 @@ final class WriteQueue: @unchecked Sendable {
     /// The synchronous caller running its write inline, if any.
     private var inlineThread: pthread_t?
     private let stopped = DispatchSemaphore(value: 0)
+    /// The record buffers that one transaction hands to the next, within a group and from group
+    /// to group, so that a group of one-row writes allocates them once, not once a closure. Used
+    /// by the batch being processed only (``isBusy``).
+    private var spareBuffers = RecordBuffers()
     /// How many requests the writer thread's last commit held, and how long it took.
     private var lastGroup = 0
     private var lastCommitNanoseconds: UInt64 = 0
@@ -305,7 +309,8 @@ final class WriteQueue: @unchecked Sendable {
         var deferredCounts: WriteTransaction.DeferredCounts = []
         for (i, request) in batch.enumerated() where failures[i] == nil {
             let tx = WriteTransaction(core: core, transaction: txn, schema: schema, sequence: lastSequence + 1, kept: kept.take(),
-                                      deferredCounts: deferredCounts)
+                                      deferredCounts: deferredCounts, buffers: spareBuffers.take())
+            defer { spareBuffers = tx.takeRecordBuffers() }
             do {
                 try request.run(tx)
                 try tx.finish()

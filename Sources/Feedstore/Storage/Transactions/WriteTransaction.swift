@@ -44,14 +44,27 @@ public final class WriteTransaction: ReadTransaction {
     /// a few indexes, and finding one by comparing beats hashing.)
     typealias DeferredCounts = [(index: CountedIndex, changes: [CountedIndex.Change])]
 
-    /// - Parameter deferredCounts: changes the group's earlier closures left to apply, taken over.
+    /// - Parameters:
+    ///   - deferredCounts: changes the group's earlier closures left to apply, taken over.
+    ///   - buffers: record buffers an earlier transaction grew (``takeRecordBuffers()``).
     init(core: StoreCore, transaction: consuming LMDBTransaction, schema: SchemaSnapshot, sequence: UInt64,
-         kept: CommittedEntries? = nil, deferredCounts: DeferredCounts = [])
+         kept: CommittedEntries? = nil, deferredCounts: DeferredCounts = [], buffers: RecordBuffers = RecordBuffers())
     {
         self.assignedSequence = sequence
         self.kept = kept
         self.deferredCounts = deferredCounts
+        self.recordBuffers = buffers
         super.init(core: core, transaction: transaction, schema: schema)
+    }
+
+    /// Hands over the record buffers, emptied, for the next transaction to grow no further;
+    /// buffers a large record grew are let go instead of kept.
+    func takeRecordBuffers() -> RecordBuffers {
+        var buffers = RecordBuffers()
+        swap(&buffers, &recordBuffers)
+        guard buffers.isSmall else { return RecordBuffers() }
+        buffers.empty()
+        return buffers
     }
 
     /// The journal sequence number this transaction's commit gets, or nil while it has changed
@@ -186,6 +199,21 @@ struct RecordBuffers {
     var indexChanges: [JournalRecord.IndexChange] = []
     var journalKey: [UInt8] = []
     var journalValue: [UInt8] = []
+
+    /// Whether the arrays hold little enough storage to be kept from write to write.
+    var isSmall: Bool {
+        primaryKey.capacity + bytes.capacity + journalKey.capacity + journalValue.capacity <= Self.keptBytes
+            && indexChanges.capacity <= 64
+    }
+
+    /// The bytes of storage kept at most from write to write.
+    static let keptBytes = 64 << 10
+
+    /// Hands the arrays over, leaving empty ones.
+    mutating func take() -> RecordBuffers {
+        defer { self = RecordBuffers() }
+        return self
+    }
 
     /// Empties the arrays, keeping their storage.
     mutating func empty() {
