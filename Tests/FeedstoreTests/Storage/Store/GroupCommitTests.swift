@@ -89,6 +89,59 @@ import Testing
         }
     }
 
+    /// A record of any size: its text is not indexed, its size is.
+    struct Page: Entity, Equatable {
+        var id: Int64
+        var size: Int64
+        var text: String
+        var tags: [String]
+        static let indexes = [IndexDefinition("bySize", [.ascending("size")])]
+    }
+
+    /// The bodies of a group, and one group after another, encode their records into the same
+    /// buffers: a body with records of any size, or one that throws halfway through its writes,
+    /// leaves nothing in them that a later body stores or journals.
+    @Test(arguments: testSeeds(2, base: 31)) func bodiesOfManySizesShareBuffersWithoutLeaks(seed: UInt64) throws {
+        try withTemporaryDirectory { dir in
+            let store = try Store(path: dir + "/s", entities: [Page.self], options: StoreOptions(durability: .none))
+            defer { store.close() }
+            struct Planned: Error {}
+            var random = RandomValues(seed: seed)
+            var mirror: [Int64: Page] = [:]
+            for _ in 0..<8 {
+                var planned: [(pages: [Page], throws: Bool)] = []
+                for _ in 0..<Int.random(in: 1...24, using: &random.rng) {
+                    let pages = (0..<Int.random(in: 1...3, using: &random.rng)).map { _ in
+                        // From one byte to past what the buffers keep between writes (64 KiB).
+                        let size = [1, 30, 900, 70_000].randomElement(using: &random.rng)!
+                        return Page(id: Int64.random(in: 0..<200, using: &random.rng), size: Int64(size), text: String(repeating: "x", count: size),
+                                    tags: (0..<Int.random(in: 0...3, using: &random.rng)).map { "t\($0)" })
+                    }
+                    planned.append((pages, Int.random(in: 0..<5, using: &random.rng) == 0))
+                }
+                let outcomes = try store.writeEach(planned.map { body in
+                    { tx in
+                        for page in body.pages { try tx.put(page) }
+                        if body.throws { throw Planned() }
+                    }
+                })
+                for (body, outcome) in zip(planned, outcomes) {
+                    #expect((try? outcome.get()) != nil || body.throws, "seed \(seed)")
+                    if !body.throws { for page in body.pages { mirror[page.id] = page } }
+                }
+            }
+            try store.read { tx in
+                let stored = try tx.objects(in: Query(Page.self, index: "bySize"))
+                #expect(Dictionary(uniqueKeysWithValues: stored.map { ($0.id, $0) }) == mirror, "seed \(seed)")
+                // Each journal entry names a record whose change it holds.
+                for commit in try tx.journal(after: 0, limit: 10_000) {
+                    #expect(commit.entries.allSatisfy { $0.entity == "Page" }, "seed \(seed)")
+                }
+            }
+            #expect(try store.verify().isEmpty, "seed \(seed)")
+        }
+    }
+
     /// The count changes of a group's bodies are applied once, before the commit; a body that
     /// counts sees every entry the bodies before it added, and a body that throws takes its
     /// entries out of the counts with it.
