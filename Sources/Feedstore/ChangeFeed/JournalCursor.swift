@@ -92,7 +92,7 @@ extension Store {
     public func trimJournal() throws {
         try write { tx in
             let bounds = try tx.journalBounds()
-            try tx.access { txn in
+            _ = try tx.access { txn in
                 try JournalTrimmer(core: tx.core).trim(in: txn, lastSequence: bounds.last, budget: .max)
             }
         }
