@@ -315,7 +315,7 @@ case "envelopes":
     let path = arguments.last!
     if arguments.contains("--build") {
         let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(durability: .none))
-        try store.write { try $0.keepRecordImagesInJournal() }
+        _ = try store.write { try $0.keepRecordImagesInJournal() }
         var feed = DemoFeed(seed: 3)
         for id in 1...UInt64(option("--commits", default: 2_000)) { try store.write { try $0.put(feed.message(id: id, contacts: 100)) } }
         store.close()
