@@ -1,3 +1,4 @@
+import Feedstore
 import Foundation
 
 /// An exclusive lock held by this process for the lock's life: `flock` on a file, which the
@@ -10,15 +11,10 @@ final class ExclusiveFileLock {
     init(path: String, refusal: (String) -> JetStreamError) throws {
         descriptor = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw refusal("cannot open \(path): \(String(cString: strerror(errno)))") }
-        // A child that another thread is forking holds a copy of the last holder's descriptor,
-        // and so its lock, until it execs: retry for a moment before refusing.
-        let deadline = ContinuousClock.now + .milliseconds(250)
-        while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
-            guard ContinuousClock.now < deadline else {
-                close(descriptor)
-                throw refusal("another process holds \(path)")
-            }
-            usleep(5_000)
+        // A forked child may hold the last holder's lock for a moment (``ExclusiveFlock``).
+        guard ExclusiveFlock.take(descriptor, patience: .milliseconds(250)) else {
+            close(descriptor)
+            throw refusal("another process holds \(path)")
         }
     }
 

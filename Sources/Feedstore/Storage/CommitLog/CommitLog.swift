@@ -88,19 +88,14 @@ final class CommitLog {
     /// Takes the log for this process (an exclusive `flock`, let go when the log closes): the
     /// one process that writes the store. False when another process holds it.
     ///
-    /// A child that another thread is forking holds a copy of every descriptor until it execs,
-    /// and with it the lock of a log this process has just closed. So while no other process has
-    /// the environment open (LMDB's lock file tells), the lock is tried again for up to
-    /// `patience`; a process that does have it open is answered at once. This process must not
-    /// have the environment open.
+    /// A forked child may hold the lock of a log this process has just closed
+    /// (``ExclusiveFlock``): while no other process has the environment open (LMDB's lock file
+    /// tells), the lock is tried again for up to `patience`; a process that does have it open is
+    /// answered at once. This process must not have the environment open.
     func lockForWriting(patience: Duration = .seconds(2)) -> Bool {
-        let deadline = ContinuousClock.now + patience
-        while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
-            let othersHaveItOpen = (try? LMDBLockFile.withNoOtherProcess(directory: directory) {}) == nil
-            guard !othersHaveItOpen, ContinuousClock.now < deadline else { return false }
-            usleep(1_000)
+        ExclusiveFlock.take(descriptor, patience: patience) {
+            (try? LMDBLockFile.withNoOtherProcess(directory: directory) {}) != nil
         }
-        return true
     }
 
     /// Whether a process holds the log for writing (``lockForWriting(patience:)``), this one
