@@ -60,8 +60,7 @@ public final class WriteTransaction: ReadTransaction {
     /// Hands over the record buffers, emptied, for the next transaction to grow no further;
     /// buffers a large record grew are let go instead of kept.
     func takeRecordBuffers() -> RecordBuffers {
-        var buffers = RecordBuffers()
-        swap(&buffers, &recordBuffers)
+        var buffers = recordBuffers.take()
         guard buffers.isSmall else { return RecordBuffers() }
         buffers.empty()
         return buffers
