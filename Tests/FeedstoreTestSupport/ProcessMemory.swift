@@ -50,7 +50,7 @@ public func runMeasuringPeakMemory(_ url: URL, _ arguments: [String], output: St
     let process = Process()
     process.executableURL = url
     process.arguments = arguments
-    FileManager.default.createFile(atPath: output, contents: nil)
+    _ = FileManager.default.createFile(atPath: output, contents: nil)
     process.standardOutput = FileHandle(forWritingAtPath: output)
     process.standardError = FileHandle(forWritingAtPath: "/dev/null")
     try process.run()
