@@ -34,9 +34,13 @@ struct DurableCommits {
         /// as there are writers), in each layout: rows per second and bytes written per row.
         var grouped: [(layout: RecordedPuts.Layout, rowsPerSecond: Double, bytesPerRow: Double)]
         /// The same puts grouped the same way, a tree each, committed to LMDB unsynced and made
-        /// durable by a log of their own synced once a commit (``RecordedPuts/replayDurably(into:writers:layout:rowsPerCommit:logged:)``):
+        /// durable by a log of their own synced once a commit (``RecordedPuts/replayDurably(into:writers:layout:rowsPerCommit:logged:keepingSnapshot:)``):
         /// rows per second and bytes written per row (log, and LMDB's pages at the end).
         var logged: (rowsPerSecond: Double, bytesPerRow: Double)
+        /// The same, with a reader keeping the snapshot the run starts from, as a commit log keeps
+        /// its checkpoint's (``RecordedPuts/replayDurably(into:writers:layout:rowsPerCommit:logged:keepingSnapshot:)``):
+        /// the floor of a commit log that can recover.
+        var loggedKeepingSnapshot: (rowsPerSecond: Double, bytesPerRow: Double)
         /// Feedstore keeping a commit log (``StoreOptions/keepsCommitLog``): commits per second
         /// and bytes written per row.
         var feedstoreLogged: (rowsPerSecond: Double, bytesPerRow: Double)
@@ -174,9 +178,13 @@ struct DurableCommits {
         written = Self.bytesWritten()
         let logged = try puts.replayDurably(into: directory + "/raw-puts-logged", writers: writers, rowsPerCommit: writers, logged: true)
         let loggedBytes = (Self.bytesWritten() - written) / Double(puts.rows.count)
+        written = Self.bytesWritten()
+        let loggedKept = try puts.replayDurably(into: directory + "/raw-puts-logged-kept", writers: writers, rowsPerCommit: writers, logged: true,
+                                                keepingSnapshot: true)
+        let loggedKeptBytes = (Self.bytesWritten() - written) / Double(puts.rows.count)
         try? FileManager.default.removeItem(atPath: directory)
         return Result(writers: writers, feedstore: feedstore, rowsPerCommit: rowsPerCommit, grdb: grdb, rawLMDB: raw, rawFeedstorePuts: rawFeedstorePuts, rawFeedstorePutsOneTree: rawFeedstorePutsOneTree, grouped: grouped,
-                      logged: (logged, loggedBytes), feedstoreLogged: (feedstoreLogged, feedstoreLoggedBytes),
+                      logged: (logged, loggedBytes), loggedKeepingSnapshot: (loggedKept, loggedKeptBytes), feedstoreLogged: (feedstoreLogged, feedstoreLoggedBytes),
                       bytesPerRow: bytes, pages: pages,
                       shapes: Shapes(loggedTasks: feedstoreLogged, loggedThreads: loggedThreads, syncedTasks: feedstore, syncedThreads: syncedThreads,
                                      grdbThreads: grdb, grdbTasks: grdbTasks))

@@ -99,7 +99,13 @@ struct RecordedPuts {
     ///     allocated) and syncing the log once; LMDB's file is synced once at the end, inside the
     ///     timing, as a checkpoint would. The floor of a commit log ahead of LMDB, with one sync
     ///     a commit where LMDB's own commit makes two.
-    func replayDurably(into path: String, writers: Int, layout: Layout = .treeEach, rowsPerCommit: Int = 1, logged: Bool = false) throws -> Double {
+    ///   - keepingSnapshot: with `logged`, a reader holds the snapshot the run starts from until
+    ///     LMDB's file is synced at the end, as a commit log must keep its checkpoint's pages to
+    ///     replay onto after a crash: LMDB then uses no page freed during the run again, and
+    ///     each commit writes new pages, as Feedstore's commit log does between checkpoints.
+    ///     The floor of a commit log ahead of LMDB that can recover.
+    func replayDurably(into path: String, writers: Int, layout: Layout = .treeEach, rowsPerCommit: Int = 1, logged: Bool = false,
+                       keepingSnapshot: Bool = false) throws -> Double {
         nonisolated(unsafe) let env = try RawLMDB.open(path, flags: logged ? MDB_NOSYNC : 0)
         defer { mdb_env_close(env) }
         let log = logged ? try WrittenAheadLog(path: path + "/commits.log", bytes: rows.reduce(0) { $0 + $1.reduce(16) { $0 + $1.key.count + $1.value.count + 8 } }) : nil
@@ -121,6 +127,10 @@ struct RecordedPuts {
         }
         let groups = stride(from: 0, to: rows.count, by: rowsPerCommit).map { Array(rows[$0..<min(rows.count, $0 + rowsPerCommit)]) }
         let threads = rowsPerCommit == 1 ? writers : 1
+        // The snapshot a checkpoint would keep: LMDB reuses no page freed after a reader's snapshot.
+        var kept: OpaquePointer?
+        if keepingSnapshot { try RawLMDB.check(mdb_txn_begin(env, nil, UInt32(MDB_RDONLY), &kept)) }
+        defer { if let kept { mdb_txn_abort(kept) } }
         let start = Date()
         try DurableCommits.concurrently(threads) { w in
             for group in stride(from: w, to: groups.count, by: threads).map({ groups[$0] }) {

@@ -66,6 +66,15 @@ func durableCommits(writers: [Int], commits: Int) async throws {
             + " | \(Int(r.logged.rowsPerSecond).formatted()) | " + String(format: "%.1f", r.logged.rowsPerSecond / r.grdb)
             + " | " + r.grouped.map { Int($0.bytesPerRow).formatted() }.joined(separator: " | ") + " | \(Int(r.logged.bytesPerRow).formatted()) |")
     }
+    emit("\nCommit logs ahead of LMDB: Feedstore's, against raw LMDB committing Feedstore's puts unsynced and appending them to a log synced once a commit (grouped as in the table above), without and with a reader keeping the snapshot the run starts from. A log replayed after a crash needs the pages of its checkpoint's snapshot, so it must keep them: LMDB then uses no page freed during the run again, and each commit writes new pages, as Feedstore's does between checkpoints. Rows per second, and bytes written per row\n")
+    emit("| writers | Feedstore, commit log | raw LMDB, a log synced | raw LMDB, a log synced, the snapshot kept | Feedstore ÷ the log | Feedstore ÷ the log, snapshot kept | bytes per row: Feedstore | the log | the log, snapshot kept |")
+    emit("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in results {
+        let (f, l, k) = (r.feedstoreLogged, r.logged, r.loggedKeepingSnapshot)
+        emit("| \(r.writers) | " + [f.rowsPerSecond, l.rowsPerSecond, k.rowsPerSecond].map { Int($0).formatted() }.joined(separator: " | ")
+            + String(format: " | %.2f | %.2f | ", f.rowsPerSecond / l.rowsPerSecond, f.rowsPerSecond / k.rowsPerSecond)
+            + [f.bytesPerRow, l.bytesPerRow, k.bytesPerRow].map { Int($0).formatted() }.joined(separator: " | ") + " |")
+    }
     emit("\nDurable one-row commits per second by the shape of the calls: writers as tasks awaiting the async `write`, or as threads of their own calling the blocking `write` (Feedstore runs a blocking write on the calling thread when no other write is in the way; an async one goes to its writer thread)\n")
     emit("| writers | Feedstore, commit log: tasks | Feedstore, commit log: threads | Feedstore, LMDB's syncs: tasks | Feedstore, LMDB's syncs: threads | GRDB (synchronous = FULL): tasks | GRDB: threads | commit log ÷ GRDB, tasks | commit log ÷ GRDB, threads |")
     emit("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
