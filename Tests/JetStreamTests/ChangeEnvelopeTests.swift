@@ -1,4 +1,4 @@
-import Feedstore
+@_spi(Replication) import Feedstore
 import FeedstoreDemo
 @testable import FeedstoreJetStream
 import FeedstoreTestSupport
@@ -74,9 +74,35 @@ import Testing
 
     /// Text that is not an envelope is refused with the message's sequence, never read halfway.
     @Test func malformedEnvelopesAreRefused() {
-        for text in ["", "{", "[]", "{\"v\": 1}", "{\"entries\": [{\"entity\": \"Item\"}], \"source\": {\"store\": \"s\", \"sequence\": 1}, \"v\": 1}",
-                     "{\"entries\": [], \"source\": {\"store\": \"s\", \"sequence\": 1}, \"v\": 2}", "{\"entries\": [\"unterminated], \"v\": 1}"] {
+        // An envelope around one entry: the entry's faults are refused too.
+        func around(_ entry: String) -> String {
+            "{\"entries\": [\(entry)], \"source\": {\"store\": \"s\", \"sequence\": 1}, \"v\": 1}"
+        }
+        let stringValue = Data(FieldValue.string("not a record").storedEncoding).base64EncodedString()
+        for text in ["", "{", "[]", "{\"v\": 1}", around("{\"entity\": \"Item\"}"),
+                     "{\"entries\": [], \"source\": {\"store\": \"s\", \"sequence\": 1}, \"v\": 2}", "{\"entries\": [\"unterminated], \"v\": 1}",
+                     around("1"), around("{\"entity\": \"Item\", \"id\": 1, \"op\": \"c\"}"),
+                     around("{\"entity\": \"Item\", \"id\": 1, \"op\": \"c\", \"stored\": \"@@@@\"}"),
+                     around("{\"entity\": \"Item\", \"id\": 1, \"op\": \"c\", \"stored\": \"QQ==QQ==\"}"),
+                     around("{\"entity\": \"Item\", \"id\": 1, \"op\": \"c\", \"stored\": \"\(stringValue)\"}"),
+                     around("{\"entity\": \"Item\", \"id\": 1, \"op\": \"c\", \"after\": [1]}")] {
             #expect(throws: JetStreamError.self, "\(text)") { _ = try ChangeEnvelope.decode(Array(text.utf8), streamSequence: 7) }
+        }
+    }
+
+    /// The base64 a replica reads straight from an envelope's bytes gives what Foundation's
+    /// reader gives, for every length and padding, and nothing for text that is not base64.
+    @Test(arguments: testSeeds(2, base: 17))
+    func base64ReadFromTheBytesMatchesFoundation(seed: UInt64) {
+        var rng = SeededGenerator(seed: seed)
+        for length in 0..<64 {
+            let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            let text = Array(("\"" + Data(bytes).base64EncodedString() + "\"").utf8)
+            #expect(JSONScanner(text).base64(in: 0..<text.count) == bytes, "length \(length), seed \(seed)")
+        }
+        for bad in ["\"A\"", "\"AB=A\"", "\"A===\"", "\"QQ==QQ==\"", "\"QQ\\/=\"", "\"Q Q=\"", "\"QQ=\""] {
+            let text = Array(bad.utf8)
+            #expect(JSONScanner(text).base64(in: 0..<text.count) == nil, "\(bad)")
         }
     }
 }

@@ -344,9 +344,7 @@ case "envelopes":
                 if let replica {
                     let records = try ChangeEnvelope.records(decoding: envelope)
                     try replica.write { tx in
-                        for record in records {
-                            try tx.applyReplicated(entity: record.entity, id: record.id, fields: record.fields, exact: record.exact)
-                        }
+                        for record in records { try tx.applyReplicated(record) }
                     }
                 }
             }

@@ -431,9 +431,9 @@ public final class ReplicaFollower {
     /// A commit of the stream, checked and ready to write: its records' changes and the replica's
     /// state once it is applied.
     private struct PlannedCommit {
-        /// Each change's record (nil for a delete), and whether it is the origin's exact stored
-        /// record, which is stored as it is, or one read from JSON and held to the catalog.
-        var changes: [(entity: String, id: FieldValue, fields: [String: FieldValue]?, exact: Bool)]
+        /// Each record's change: the origin's exact stored record, stored as it is, or one read
+        /// from JSON and held to the catalog; none for a delete.
+        var changes: [ReplicatedChange]
         var next: ReplicaState
         /// The forwarded write requests the commit holds.
         var requests: [(id: String, time: Date)]
@@ -675,11 +675,12 @@ public final class ReplicaFollower {
     /// the origin's catalog gives their fields).
     private func plan(_ envelope: ChangeEnvelope.Received, next: ReplicaState) -> PlannedCommit {
         PlannedCommit(changes: envelope.entries.map { entry in
-            guard entry.op != "d", var fields = entry.after else { return (entry.entity, entry.id, nil, false) }
-            if !entry.exact, let schema = schemas[entry.entity] {
+            var change = ReplicatedChange(entity: entry.entity, id: entry.id, record: entry.record)
+            if case var .fields(fields)? = entry.record, let schema = schemas[entry.entity] {
                 for (name, value) in fields { fields[name] = schema.coerce(value, toField: name) }
+                change.record = .fields(fields)
             }
-            return (entry.entity, entry.id, fields, entry.exact)
+            return change
         }, next: next, requests: envelope.requests)
     }
 
@@ -698,7 +699,7 @@ public final class ReplicaFollower {
                     throw JetStreamError.replicaNeedsSeed(stream: self.stream, reason: "commit \(commit.next.originSequence) found the replica elsewhere than after the commit before it")
                 }
                 for change in commit.changes {
-                    try tx.applyReplicated(entity: change.entity, id: change.id, fields: change.fields, exact: change.exact)
+                    try tx.applyReplicated(change)
                 }
                 // Remembered as the primary remembers them by default: once promoted, the
                 // replica answers a retried request instead of applying it again.

@@ -137,9 +137,16 @@ public enum ChangeEnvelope {
         var entity: String
         var id: FieldValue
         var op: String
-        var after: [String: FieldValue]?
-        /// Whether `after` came from the exact stored record rather than from JSON.
-        var exact: Bool
+        /// The record, nil for a delete.
+        var record: ReplicatedChange.Record?
+
+        /// The record's fields by name, nil for a delete.
+        var after: [String: FieldValue]? { try? record?.fields() }
+        /// Whether the record is the origin's exact stored one rather than read from JSON.
+        var exact: Bool {
+            if case .stored = record { return true }
+            return false
+        }
     }
 
     /// A received envelope: its commit and the catalog entries it carries.
@@ -180,8 +187,10 @@ public enum ChangeEnvelope {
     static func decode(_ data: [UInt8], streamSequence: UInt64) throws -> Received {
         func bad(_ reason: String) -> JetStreamError { .badEnvelope(streamSequence: streamSequence, reason: reason) }
         let scanner = JSONScanner(data)
-        let members: JSONScanner.Members
-        do { members = try scanner.members(of: 0..<data.count) } catch { throw bad("not a JSON object (\(error))") }
+        let members: JSONScanner.Members, entryObjects: [JSONScanner.Members]?
+        do { (members, entryObjects) = try scanner.members(of: 0..<data.count, withObjectsIn: "entries") } catch {
+            throw bad("not a JSON object whose entries are objects (\(error))")
+        }
         let v = members["v"].flatMap { try? scanner.value(in: $0) }
         guard v == .int(Int64(version)) else { throw bad("version \(v?.jsonText ?? "missing"), expected \(version)") }
         guard let sourceRange = members["source"], let source = try? scanner.members(of: sourceRange),
@@ -196,27 +205,28 @@ public enum ChangeEnvelope {
             return Received(store: store, sequence: sequence, entries: [], schemas: [:],
                             promotion: Promotion(from: fromStore, through: through), timeText: timeText)
         }
-        guard let entriesRange = members["entries"], let items = try? scanner.elements(of: entriesRange) else { throw bad("no entries") }
-        let entries = try items.map { item -> Entry in
-            guard let entry = try? scanner.members(of: item), let entity = entry["entity"].flatMap({ try? scanner.string(in: $0) }),
+        guard let items = entryObjects, members["entries"] != nil else { throw bad("no entries") }
+        let entries = try items.map { entry -> Entry in
+            guard let entity = entry["entity"].flatMap({ try? scanner.string(in: $0) }),
                   let id = entry["id"].flatMap({ try? scanner.value(in: $0) }), let op = entry["op"].flatMap({ try? scanner.string(in: $0) }),
                   op == "c" || op == "u" || op == "d"
             else { throw bad("an entry without entity, id or op") }
-            var after: [String: FieldValue]?
-            var exact = false
+            guard op != "d" else { return Entry(entity: entity, id: id, op: op, record: nil) }
+            let record: ReplicatedChange.Record
             // The exact record, when the envelope has it, stands for `after`.
             if let stored = entry["stored"], !scanner.isNull(stored) {
-                guard let text = try? scanner.string(in: stored), let bytes = Data(base64Encoded: text),
-                      case let .object(fields)? = try? FieldValue(storedEncoding: Array(bytes))
+                // Base64 read straight from the bytes; a string with escapes takes the long way.
+                guard let bytes = scanner.base64(in: stored) ?? (try? scanner.string(in: stored)).flatMap({ Data(base64Encoded: $0) }).map({ Array($0) }),
+                      let checked = try? ShippedRecord(validating: bytes)
                 else { throw bad("a stored record that is not one") }
-                after = fields
-                exact = true
+                record = .stored(checked)
             } else if let range = entry["after"], !scanner.isNull(range) {
                 guard case let .object(fields)? = try? scanner.value(in: range) else { throw bad("an entry whose after is not an object") }
-                after = fields
+                record = .fields(fields)
+            } else {
+                throw bad("an insert or update without its record")
             }
-            if op != "d" && after == nil { throw bad("an insert or update without its record") }
-            return Entry(entity: entity, id: id, op: op, after: after, exact: exact)
+            return Entry(entity: entity, id: id, op: op, record: record)
         }
         var schemas: [String: CatalogEntity] = [:]
         if let range = members["schema"] {
@@ -240,11 +250,10 @@ public enum ChangeEnvelope {
         try decode(data, streamSequence: 1).entries.count
     }
 
-    /// Decodes an envelope as a replica does: each entry's entity, id, record (nil for a delete)
-    /// and whether the record is the exact stored one, for benchmarks that apply them as a
-    /// replica does.
-    @_spi(Benchmarking) public static func records(decoding data: [UInt8]) throws -> [(entity: String, id: FieldValue, fields: [String: FieldValue]?, exact: Bool)] {
-        try decode(data, streamSequence: 1).entries.map { ($0.entity, $0.id, $0.op == "d" ? nil : $0.after, $0.exact) }
+    /// Decodes an envelope as a replica does: each entry's change, for benchmarks that apply them
+    /// as a replica does.
+    @_spi(Benchmarking) public static func records(decoding data: [UInt8]) throws -> [ReplicatedChange] {
+        try decode(data, streamSequence: 1).entries.map { ReplicatedChange(entity: $0.entity, id: $0.id, record: $0.record) }
     }
 
     static func unsigned(_ value: FieldValue) -> UInt64? {

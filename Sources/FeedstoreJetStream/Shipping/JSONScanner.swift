@@ -32,29 +32,80 @@ struct JSONScanner {
 
     /// The members of the object that `range` holds.
     func members(of range: Range<Int>) throws -> Members {
-        var found = Members(scanner: self)
         try bytes.withUnsafeBufferPointer { b in
-            var i = Self.skipSpace(b, range.lowerBound)
-            guard i < range.upperBound, b[i] == UInt8(ascii: "{") else { throw Malformed(offset: i) }
-            i = Self.skipSpace(b, i + 1)
-            if i < range.upperBound, b[i] == UInt8(ascii: "}") { return }
-            while true {
-                guard i < range.upperBound, b[i] == UInt8(ascii: "\"") else { throw Malformed(offset: i) }
-                let nameEnd = try Self.endOfValue(b, at: i)
-                let name = i..<nameEnd
-                i = Self.skipSpace(b, nameEnd)
-                guard i < range.upperBound, b[i] == UInt8(ascii: ":") else { throw Malformed(offset: i) }
-                let start = Self.skipSpace(b, i + 1)
-                let end = try Self.endOfValue(b, at: start)
-                found.members.append((name, start..<end))
-                i = Self.skipSpace(b, end)
-                guard i < range.upperBound else { throw Malformed(offset: i) }
-                if b[i] == UInt8(ascii: "}") { return }
-                guard b[i] == UInt8(ascii: ",") else { throw Malformed(offset: i) }
-                i = Self.skipSpace(b, i + 1)
-            }
+            try members(b, at: Self.skipSpace(b, range.lowerBound), before: range.upperBound, expanding: nil).members
         }
-        return found
+    }
+
+    /// The members of the object that `range` holds, and those of each element of the array that
+    /// its member `name` holds (every element an object; nil without the member): one walk over
+    /// the text, where finding the members first and then the array's would take two.
+    func members(of range: Range<Int>, withObjectsIn name: String) throws -> (Members, [Members]?) {
+        try bytes.withUnsafeBufferPointer { b in
+            let found = try members(b, at: Self.skipSpace(b, range.lowerBound), before: range.upperBound, expanding: name)
+            return (found.members, found.objects)
+        }
+    }
+
+    /// The members of the object that opens at `start`, where it ends, and the objects of the
+    /// array its member `expanding` holds.
+    private func members(_ b: UnsafeBufferPointer<UInt8>, at start: Int, before limit: Int, expanding: String?)
+        throws -> (members: Members, end: Int, objects: [Members]?)
+    {
+        var found = Members(scanner: self)
+        found.members.reserveCapacity(8)
+        var objects: [Members]?
+        var i = start
+        guard i < limit, b[i] == UInt8(ascii: "{") else { throw Malformed(offset: i) }
+        i = Self.skipSpace(b, i + 1)
+        if i < limit, b[i] == UInt8(ascii: "}") { return (found, i + 1, nil) }
+        while true {
+            guard i < limit, b[i] == UInt8(ascii: "\"") else { throw Malformed(offset: i) }
+            let nameEnd = try Self.endOfString(b, at: i)
+            let name = i..<nameEnd
+            i = Self.skipSpace(b, nameEnd)
+            guard i < limit, b[i] == UInt8(ascii: ":") else { throw Malformed(offset: i) }
+            let valueStart = Self.skipSpace(b, i + 1)
+            let valueEnd: Int
+            if let expanding, self.name(name, is: expanding) {
+                // A repeated name: the last one counts, as for every member.
+                objects = nil
+                if valueStart < limit, b[valueStart] == UInt8(ascii: "[") {
+                    let array = try self.objects(b, at: valueStart, before: limit)
+                    (objects, valueEnd) = (array.objects, array.end)
+                } else {
+                    valueEnd = try Self.endOfValue(b, at: valueStart)
+                }
+            } else {
+                valueEnd = try Self.endOfValue(b, at: valueStart)
+            }
+            guard valueEnd <= limit else { throw Malformed(offset: valueStart) }
+            found.members.append((name, valueStart..<valueEnd))
+            i = Self.skipSpace(b, valueEnd)
+            guard i < limit else { throw Malformed(offset: i) }
+            if b[i] == UInt8(ascii: "}") { return (found, i + 1, objects) }
+            guard b[i] == UInt8(ascii: ",") else { throw Malformed(offset: i) }
+            i = Self.skipSpace(b, i + 1)
+        }
+    }
+
+    /// The members of each element of the array that opens at `start`, every element an object,
+    /// and where the array ends.
+    private func objects(_ b: UnsafeBufferPointer<UInt8>, at start: Int, before limit: Int) throws -> (objects: [Members], end: Int) {
+        var i = start
+        guard i < limit, b[i] == UInt8(ascii: "[") else { throw Malformed(offset: i) }
+        i = Self.skipSpace(b, i + 1)
+        var found: [Members] = []
+        if i < limit, b[i] == UInt8(ascii: "]") { return (found, i + 1) }
+        while true {
+            let object = try members(b, at: i, before: limit, expanding: nil)
+            found.append(object.members)
+            i = Self.skipSpace(b, object.end)
+            guard i < limit else { throw Malformed(offset: i) }
+            if b[i] == UInt8(ascii: "]") { return (found, i + 1) }
+            guard b[i] == UInt8(ascii: ",") else { throw Malformed(offset: i) }
+            i = Self.skipSpace(b, i + 1)
+        }
     }
 
     /// The ranges of the elements of the array that `range` holds.
@@ -86,14 +137,14 @@ struct JSONScanner {
     /// Whether the JSON string at `range` (quotes included) is `name`.
     fileprivate func name(_ range: Range<Int>, is name: String) -> Bool {
         let inner = (range.lowerBound + 1)..<(range.upperBound - 1)
-        var name = name
         // Compared as bytes, lengths first: most members looked past differ in length.
-        let plain = name.withUTF8 { wanted in
-            inner.count == wanted.count && bytes.withUnsafeBufferPointer { b in
-                wanted.isEmpty || memcmp(b.baseAddress! + inner.lowerBound, wanted.baseAddress!, wanted.count) == 0
+        let wanted = name.utf8
+        if inner.count == wanted.count {
+            let same: Bool? = wanted.withContiguousStorageIfAvailable { (wanted: UnsafeBufferPointer<UInt8>) -> Bool in
+                bytes.withUnsafeBufferPointer { b in wanted.isEmpty || memcmp(b.baseAddress! + inner.lowerBound, wanted.baseAddress!, wanted.count) == 0 }
             }
+            if same ?? bytes[inner].elementsEqual(wanted) { return true }
         }
-        if plain { return true }
         // A name written with escapes is read in full; a plain one that differs is another name.
         return bytes[inner].contains(UInt8(ascii: "\\")) && (try? string(in: range)) == name
     }
@@ -112,6 +163,49 @@ struct JSONScanner {
         }
         return String(decoding: bytes[inner], as: UTF8.self)
     }
+
+    /// The bytes that the JSON string at `range` (quotes included) spells in base64, padded, read
+    /// without making the string first; nil when it holds anything else (escapes included: the
+    /// caller then reads the string in full).
+    func base64(in range: Range<Int>) -> [UInt8]? {
+        guard range.count >= 2, bytes[range.lowerBound] == UInt8(ascii: "\""), bytes[range.upperBound - 1] == UInt8(ascii: "\"") else { return nil }
+        let text = (range.lowerBound + 1)..<(range.upperBound - 1)
+        guard text.count % 4 == 0 else { return nil }
+        return bytes.withUnsafeBufferPointer { b -> [UInt8]? in
+            var padding = 0
+            if text.count > 0, b[text.upperBound - 1] == UInt8(ascii: "=") { padding = b[text.upperBound - 2] == UInt8(ascii: "=") ? 2 : 1 }
+            let values = Self.base64Values
+            var out: [UInt8] = []
+            out.reserveCapacity(text.count / 4 * 3)
+            var i = text.lowerBound
+            while i < text.upperBound {
+                let last = i + 4 == text.upperBound
+                var group: UInt32 = 0
+                for j in 0..<4 {
+                    let byte = b[i + j]
+                    if last && j >= 4 - padding {
+                        group <<= 6
+                        continue
+                    }
+                    let sextet = values[Int(byte)]
+                    guard sextet < 64 else { return nil }
+                    group = group << 6 | UInt32(sextet)
+                }
+                out.append(UInt8(truncatingIfNeeded: group >> 16))
+                if !last || padding < 2 { out.append(UInt8(truncatingIfNeeded: group >> 8)) }
+                if !last || padding < 1 { out.append(UInt8(truncatingIfNeeded: group)) }
+                i += 4
+            }
+            return out
+        }
+    }
+
+    /// Each byte's value in the base64 alphabet; 64 for a byte outside it.
+    private static let base64Values: [UInt8] = {
+        var values = [UInt8](repeating: 64, count: 256)
+        for (value, byte) in Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8).enumerated() { values[Int(byte)] = UInt8(value) }
+        return values
+    }()
 
     /// The unsigned integer that `range` holds, written in plain digits; nil for anything else.
     func unsigned(in range: Range<Int>) -> UInt64? {

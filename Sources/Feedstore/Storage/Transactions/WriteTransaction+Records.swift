@@ -75,16 +75,30 @@ extension WriteTransaction {
         try writeRecord(try placing(converted, in: RecordValues(entity: entity)), id: id, mode: .upsert)
     }
 
-    /// Stores a record exactly as another store holds it (its stored encoding read back, every
-    /// value of its own kind): a replica applying its origin's commit. The origin held the
-    /// record to its types when it was written, so it is not held to them again; fields the
-    /// catalog lacks join it, as in ``put(entity:id:fields:keepingUndeclaredFields:)``.
+    /// Stores a record exactly as another store holds it (its stored encoding, every value of its
+    /// own kind): a replica applying its origin's commit. The origin held the record to its types
+    /// when it was written, so it is not held to them again; fields the catalog lacks join it, as
+    /// in ``put(entity:id:fields:keepingUndeclaredFields:)``. The fields go from the bytes to their
+    /// catalog slots with no dictionary between, unless one is new to the catalog or of a kind it
+    /// has not given the field (the catalog then learns it first).
     /// - Throws: ``FeedstoreError/unknownEntity(_:)``; ``FeedstoreError/invalidRange(entity:index:reason:)``
     ///   for an id of the wrong kind; the errors of ``put(_:)``. Nothing is written on error.
-    @_spi(Replication) public func put(entity name: String, id: FieldValue, storedFields fields: [String: FieldValue]) throws {
+    @_spi(Replication) public func put(entity name: String, id: FieldValue, stored record: ShippedRecord) throws {
         let entity = try entity(name)
         let id = try entity.catalog.primaryKeyComponent(id)
-        try writeRecord(try placing(fields.filter { $0.value.kindRank != 0 }, in: RecordValues(entity: entity)), id: id, mode: .upsert)
+        var placed = RecordValues(entity: entity)
+        var known = true
+        try record.forEachField { name, value in
+            guard known, try value.tag() != .null else { return }
+            let field = try value.fieldValue()
+            guard let slot = entity.slot(named: String(decoding: name, as: UTF8.self)), slot.accepts(field) else {
+                known = false
+                return
+            }
+            placed.set(field, at: slot.id)
+        }
+        if !known { placed = try placing(try record.fields().filter { $0.value.kindRank != 0 }, in: RecordValues(entity: entity)) }
+        try writeRecord(placed, id: id, mode: .upsert)
     }
 
     /// Inserts a new record by name, as ``put(entity:id:fields:keepingUndeclaredFields:)`` does.

@@ -266,7 +266,8 @@ import Testing
             var fields = try RecordWrite.fields(of: person)
             fields["keptByTheOrigin"] = .string("undeclared")
             fields["work"] = .null
-            try store.write { tx in try tx.put(entity: "Person", id: 9, storedFields: fields) }
+            let record = try ShippedRecord(validating: FieldValue.object(fields).storedEncoding)
+            try store.write { tx in try tx.put(entity: "Person", id: 9, stored: record) }
             let read = try #require(try store.read { try $0.get(Person.self, id: 9) })
             #expect(read.born == born && read.tag == person.tag && read.home.zip == 22201 && read.note == person.note && read.photo == person.photo)
             let stored = try #require(try store.read { try $0.record(entity: "Person", id: 9) })
@@ -274,10 +275,26 @@ import Testing
             #expect(stored["work"] == nil)
             #expect(try store.verify().isEmpty)
 
+            // Now that the catalog has every field, a record goes from its bytes to the slots
+            // without a dictionary: it reads back the same, and its index entries follow.
+            var second = fields
+            second["name"] = .string("Ada")
+            second["keptByTheOrigin"] = .string("again")
+            let secondRecord = try ShippedRecord(validating: FieldValue.object(second).storedEncoding)
+            try store.write { tx in try tx.put(entity: "Person", id: 10, stored: secondRecord) }
+            let secondRead = try #require(try store.read { try $0.record(entity: "Person", id: 10) })
+            #expect(secondRead == (try secondRecord.fields()).filter { $0.value != .null })
+            #expect(try store.read { try $0.get(Person.self, id: 10) }?.name == "Ada")
+            #expect(try store.verify().isEmpty)
+            try store.write { tx in _ = try tx.delete(entity: "Person", id: 10) }
+
+            #expect(throws: FeedstoreError.self) { try ShippedRecord(validating: FieldValue.string("not a record").storedEncoding) }
+            #expect(throws: FeedstoreError.self) { try ShippedRecord(validating: [0xFF, 1, 2]) }
+
             #expect(throws: FeedstoreError.unknownEntity("Nobody")) {
-                try store.write { tx in try tx.put(entity: "Nobody", id: 1, storedFields: fields) }
+                try store.write { tx in try tx.put(entity: "Nobody", id: 1, stored: record) }
             }
-            #expect { try store.write { tx in try tx.put(entity: "Person", id: "ten", storedFields: fields) } } throws: { error in
+            #expect { try store.write { tx in try tx.put(entity: "Person", id: "ten", stored: record) } } throws: { error in
                 guard case FeedstoreError.invalidRange = error else { return false }
                 return true
             }
