@@ -90,13 +90,17 @@ import Testing
         }
     }
 
-    /// The base64 a replica reads straight from an envelope's bytes gives what Foundation's
-    /// reader gives, for every length and padding, and nothing for text that is not base64.
+    /// The base64 a shipper writes and a replica reads straight from an envelope's bytes is
+    /// Foundation's, for every length and padding, and nothing is read from text that is not
+    /// base64.
     @Test(arguments: testSeeds(2, base: 17))
-    func base64ReadFromTheBytesMatchesFoundation(seed: UInt64) {
+    func base64WrittenAndReadInTheBytesMatchesFoundation(seed: UInt64) {
         var rng = SeededGenerator(seed: seed)
         for length in 0..<64 {
             let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            var written: [UInt8] = []
+            Base64.append(bytes, to: &written)
+            #expect(written == Array(Data(bytes).base64EncodedString().utf8), "length \(length), seed \(seed)")
             let text = Array(("\"" + Data(bytes).base64EncodedString() + "\"").utf8)
             #expect(JSONScanner(text).base64(in: 0..<text.count) == bytes, "length \(length), seed \(seed)")
         }

@@ -22,8 +22,8 @@ extension FieldValue {
         switch self {
         case .null: out += "null".utf8
         case let .bool(v): out += (v ? "true" : "false").utf8
-        case let .int(v): out += String(v).utf8
-        case let .uint(v): out += String(v).utf8
+        case let .int(v): Self.appendDecimal(v.magnitude, negative: v < 0, to: &out)
+        case let .uint(v): Self.appendDecimal(v, negative: false, to: &out)
         case let .double(v):
             if v.isNaN { out += "\"nan\"".utf8 } else if v.isInfinite { out += (v < 0 ? "\"-inf\"" : "\"inf\"").utf8 } else {
                 if v == v.rounded() && abs(v) < 1e15 {
@@ -44,15 +44,51 @@ extension FieldValue {
                 item.appendJSON(to: &out)
             }
             out.append(UInt8(ascii: "]"))
-        case let .object(members):
-            out.append(UInt8(ascii: "{"))
-            for (i, member) in members.sorted(by: { $0.key.precedesAsKey($1.key) }).enumerated() {
-                if i > 0 { out.append(UInt8(ascii: ",")) }
-                Self.appendJSONString(member.key, to: &out)
-                out.append(UInt8(ascii: ":"))
-                member.value.appendJSON(to: &out)
-            }
-            out.append(UInt8(ascii: "}"))
+        case let .object(members): Self.appendJSONObject(Self.sortedMembers(members), to: &out)
+        }
+    }
+
+    /// An object's members in key order (by their UTF-8 bytes), as JSON text and the stored
+    /// encoding write them.
+    static func sortedMembers(_ members: [String: FieldValue]) -> [(key: String, value: FieldValue)] {
+        members.sorted { $0.key.precedesAsKey($1.key) }
+    }
+
+    /// Appends the object of `members`, in the order given, as JSON text.
+    static func appendJSONObject(_ members: [(key: String, value: FieldValue)], to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "{"))
+        for (i, member) in members.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            appendJSONString(member.key, to: &out)
+            out.append(UInt8(ascii: ":"))
+            member.value.appendJSON(to: &out)
+        }
+        out.append(UInt8(ascii: "}"))
+    }
+
+    /// Appends the object of `members` as JSON text to `json` and in its stored encoding
+    /// (``storedEncoding``) to `stored`, its members sorted once for both: a shipped record is
+    /// written both ways.
+    @_spi(Replication) public static func appendObject(_ members: [String: FieldValue], json: inout [UInt8], stored: inout [UInt8]) {
+        let sorted = sortedMembers(members)
+        appendJSONObject(sorted, to: &json)
+        RecordCodec.appendObject(sorted, to: &stored)
+    }
+
+    /// Appends `magnitude` in decimal digits, after a minus sign when `negative`, without
+    /// making a `String`.
+    @_spi(Replication) public static func appendDecimal(_ magnitude: UInt64, negative: Bool, to out: inout [UInt8]) {
+        if negative { out.append(UInt8(ascii: "-")) }
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: room for UInt64's 20 digits
+        var count = 0
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            var rest = magnitude
+            repeat {
+                count += 1
+                buffer[buffer.count - count] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+            } while rest > 0
+            out.append(contentsOf: buffer[(buffer.count - count)...])
         }
     }
 

@@ -110,14 +110,18 @@ enum RecordCodec {
             out.append(Tag.array.rawValue)
             appendVarint(UInt64(items.count), to: &out)
             for item in items { appendValue(item, to: &out) }
-        case let .object(members):
-            out.append(Tag.object.rawValue)
-            appendVarint(UInt64(members.count), to: &out)
-            for key in members.keys.sorted(by: { $0.precedesAsKey($1) }) {
-                appendVarint(UInt64(key.utf8.count), to: &out)
-                out.append(contentsOf: key.utf8)
-                appendValue(members[key]!, to: &out)
-            }
+        case let .object(members): appendObject(FieldValue.sortedMembers(members), to: &out)
+        }
+    }
+
+    /// Appends the object of `members`, which are in key order (``FieldValue/sortedMembers(_:)``).
+    static func appendObject(_ members: [(key: String, value: FieldValue)], to out: inout [UInt8]) {
+        out.append(Tag.object.rawValue)
+        appendVarint(UInt64(members.count), to: &out)
+        for member in members {
+            appendVarint(UInt64(member.key.utf8.count), to: &out)
+            out.append(contentsOf: member.key.utf8)
+            appendValue(member.value, to: &out)
         }
     }
 

@@ -56,13 +56,16 @@ public enum ChangeEnvelope {
         // indexKeys, op, stored.
         var out: [UInt8] = []
         out.reserveCapacity(512 * max(1, commit.entries.count))
-        func put(_ text: String) { out += text.utf8 }
+        func put(_ text: StaticString) { out.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount)) }
+        // The record's stored encoding, written beside its JSON and then put in base64.
+        var stored: [UInt8] = []
         put("{\"entries\":[")
         for (i, entry) in commit.entries.enumerated() {
             if entry.kind != .delete && entry.record == nil { throw JetStreamError.commitWithoutRecord(sequence: commit.sequence) }
             if i > 0 { put(",") }
             put("{\"after\":")
-            if let record = entry.record { FieldValue.object(record).appendJSON(to: &out) } else { put("null") }
+            stored.removeAll(keepingCapacity: true)
+            if let record = entry.record { FieldValue.appendObject(record, json: &out, stored: &stored) } else { put("null") }
             put(",\"changedFields\":[")
             for (j, field) in entry.changedFields.enumerated() {
                 if j > 0 { put(",") }
@@ -82,9 +85,13 @@ public enum ChangeEnvelope {
                 if let key = change.before { FieldValue.array(try key.components()).appendJSON(to: &out) } else { put("null") }
                 put("}")
             }
-            put("},\"op\":\"" + (entry.kind == .insert ? "c" : entry.kind == .update ? "u" : "d") + "\",\"stored\":")
-            if let record = entry.record {
-                FieldValue.appendJSONString(Data(FieldValue.object(record).storedEncoding).base64EncodedString(), to: &out)
+            put("},\"op\":")
+            put(entry.kind == .insert ? "\"c\"" : entry.kind == .update ? "\"u\"" : "\"d\"")
+            put(",\"stored\":")
+            if entry.record != nil {
+                out.append(UInt8(ascii: "\""))
+                Base64.append(stored, to: &out)
+                out.append(UInt8(ascii: "\""))
             } else {
                 put("null")
             }
@@ -107,9 +114,15 @@ public enum ChangeEnvelope {
             }
             put("}")
         }
-        put(",\"source\":{\"sequence\":" + String(commit.sequence) + ",\"store\":\"" + storeText + "\",\"time\":")
+        put(",\"source\":{\"sequence\":")
+        FieldValue.appendDecimal(commit.sequence, negative: false, to: &out)
+        put(",\"store\":\"")
+        out += storeText.utf8
+        put("\",\"time\":")
         FieldValue.date(commit.timestamp).appendJSON(to: &out)
-        put("},\"v\":" + String(version) + "}")
+        put("},\"v\":")
+        FieldValue.appendDecimal(UInt64(version), negative: false, to: &out)
+        put("}")
         return out
     }
 

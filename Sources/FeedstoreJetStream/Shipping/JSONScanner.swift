@@ -169,43 +169,10 @@ struct JSONScanner {
     /// caller then reads the string in full).
     func base64(in range: Range<Int>) -> [UInt8]? {
         guard range.count >= 2, bytes[range.lowerBound] == UInt8(ascii: "\""), bytes[range.upperBound - 1] == UInt8(ascii: "\"") else { return nil }
-        let text = (range.lowerBound + 1)..<(range.upperBound - 1)
-        guard text.count % 4 == 0 else { return nil }
-        return bytes.withUnsafeBufferPointer { b -> [UInt8]? in
-            var padding = 0
-            if text.count > 0, b[text.upperBound - 1] == UInt8(ascii: "=") { padding = b[text.upperBound - 2] == UInt8(ascii: "=") ? 2 : 1 }
-            let values = Self.base64Values
-            var out: [UInt8] = []
-            out.reserveCapacity(text.count / 4 * 3)
-            var i = text.lowerBound
-            while i < text.upperBound {
-                let last = i + 4 == text.upperBound
-                var group: UInt32 = 0
-                for j in 0..<4 {
-                    let byte = b[i + j]
-                    if last && j >= 4 - padding {
-                        group <<= 6
-                        continue
-                    }
-                    let sextet = values[Int(byte)]
-                    guard sextet < 64 else { return nil }
-                    group = group << 6 | UInt32(sextet)
-                }
-                out.append(UInt8(truncatingIfNeeded: group >> 16))
-                if !last || padding < 2 { out.append(UInt8(truncatingIfNeeded: group >> 8)) }
-                if !last || padding < 1 { out.append(UInt8(truncatingIfNeeded: group)) }
-                i += 4
-            }
-            return out
+        return bytes.withUnsafeBufferPointer { b in
+            Base64.decode(UnsafeBufferPointer(rebasing: b[(range.lowerBound + 1)..<(range.upperBound - 1)]))
         }
     }
-
-    /// Each byte's value in the base64 alphabet; 64 for a byte outside it.
-    private static let base64Values: [UInt8] = {
-        var values = [UInt8](repeating: 64, count: 256)
-        for (value, byte) in Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8).enumerated() { values[Int(byte)] = UInt8(value) }
-        return values
-    }()
 
     /// The unsigned integer that `range` holds, written in plain digits; nil for anything else.
     func unsigned(in range: Range<Int>) -> UInt64? {

@@ -70,6 +70,12 @@ import Testing
         #expect(try FieldValue(jsonText: "1e3") == .double(1000))
         #expect(try FieldValue(jsonText: "18446744073709551615") == .uint(.max))
         #expect(try FieldValue(jsonText: "-9223372036854775808") == .int(.min))
+        // Written digit by digit: every length of either sign, and the extremes.
+        for value in [Int64.min, .min + 1, -10, -9, -1, 0, 1, 9, 10, 99, 100, 1_000_000_007, .max] + (0..<19).map({ Int64(pow(10.0, Double($0))) - 1 }) {
+            #expect(FieldValue.int(value).jsonText == String(value))
+        }
+        let unsignedValues: [UInt64] = [.max, .max - 1, UInt64(Int64.max) + 1, 0]
+        for value in unsignedValues { #expect(FieldValue.uint(value).jsonText == String(value)) }
         #expect(try FieldValue(jsonText: " [1, \"a\\u00e9\\ud83d\\ude00\\n\"] ") == .array([.int(1), .string("aé😀\n")]))
     }
 
