@@ -319,14 +319,18 @@ case "inserts":
     store.close()
 case "envelopes":
     // Reads and encodes every commit of a store as the shipper does, without a server (for
-    // callgrind): `--build --commits N PATH` makes N one-row commits; `--decode` also reads each
-    // envelope back as a replica does, `--apply REPLICA` also applies it to a store.
+    // callgrind): `--build --commits N PATH` makes N one-row commits (`--rows-per-commit K`:
+    // K rows each); `--decode` also reads each envelope back as a replica does, `--apply
+    // REPLICA` also applies it to a store.
     let path = arguments.last!
     if arguments.contains("--build") {
         let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(durability: .none))
         _ = try store.write { try $0.keepRecordImagesInJournal() }
         var feed = DemoFeed(seed: 3)
-        for id in 1...UInt64(option("--commits", default: 2_000)) { try store.write { try $0.put(feed.message(id: id, contacts: 100)) } }
+        let perCommit = UInt64(option("--rows-per-commit", default: 1))
+        for commit in 0..<UInt64(option("--commits", default: 2_000)) {
+            try store.write { tx in for id in (commit * perCommit + 1)...(commit * perCommit + perCommit) { try tx.put(feed.message(id: id, contacts: 100)) } }
+        }
         store.close()
     } else {
         let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(readOnly: true))

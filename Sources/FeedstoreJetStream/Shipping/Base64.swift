@@ -13,24 +13,31 @@ enum Base64 {
 
     /// Appends `bytes` in base64 to `out`.
     static func append(_ bytes: [UInt8], to out: inout [UInt8]) {
-        let alphabet = Self.alphabet
-        out.reserveCapacity(out.count + (bytes.count + 2) / 3 * 4)
-        var i = 0
-        while i + 3 <= bytes.count {
-            let group = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
-            out.append(alphabet[Int(group >> 18)])
-            out.append(alphabet[Int(group >> 12 & 63)])
-            out.append(alphabet[Int(group >> 6 & 63)])
-            out.append(alphabet[Int(group & 63)])
-            i += 3
+        let start = out.count
+        let count = (bytes.count + 2) / 3 * 4
+        out.append(contentsOf: repeatElement(UInt8(ascii: "="), count: count))
+        Self.alphabet.withUnsafeBufferPointer { alphabet in
+            bytes.withUnsafeBufferPointer { input in
+                out.withUnsafeMutableBufferPointer { buffer in
+                    var o = start, i = 0
+                    while i + 3 <= input.count {
+                        let group = UInt32(input[i]) << 16 | UInt32(input[i + 1]) << 8 | UInt32(input[i + 2])
+                        buffer[o] = alphabet[Int(group >> 18)]
+                        buffer[o + 1] = alphabet[Int(group >> 12 & 63)]
+                        buffer[o + 2] = alphabet[Int(group >> 6 & 63)]
+                        buffer[o + 3] = alphabet[Int(group & 63)]
+                        (i, o) = (i + 3, o + 4)
+                    }
+                    // One or two bytes left: their characters, then the padding already there.
+                    let left = input.count - i
+                    guard left > 0 else { return }
+                    let group = UInt32(input[i]) << 16 | (left == 2 ? UInt32(input[i + 1]) << 8 : 0)
+                    buffer[o] = alphabet[Int(group >> 18)]
+                    buffer[o + 1] = alphabet[Int(group >> 12 & 63)]
+                    if left == 2 { buffer[o + 2] = alphabet[Int(group >> 6 & 63)] }
+                }
+            }
         }
-        let left = bytes.count - i
-        guard left > 0 else { return }
-        let group = UInt32(bytes[i]) << 16 | (left == 2 ? UInt32(bytes[i + 1]) << 8 : 0)
-        out.append(alphabet[Int(group >> 18)])
-        out.append(alphabet[Int(group >> 12 & 63)])
-        out.append(left == 2 ? alphabet[Int(group >> 6 & 63)] : UInt8(ascii: "="))
-        out.append(UInt8(ascii: "="))
     }
 
     /// The bytes that `text` spells, padded to a multiple of four characters; nil for anything
