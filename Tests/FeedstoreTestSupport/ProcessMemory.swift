@@ -50,8 +50,11 @@ public func runMeasuringPeakMemory(_ url: URL, _ arguments: [String], output: St
     let process = Process()
     process.executableURL = url
     process.arguments = arguments
-    _ = FileManager.default.createFile(atPath: output, contents: nil)
-    process.standardOutput = FileHandle(forWritingAtPath: output)
+    // Opened in place: `FileManager.createFile` writes a new file and renames it over the path,
+    // which would put a regular file where `/dev/null` was.
+    let descriptor = open(output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+    guard descriptor >= 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: output]) }
+    process.standardOutput = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
     process.standardError = FileHandle(forWritingAtPath: "/dev/null")
     try process.run()
     let pid = process.processIdentifier
