@@ -122,6 +122,14 @@ final class WriteQueue: @unchecked Sendable {
         return pending.count
     }
 
+    /// What the queue holds and does, for a test's failure message.
+    var stateDescription: String {
+        condition.lock()
+        defer { condition.unlock() }
+        return "\(pending.count) queued, busy \(isBusy), writer thread running \(isRunning) (inline write \(inlineThread != nil)), "
+            + "last group \(lastGroup) in \(lastCommitNanoseconds / 1_000) µs, trimmed keys left \(trimmedKeysLeft)"
+    }
+
     func submit(_ request: Request) throws { try submit(CollectionOfOne(request)) }
 
     /// Queues `requests` together, in order, so that they share commits (up to

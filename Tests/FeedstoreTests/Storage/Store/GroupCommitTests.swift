@@ -259,13 +259,14 @@ import Testing
                     return pthread_self()
                 }
             }
-            let deadline = ContinuousClock.now + .seconds(10)
+            // Generous: the long suite runs it beside soaks that load both cores and the disk.
+            let deadline = ContinuousClock.now + .seconds(30)
             while store.core.writer.queuedRequests == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
             #expect(store.core.writer.queuedRequests == 1)
             release.signal()
             // Polled rather than awaited, so that a writer left asleep fails the test instead of hanging it.
             while try await store.read({ try $0.count(Item.self) }) < 3, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
-            #expect(try await store.read { try $0.count(Item.self) } == 3)
+            #expect(try await store.read { try $0.count(Item.self) } == 3, "the writer: \(store.core.writer.stateDescription)")
             #expect(try await store.read { try $0.journalBounds().last } == 3)
             #expect(pthread_equal(try await queued.value, writer) != 0, "a queued write runs on the writer thread")
             let lone = try await store.write { tx in
