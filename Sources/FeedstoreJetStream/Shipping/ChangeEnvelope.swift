@@ -247,9 +247,9 @@ public enum ChangeEnvelope {
         }
         var requests: [(id: String, time: Date)] = []
         if let range = members["requests"] {
-            guard let listed = try? scanner.elements(of: range) else { throw bad("requests that are not a list") }
-            for request in listed {
-                guard let fields = try? scanner.members(of: request), let id = fields["id"].flatMap({ try? scanner.string(in: $0) }),
+            guard let listed = try? scanner.objects(inArray: range) else { throw bad("requests that are not a list of objects") }
+            for fields in listed {
+                guard let id = fields["id"].flatMap({ try? scanner.string(in: $0) }),
                       let time = fields["time"].flatMap({ try? scanner.string(in: $0) }).flatMap(FieldValue.date(fromJSONText:))
                 else { throw bad("a request without id or time") }
                 requests.append((id, time))

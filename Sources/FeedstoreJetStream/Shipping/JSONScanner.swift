@@ -108,24 +108,9 @@ struct JSONScanner {
         }
     }
 
-    /// The ranges of the elements of the array that `range` holds.
-    func elements(of range: Range<Int>) throws -> [Range<Int>] {
-        try bytes.withUnsafeBufferPointer { b in
-            var i = Self.skipSpace(b, range.lowerBound)
-            guard i < range.upperBound, b[i] == UInt8(ascii: "[") else { throw Malformed(offset: i) }
-            i = Self.skipSpace(b, i + 1)
-            var found: [Range<Int>] = []
-            if i < range.upperBound, b[i] == UInt8(ascii: "]") { return found }
-            while true {
-                let end = try Self.endOfValue(b, at: i)
-                found.append(i..<end)
-                i = Self.skipSpace(b, end)
-                guard i < range.upperBound else { throw Malformed(offset: i) }
-                if b[i] == UInt8(ascii: "]") { return found }
-                guard b[i] == UInt8(ascii: ",") else { throw Malformed(offset: i) }
-                i = Self.skipSpace(b, i + 1)
-            }
-        }
+    /// The members of each element of the array that `range` holds, every element an object.
+    func objects(inArray range: Range<Int>) throws -> [Members] {
+        try bytes.withUnsafeBufferPointer { b in try objects(b, at: Self.skipSpace(b, range.lowerBound), before: range.upperBound).objects }
     }
 
     /// Whether `range` holds `null`.
