@@ -23,11 +23,17 @@
         return fields
     }
 
-    /// Calls `body` with each field's name (UTF-8) and value, in stored order.
-    func forEachField(_ body: (UnsafeRawBufferPointer, StoredValue) throws -> Void) throws {
+    /// The fields that hold a value (null is no value), by name, in stored order: unique
+    /// names, as the check made sure.
+    func valuedFields() throws -> [(key: String, value: FieldValue)] {
         try bytes.withUnsafeBytes { raw in
-            guard var members = try StoredValue(raw, at: 0).members() else { return }
-            while let (name, value) = try members.next() { try body(name, value) }
+            guard var members = try StoredValue(raw, at: 0).members() else { return [] }
+            var fields: [(key: String, value: FieldValue)] = []
+            fields.reserveCapacity(members.count)
+            while let (name, value) = try members.next() {
+                if try value.tag() != .null { fields.append((String(decoding: name, as: UTF8.self), try value.fieldValue())) }
+            }
+            return fields
         }
     }
 }

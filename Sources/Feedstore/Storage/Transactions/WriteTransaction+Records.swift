@@ -79,26 +79,13 @@ extension WriteTransaction {
     /// own kind): a replica applying its origin's commit. The origin held the record to its types
     /// when it was written, so it is not held to them again; fields the catalog lacks join it, as
     /// in ``put(entity:id:fields:keepingUndeclaredFields:)``. The fields go from the bytes to their
-    /// catalog slots with no dictionary between, unless one is new to the catalog or of a kind it
-    /// has not given the field (the catalog then learns it first).
+    /// catalog slots with no dictionary between.
     /// - Throws: ``FeedstoreError/unknownEntity(_:)``; ``FeedstoreError/invalidRange(entity:index:reason:)``
     ///   for an id of the wrong kind; the errors of ``put(_:)``. Nothing is written on error.
     @_spi(Replication) public func put(entity name: String, id: FieldValue, stored record: ShippedRecord) throws {
         let entity = try entity(name)
         let id = try entity.catalog.primaryKeyComponent(id)
-        var placed = RecordValues(entity: entity)
-        var known = true
-        try record.forEachField { name, value in
-            guard known, try value.tag() != .null else { return }
-            let field = try value.fieldValue()
-            guard let slot = entity.slot(named: String(decoding: name, as: UTF8.self)), slot.accepts(field) else {
-                known = false
-                return
-            }
-            placed.set(field, at: slot.id)
-        }
-        if !known { placed = try placing(try record.fields().filter { $0.value.kindRank != 0 }, in: RecordValues(entity: entity)) }
-        try writeRecord(placed, id: id, mode: .upsert)
+        try writeRecord(try placing(try record.valuedFields(), in: RecordValues(entity: entity)), id: id, mode: .upsert)
     }
 
     /// Inserts a new record by name, as ``put(entity:id:fields:keepingUndeclaredFields:)`` does.
@@ -165,7 +152,19 @@ extension WriteTransaction {
 
     /// `values` with `fields` set by name; fields the catalog lacks join it first (see
     /// ``learnFields(_:of:)``), and the values are then held against the catalog that has them.
-    private func placing(_ fields: [String: FieldValue], in values: RecordValues) throws -> RecordValues {
+    private func placing(_ fields: some Collection<(key: String, value: FieldValue)>, in values: RecordValues) throws -> RecordValues {
+        // Most writes name only fields the catalog has, of the kinds it gave them: one lookup
+        // each, and nothing to learn.
+        var placed = values
+        for (name, value) in fields {
+            guard let field = values.entity.slot(named: name), field.accepts(value) else { return try placingLearned(fields, in: values) }
+            placed.set(value, at: field.id)
+        }
+        return placed
+    }
+
+    /// ``placing(_:in:)`` once the catalog has learned `fields`.
+    private func placingLearned(_ fields: some Collection<(key: String, value: FieldValue)>, in values: RecordValues) throws -> RecordValues {
         let entity = try learnFields(fields, of: values.entity)
         var placed = RecordValues(entity: entity, values: values.values)
         for (name, value) in fields {
@@ -311,7 +310,7 @@ extension WriteTransaction {
     }
 
     /// Adds fields the catalog has not seen, and marks fields whose kind changed as "mixed".
-    private func learnFields(_ fields: [String: FieldValue], of entity: EntitySchema) throws -> EntitySchema {
+    private func learnFields(_ fields: some Collection<(key: String, value: FieldValue)>, of entity: EntitySchema) throws -> EntitySchema {
         var additions: [(String, String)] = []
         var mixed: [String] = []
         for (name, value) in fields {
