@@ -7,8 +7,9 @@ import Testing
 /// A writer whose commit log fails (the disk refuses a write or a sync; `Tools/fault-injector`
 /// makes `storectl demo mutate` meet it): a commit whose log sync failed is made durable by
 /// syncing LMDB's file instead and acknowledged; when the log cannot be written at all, writes
-/// throw a typed error. Either way every acknowledged commit is in the store when it is opened
-/// again, and the store is consistent.
+/// throw a typed error; when LMDB cannot write a commit whose record is in the log already, the
+/// record is taken back. Each way every acknowledged commit, and no other, is in the store when
+/// it is opened again, and the store is consistent.
 @Suite struct CommitLogFaultTests {
     /// Runs 30 commits of the demo feed through the commit log with `fault`; returns the run
     /// and the last sequence it acknowledged.
@@ -52,6 +53,19 @@ import Testing
             #expect(acknowledged > 0)
             // The commit the log could not hold was not acknowledged; the next writer's recovery
             // puts back the checkpoint and the log's commits: every acknowledged one.
+            #expect(try Self.reopened(path) == acknowledged)
+        }
+    }
+
+    @Test func aCommitLMDBCannotWriteIsTakenBackOutOfTheLog() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir + "/demo"
+            let (run, acknowledged) = try Self.mutate(path, fault: "data-write:40", in: dir)
+            #expect(run.stderr.contains("feedstore-fault: a write to data.mdb fails"), "the fault did not come: \(run.stderr)")
+            #expect(run.stderr.contains("Input/output error"), "\(run.stderr)")
+            #expect(acknowledged > 0)
+            // The failed commit's record went to the log before LMDB wrote its pages; had it
+            // stayed there, the recovery would make that commit, which no one was told of.
             #expect(try Self.reopened(path) == acknowledged)
         }
     }

@@ -87,11 +87,11 @@ import Testing
         #expect(report.failedVerify > 0, "\(report.problems)")
     }
 
-    /// Commits made durable through a commit log, one row at a time with a cursor moved and the
-    /// journal trimmed, or in bulk into a map the writer grows: each state, opened first by a
+    /// Commits made durable through a commit log, one row or 48 at a time with a cursor moved
+    /// and the journal trimmed, or in bulk into a map the writer grows: each state, opened first by a
     /// writer keeping the log (as the first process after the machine went down), keeps every
     /// acknowledged commit and cursor position, and verifies clean.
-    @Test(arguments: [PowerLoss.Workload.loggedCommits, .loggedMapGrowth])
+    @Test(arguments: [PowerLoss.Workload.loggedCommits, .loggedGroups, .loggedMapGrowth])
     func commitsThroughACommitLogSurviveAPowerLoss(workload: PowerLoss.Workload) throws {
         let report = try Self.run(workload, .full, seed: 9, states: 40, name: "\(workload)")
         #expect(report.states >= 30)

@@ -2,7 +2,9 @@
 // disk does, for the tests of what a writer does then. FEEDSTORE_FAULT names the fault:
 //   "sync:N"   the Nth fsync or fdatasync of the log fails with EIO; the others succeed
 //   "write:N"  the Nth write to the log fails with EIO, and every write after it
-// Calls on other files, and the log's calls before the fault, go to the C library unchanged.
+//   "data-write:N"  the Nth write to LMDB's data file (`data.mdb`) fails with EIO; the others
+//              succeed (a commit that fails after its record went to the log)
+// Calls on other files, and the calls before the fault, go to the C library unchanged.
 // Each failure is noted on standard error ("feedstore-fault: ..."), so a test can tell it came.
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -13,46 +15,53 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-// Descriptors open on the log (a store opens it once, a reader perhaps again).
-static int logDescriptors[64];
-static int logCount;
-static long syncs, writes;
+// Descriptors open on the log or the data file (a store opens each once, a reader perhaps
+// again), each with what it is open on.
+enum { LOG = 1, DATA = 2 };
+static int descriptors[64], kinds[64];
+static int count;
+static long syncs, writes, dataWrites;
 
-static int isLog(const char *path) {
-    size_t n = strlen(path), m = strlen("commits.log");
-    return n >= m && strcmp(path + n - m, "commits.log") == 0;
+static int endsWith(const char *path, const char *name) {
+    size_t n = strlen(path), m = strlen(name);
+    return n >= m && strcmp(path + n - m, name) == 0;
 }
 
-static int tracked(int fd) {
-    for (int i = 0; i < logCount; i++) if (logDescriptors[i] == fd) return 1;
+// What `fd` is open on: LOG, DATA or 0.
+static int kindOf(int fd) {
+    for (int i = 0; i < count; i++) if (descriptors[i] == fd) return kinds[i];
     return 0;
 }
 
 static void track(int fd, const char *path) {
-    if (fd < 0 || !isLog(path)) return;
+    int kind = endsWith(path, "commits.log") ? LOG : endsWith(path, "data.mdb") ? DATA : 0;
+    if (fd < 0 || !kind) return;
     pthread_mutex_lock(&lock);
-    if (logCount < 64) logDescriptors[logCount++] = fd;
+    if (count < 64) { descriptors[count] = fd; kinds[count++] = kind; }
     pthread_mutex_unlock(&lock);
 }
 
-// Whether this call on `fd` is the one that fails ("sync" or "write").
+// Whether this call on `fd` is the one that fails ("sync", "write" or "data-write").
 static int fails(int fd, const char *kind) {
     const char *fault = getenv("FEEDSTORE_FAULT");
     if (!fault || strncmp(fault, kind, strlen(kind)) != 0 || fault[strlen(kind)] != ':') return 0;
     long n = atol(fault + strlen(kind) + 1);
+    int onData = strcmp(kind, "data-write") == 0;
     pthread_mutex_lock(&lock);
     int result = 0;
-    if (tracked(fd)) {
-        long count = strcmp(kind, "sync") == 0 ? ++syncs : ++writes;
-        result = strcmp(kind, "sync") == 0 ? count == n : count >= n;
+    if (kindOf(fd) == (onData ? DATA : LOG)) {
+        if (onData) result = ++dataWrites == n;
+        else if (strcmp(kind, "sync") == 0) result = ++syncs == n;
+        else result = ++writes >= n;
     }
     pthread_mutex_unlock(&lock);
     if (result) {
-        static const char note[] = "feedstore-fault: a call on commits.log fails\n";
-        (void)write(2, note, sizeof note - 1);
+        const char *note = onData ? "feedstore-fault: a write to data.mdb fails\n" : "feedstore-fault: a call on commits.log fails\n";
+        (void)write(2, note, strlen(note));
     }
     return result;
 }
@@ -83,8 +92,8 @@ int close(int fd) {
     static int (*real)(int);
     if (!real) real = dlsym(RTLD_NEXT, "close");
     pthread_mutex_lock(&lock);
-    for (int i = 0; i < logCount; i++) {
-        if (logDescriptors[i] == fd) { logDescriptors[i] = logDescriptors[--logCount]; break; }
+    for (int i = 0; i < count; i++) {
+        if (descriptors[i] == fd) { count--; descriptors[i] = descriptors[count]; kinds[i] = kinds[count]; break; }
     }
     pthread_mutex_unlock(&lock);
     return real(fd);
@@ -93,15 +102,36 @@ int close(int fd) {
 ssize_t pwrite(int fd, const void *buffer, size_t count, off_t offset) {
     static ssize_t (*real)(int, const void *, size_t, off_t);
     if (!real) real = dlsym(RTLD_NEXT, "pwrite");
-    if (fails(fd, "write")) { errno = EIO; return -1; }
+    if (fails(fd, "write") || fails(fd, "data-write")) { errno = EIO; return -1; }
     return real(fd, buffer, count, offset);
 }
 
 ssize_t pwrite64(int fd, const void *buffer, size_t count, off_t offset) {
     static ssize_t (*real)(int, const void *, size_t, off_t);
     if (!real) real = dlsym(RTLD_NEXT, "pwrite64");
-    if (fails(fd, "write")) { errno = EIO; return -1; }
+    if (fails(fd, "write") || fails(fd, "data-write")) { errno = EIO; return -1; }
     return real(fd, buffer, count, offset);
+}
+
+ssize_t pwritev(int fd, const struct iovec *vectors, int n, off_t offset) {
+    static ssize_t (*real)(int, const struct iovec *, int, off_t);
+    if (!real) real = dlsym(RTLD_NEXT, "pwritev");
+    if (fails(fd, "write") || fails(fd, "data-write")) { errno = EIO; return -1; }
+    return real(fd, vectors, n, offset);
+}
+
+ssize_t pwritev64(int fd, const struct iovec *vectors, int n, off_t offset) {
+    static ssize_t (*real)(int, const struct iovec *, int, off_t);
+    if (!real) real = dlsym(RTLD_NEXT, "pwritev64");
+    if (fails(fd, "write") || fails(fd, "data-write")) { errno = EIO; return -1; }
+    return real(fd, vectors, n, offset);
+}
+
+ssize_t writev(int fd, const struct iovec *vectors, int n) {
+    static ssize_t (*real)(int, const struct iovec *, int);
+    if (!real) real = dlsym(RTLD_NEXT, "writev");
+    if (fails(fd, "write") || fails(fd, "data-write")) { errno = EIO; return -1; }
+    return real(fd, vectors, n);
 }
 
 int fdatasync(int fd) {

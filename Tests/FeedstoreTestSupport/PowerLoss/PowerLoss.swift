@@ -92,11 +92,15 @@ public struct PowerLoss {
         /// that checkpoints every few commits for the pages they wrote.
         public static let loggedCommits = Workload(name: "commits through a commit log", perCommit: 1, commits: 60, keepCommits: 10,
                                                    movesCursor: true, keepsCommitLog: true, commitLogCheckpointPages: 96 << 10)
+        /// Commits of 48 rows through a commit log: records large enough that the log is synced
+        /// on a thread of its own while LMDB writes the commit's pages.
+        public static let loggedGroups = Workload(name: "group commits through a commit log", perCommit: 48, commits: 20, keepCommits: 10,
+                                                  movesCursor: true, keepsCommitLog: true, commitLogCheckpointPages: 96 << 10)
         /// Bulk commits through a commit log into a map the writer must grow (a checkpoint each time).
         public static let loggedMapGrowth = Workload(name: "map growth under a commit log", perCommit: 300, commits: 8,
                                                      initialMapSize: 256 << 10, keepsCommitLog: true)
         public static let all = [oneRowCommits, bulkCommits, journalTrimming, mapGrowth, formatOneUpgrade, formatTwoUpgrade, compaction, creation,
-                                 publishedBeforeSync, loggedCommits, loggedMapGrowth]
+                                 publishedBeforeSync, loggedCommits, loggedGroups, loggedMapGrowth]
     }
 
     /// What a crash state must hold.

@@ -1,9 +1,9 @@
 import Foundation
 
 /// A log of commits ahead of LMDB: the file `commits.log` beside the data file. A store that
-/// keeps one commits to LMDB without syncing it, appends the commit's changes
-/// (``LMDBMutationLog``) here, and syncs this file once: one small sync a commit, where LMDB's own
-/// commit syncs its pages, then its meta page.
+/// keeps one appends a commit's changes (``LMDBMutationLog``) here, commits them to LMDB without
+/// syncing it, and syncs this file once (``CommitLogKeeper/commit(_:mutations:)``): one small sync
+/// a commit, where LMDB's own commit syncs its pages, then its meta page.
 ///
 /// A checkpoint syncs LMDB's file and starts the log again (a new epoch), recording the
 /// checkpoint's commit and the body of its meta page. Until the next checkpoint, the store keeps
@@ -140,7 +140,9 @@ final class CommitLog {
     /// Appends the record of LMDB transaction `transaction` (the one after the last appended or
     /// checkpointed). Not durable until ``sync()``.
     /// The payload is `parts` one after the other.
-    func append(_ parts: [UInt8]..., transaction: UInt64) throws {
+    /// - Returns: where the record starts, for ``takeBack(recordAt:transaction:)``.
+    @discardableResult
+    func append(_ parts: [UInt8]..., transaction: UInt64) throws -> Int {
         guard checkpoint != nil else { throw failure("\(path) has no checkpoint to append after") }
         guard transaction == nextTransaction else {
             throw failure("\(path): a record of transaction \(transaction) where \(nextTransaction) comes next")
@@ -156,9 +158,24 @@ final class CommitLog {
         let crc = record.withUnsafeBytes { CRC32.checksum(UnsafeRawBufferPointer(rebasing: $0[8...])) }
         record.withUnsafeMutableBytes { $0.storeBytes(of: crc.littleEndian, toByteOffset: 4, as: UInt32.self) }
         if tail + record.count > allocated { try grow(to: tail + record.count) }
-        try write(record, at: tail)
+        let start = tail
+        try write(record, at: start)
         tail += record.count
         nextTransaction = transaction + 1
+        return start
+    }
+
+    /// Takes back the last record appended, at `start`, of LMDB transaction `transaction`, which
+    /// did not commit after all: its header is zeroed and synced, so that no recovery makes it
+    /// again, and the next record goes where it was.
+    func takeBack(recordAt start: Int, transaction: UInt64) throws {
+        guard transaction + 1 == nextTransaction, start < tail else {
+            throw failure("\(path): taking back a record of transaction \(transaction) where \(nextTransaction) comes next")
+        }
+        try write([UInt8](repeating: 0, count: Self.recordHeaderSize), at: start)
+        try sync()
+        tail = start
+        nextTransaction = transaction
     }
 
     /// Makes every record appended so far durable (`fdatasync`: the blocks are allocated already).

@@ -119,11 +119,15 @@ final class StoreCore: @unchecked Sendable {
         return mutationLogger.current == nil ? nil : LMDBMutationLog(environment: environment)
     }
 
-    /// Makes a committed transaction durable through the commit log, when the store keeps one,
-    /// and hands its changes to the logger.
-    func committed(_ log: LMDBMutationLog?, transaction: UInt64) throws {
-        guard let log else { return }
-        try commitLog?.committed(log, transaction: transaction)
+    /// Commits a write transaction begun with `log` (``newMutationLog()``): durable through the
+    /// commit log when the store keeps one, and its changes handed to the logger.
+    func commit(_ txn: consuming LMDBTransaction, log: LMDBMutationLog?) throws {
+        guard let log else { return try txn.commit() }
+        if let commitLog {
+            try commitLog.commit(txn, mutations: log)
+        } else {
+            try txn.commit()
+        }
         if !log.isEmpty, !log.overflowed, let logger = mutationLogger.current { logger(log.encoded) }
     }
 

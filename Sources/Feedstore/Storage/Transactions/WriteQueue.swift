@@ -236,9 +236,7 @@ final class WriteQueue: @unchecked Sendable {
                 let log = core.newMutationLog()
                 let txn = try core.begin(readOnly: false, log: log)
                 let left = try JournalTrimmer(core: core).removeTrimmedKeys(in: txn, budget: Self.keysPerMaintenancePass)
-                let transaction = txn.id
-                try txn.commit()
-                try core.committed(log, transaction: transaction)
+                try core.commit(txn, log: log)
                 core.committedWrite()
                 try core.syncCommitIfUnsynced()
                 return left
@@ -340,10 +338,8 @@ final class WriteQueue: @unchecked Sendable {
         let settled = try core.deferredCursorMoves.write(in: txn, cursors: DurableCursors(core: core))
         let keysLeft = try JournalTrimmer(core: core).trim(in: txn, lastSequence: lastSequence, budget: JournalTrimmer.removalsPerRun,
                                                            minimumRun: JournalTrimmer.softTrimRun)
-        let transaction = txn.id
-        try txn.commit()
         // Durable before anyone hears of it.
-        try core.committed(log, transaction: transaction)
+        try core.commit(txn, log: log)
         core.committedWrite()
         condition.withLock {
             let left = keysLeft && core.options.removesTrimmedKeysWhenIdle
