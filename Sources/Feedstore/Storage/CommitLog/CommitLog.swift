@@ -41,8 +41,9 @@ final class CommitLog {
     private var descriptor: Int32
     /// The newest valid checkpoint, nil for a log that has none yet.
     private(set) var checkpoint: Checkpoint?
-    /// Where the next record goes.
+    /// Where the next record goes, and where the last one appended since the checkpoint starts.
     private var tail = CommitLog.dataStart
+    private var lastRecord: Int?
     /// The file's size: written ahead up to here.
     private var allocated: Int
     /// The transaction the next record must be for.
@@ -133,6 +134,7 @@ final class CommitLog {
             expected += 1
         }
         tail = at
+        lastRecord = nil
         nextTransaction = expected
         return found
     }
@@ -140,9 +142,7 @@ final class CommitLog {
     /// Appends the record of LMDB transaction `transaction` (the one after the last appended or
     /// checkpointed). Not durable until ``sync()``.
     /// The payload is `parts` one after the other.
-    /// - Returns: where the record starts, for ``takeBack(recordAt:transaction:)``.
-    @discardableResult
-    func append(_ parts: [UInt8]..., transaction: UInt64) throws -> Int {
+    func append(_ parts: [UInt8]..., transaction: UInt64) throws {
         guard checkpoint != nil else { throw failure("\(path) has no checkpoint to append after") }
         guard transaction == nextTransaction else {
             throw failure("\(path): a record of transaction \(transaction) where \(nextTransaction) comes next")
@@ -158,24 +158,22 @@ final class CommitLog {
         let crc = record.withUnsafeBytes { CRC32.checksum(UnsafeRawBufferPointer(rebasing: $0[8...])) }
         record.withUnsafeMutableBytes { $0.storeBytes(of: crc.littleEndian, toByteOffset: 4, as: UInt32.self) }
         if tail + record.count > allocated { try grow(to: tail + record.count) }
-        let start = tail
-        try write(record, at: start)
+        try write(record, at: tail)
+        lastRecord = tail
         tail += record.count
         nextTransaction = transaction + 1
-        return start
     }
 
-    /// Takes back the last record appended, at `start`, of LMDB transaction `transaction`, which
-    /// did not commit after all: its header is zeroed and synced, so that no recovery makes it
-    /// again, and the next record goes where it was.
-    func takeBack(recordAt start: Int, transaction: UInt64) throws {
-        guard transaction + 1 == nextTransaction, start < tail else {
-            throw failure("\(path): taking back a record of transaction \(transaction) where \(nextTransaction) comes next")
-        }
+    /// Takes back the last record appended, of an LMDB transaction that did not commit after
+    /// all: its header is zeroed and synced, so that no recovery makes it again, and the next
+    /// record goes where it was.
+    func takeBackLastRecord() throws {
+        guard let start = lastRecord else { throw failure("\(path): no record appended since the checkpoint to take back") }
         try write([UInt8](repeating: 0, count: Self.recordHeaderSize), at: start)
         try sync()
         tail = start
-        nextTransaction = transaction
+        lastRecord = nil
+        nextTransaction -= 1
     }
 
     /// Makes every record appended so far durable (`fdatasync`: the blocks are allocated already).
@@ -201,6 +199,7 @@ final class CommitLog {
         try sync()
         checkpoint = Checkpoint(epoch: epoch, transaction: transaction, metaBody: metaBody, boot: MachineBoot.identity)
         tail = Self.dataStart
+        lastRecord = nil
         nextTransaction = transaction + 1
     }
 

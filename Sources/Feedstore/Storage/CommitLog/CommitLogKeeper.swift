@@ -65,11 +65,12 @@ final class CommitLogKeeper: @unchecked Sendable {
     func commit(_ txn: consuming LMDBTransaction, mutations: LMDBMutationLog) throws {
         let transaction = txn.id
         var checkpoints = try mutations.overflowed || log.recordBytes >= Self.checkpointBytes || pagesWrittenSinceCheckpoint() >= checkpointPages
-        var record: Int?
+        var logged = false
         let syncsAside = mutations.bytes.count >= Self.syncAsideBytes
         if !checkpoints && !mutations.isEmpty {
             do {
-                record = try log.append(mutations.nameTable, mutations.bytes, transaction: transaction)
+                try log.append(mutations.nameTable, mutations.bytes, transaction: transaction)
+                logged = true
                 if syncsAside { syncer.start() }
             } catch {
                 // The commit goes to LMDB's page cache all the same: sync it there instead.
@@ -79,13 +80,13 @@ final class CommitLogKeeper: @unchecked Sendable {
         do {
             try txn.commit()
         } catch {
-            if let record {
+            if logged {
                 if syncsAside { try? syncer.wait() }
-                takeBack(record, transaction: transaction)
+                takeBackRecord()
             }
             throw error
         }
-        if record != nil {
+        if logged {
             do { try syncsAside ? syncer.wait() : log.sync() } catch { checkpoints = true }
         }
         if checkpoints { try checkpoint() }
@@ -99,12 +100,11 @@ final class CommitLogKeeper: @unchecked Sendable {
         return growth > 0 ? (growth + freePagesAtCheckpoint) * environment.pageSize : 0
     }
 
-    /// After the commit of `transaction` failed: takes its record, at `start`, back out of the
-    /// log. Should that fail too, a checkpoint starts a new epoch, in which the record does not
-    /// count.
-    private func takeBack(_ start: Int, transaction: UInt64) {
+    /// After a commit failed: takes its record back out of the log. Should that fail too, a
+    /// checkpoint starts a new epoch, in which the record does not count.
+    private func takeBackRecord() {
         do {
-            try log.takeBack(recordAt: start, transaction: transaction)
+            try log.takeBackLastRecord()
         } catch {
             try? checkpoint()
         }

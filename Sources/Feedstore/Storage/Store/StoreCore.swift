@@ -84,11 +84,6 @@ final class StoreCore: @unchecked Sendable {
         syncsAfterPublishing = false
     }
 
-    /// After a write transaction committed: with ``syncsAfterPublishing``, notes the commit as
-    /// unsynced (the caller tells watchers, then calls ``syncCommitIfUnsynced()``).
-    func committedWrite() {
-        if syncsAfterPublishing { unsyncedCommit.withLock { $0 = true } }
-    }
 
     /// Syncs a commit made with ``syncsAfterPublishing``, if one is not synced yet.
     func syncCommitIfUnsynced() throws {
@@ -120,15 +115,17 @@ final class StoreCore: @unchecked Sendable {
     }
 
     /// Commits a write transaction begun with `log` (``newMutationLog()``): durable through the
-    /// commit log when the store keeps one, and its changes handed to the logger.
+    /// commit log when the store keeps one, and its changes handed to the logger. With
+    /// ``syncsAfterPublishing``, the commit is noted as unsynced (the caller tells watchers, then
+    /// calls ``syncCommitIfUnsynced()``).
     func commit(_ txn: consuming LMDBTransaction, log: LMDBMutationLog?) throws {
-        guard let log else { return try txn.commit() }
-        if let commitLog {
+        if let log, let commitLog {
             try commitLog.commit(txn, mutations: log)
         } else {
             try txn.commit()
         }
-        if !log.isEmpty, !log.overflowed, let logger = mutationLogger.current { logger(log.encoded) }
+        if syncsAfterPublishing { unsyncedCommit.withLock { $0 = true } }
+        if let log, !log.isEmpty, !log.overflowed, let logger = mutationLogger.current { logger(log.encoded) }
     }
 
     /// Runs `body` in a read transaction, retrying after adopting another process's map growth.

@@ -237,7 +237,6 @@ final class WriteQueue: @unchecked Sendable {
                 let txn = try core.begin(readOnly: false, log: log)
                 let left = try JournalTrimmer(core: core).removeTrimmedKeys(in: txn, budget: Self.keysPerMaintenancePass)
                 try core.commit(txn, log: log)
-                core.committedWrite()
                 try core.syncCommitIfUnsynced()
                 return left
             }
@@ -340,7 +339,6 @@ final class WriteQueue: @unchecked Sendable {
                                                            minimumRun: JournalTrimmer.softTrimRun)
         // Durable before anyone hears of it.
         try core.commit(txn, log: log)
-        core.committedWrite()
         condition.withLock {
             let left = keysLeft && core.options.removesTrimmedKeysWhenIdle
             if left && !trimmedKeysLeft { maintenanceStarts = true }
