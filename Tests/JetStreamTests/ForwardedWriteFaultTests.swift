@@ -44,6 +44,16 @@ import Testing
             try ShipperTests.openStore(dir + "/primary").close()
             let ship = ["ship", dir + "/primary", "--nats", server.url, "--stream", Self.stream, "--accept-writes", "--no-snapshots", "--quiet"]
             var primary = try RunningTool(storectlURL, ship)
+            // `storectl ship` exits when the server is unavailable as it starts (a server
+            // restart can meet a primary starting): the test starts it again, as a supervisor
+            // would, and keeps why it exited.
+            var exits: [String] = []
+            func restartPrimaryIfExited() throws {
+                guard !primary.isRunning else { return }
+                let output = primary.finish(timeout: 30)
+                exits.append("status \(output.status): \(output.stderr.suffix(300))")
+                primary = try RunningTool(storectlURL, ship)
+            }
             // The replica follows in this process, through every fault.
             let replica = try #require(Self.follower(into: dir + "/replica", connection: connection), "the shipper made the stream")
             defer { replica.replica.close() }
@@ -56,6 +66,7 @@ import Testing
             // The client writes at least `requests`, and goes on until the faults are over, so
             // that every fault meets it writing however fast the machine is.
             let done = Locked(0), finished = Locked(false), retries = Locked(0), faultsOver = Locked(false)
+            let lastRetried = Locked("")  // what the last call sent again failed with, for a stalled client's report
             let client = Thread {
                 var k = 0
                 while k < requests || (!faultsOver.current && k < requests * 10) {
@@ -66,9 +77,15 @@ import Testing
                             break
                         } catch let error as JetStreamError where error.isTransient {
                             retries.withLock { $0 += 1 }
+                            lastRetried.withLock { $0 = "request \(k): \(error)" }
                             continue  // unknown outcome or no primary: the same id again
-                        } catch JetStreamError.replicaBehind {
+                        } catch let error as JetStreamError {
+                            guard case .replicaBehind = error else {
+                                failures.withLock { $0.append("request \(k): \(error)") }
+                                break
+                            }
                             retries.withLock { $0 += 1 }
+                            lastRetried.withLock { $0 = "request \(k): \(error)" }
                             continue
                         } catch {
                             failures.withLock { $0.append("request \(k): \(error)") }
@@ -85,6 +102,7 @@ import Testing
             for fault in 0..<faults {
                 if !finished.current { duringRequests += 1 }
                 Thread.sleep(forTimeInterval: Double.random(in: 0.05...0.3, using: &rng))
+                try restartPrimaryIfExited()
                 if fault % 4 == 3 {
                     server.stop()
                     Thread.sleep(forTimeInterval: 0.2)
@@ -103,10 +121,20 @@ import Testing
             var lastProgress = (count: done.current, at: Date())
             while !finished.current, Date().timeIntervalSince(lastProgress.at) < 60 {
                 Thread.sleep(forTimeInterval: 0.05)
+                try restartPrimaryIfExited()
                 if done.current != lastProgress.count { lastProgress = (done.current, Date()) }
             }
+            primary.kill()
+            let primaryOutput = primary.finish(timeout: 30)
+            print("forwarded writes through faults: \(done.current) requests, \(retries.current) calls sent again, the primary exited on its own \(exits.count) times, seed \(seed)")
             #expect(following.error == nil, "\(String(describing: following.error)), seed \(seed)")
-            #expect(finished.current, "the client finished, \(done.current) of \(requests) requests, seed \(seed)")
+            #expect(finished.current, """
+                the client finished, \(done.current) of \(requests) requests, seed \(seed); \
+                last retried: \(lastRetried.current); the primary's output: \(primaryOutput.stderr.suffix(2_000))
+                """)
+            // The primary exits on its own only when it cannot reach the server as it starts.
+            #expect(exits.allSatisfy { $0.contains("NATS is unavailable") || $0.contains("NATS did not answer in time") },
+                    "the primary exited: \(exits), seed \(seed)")
             #expect(failures.current.isEmpty, "\(failures.current.prefix(5)), seed \(seed)")
             #expect(duringRequests == faults && retries.current > 0, "\(duringRequests) faults while the client wrote, \(retries.current) calls failed and were sent again, seed \(seed)")
 
@@ -117,8 +145,6 @@ import Testing
             #expect(shipped.count == written && byID.count == written, "\(shipped.count) requests in the stream for \(written), seed \(seed)")
             #expect(byID.allSatisfy { id, found in found.count == 1 && found[0].records == [.int(Int64(id.dropFirst("insert-".count))!)] },
                     "seed \(seed)")
-            primary.kill()
-            _ = primary.finish(timeout: 30)
             let store = try Store(path: dir + "/primary", options: StoreOptions(readOnly: true))
             defer { store.close() }
             #expect(try store.read { try $0.count(entity: "Item") } == written)
