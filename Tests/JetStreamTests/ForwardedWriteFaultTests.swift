@@ -23,6 +23,13 @@ import Testing
         return nil
     }
 
+    /// Whether a call that threw `error` is sent again with the same id: its outcome is unknown,
+    /// no primary answered, or the replica had not applied the commit yet.
+    static func sendsAgain(_ error: JetStreamError) -> Bool {
+        if case .replicaBehind = error { return true }
+        return error.isTransient
+    }
+
     /// Requests of the stream's envelopes: each id with the ids of the records its commit holds.
     static func requestsInStream(_ server: NATSServer) throws -> [(id: String, records: [FieldValue])] {
         try ShipperTests.streamMessages(server).flatMap { message -> [(id: String, records: [FieldValue])] in
@@ -75,15 +82,7 @@ import Testing
                         do {
                             try writer.writeBlocking([ForwardedWriteTests.item(Int64(k))], requestID: "insert-\(k)", timeout: .milliseconds(700))
                             break
-                        } catch let error as JetStreamError where error.isTransient {
-                            retries.withLock { $0 += 1 }
-                            lastRetried.withLock { $0 = "request \(k): \(error)" }
-                            continue  // unknown outcome or no primary: the same id again
-                        } catch let error as JetStreamError {
-                            guard case .replicaBehind = error else {
-                                failures.withLock { $0.append("request \(k): \(error)") }
-                                break
-                            }
+                        } catch let error as JetStreamError where Self.sendsAgain(error) {
                             retries.withLock { $0 += 1 }
                             lastRetried.withLock { $0 = "request \(k): \(error)" }
                             continue

@@ -99,38 +99,41 @@ int close(int fd) {
     return real(fd);
 }
 
+// Whether this write on `fd` fails: to the log ("write") or to the data file ("data-write").
+static int writeFails(int fd) { return fails(fd, "write") || fails(fd, "data-write"); }
+
 ssize_t pwrite(int fd, const void *buffer, size_t count, off_t offset) {
     static ssize_t (*real)(int, const void *, size_t, off_t);
     if (!real) real = dlsym(RTLD_NEXT, "pwrite");
-    if (fails(fd, "write") || fails(fd, "data-write")) { errno = EIO; return -1; }
+    if (writeFails(fd)) { errno = EIO; return -1; }
     return real(fd, buffer, count, offset);
 }
 
 ssize_t pwrite64(int fd, const void *buffer, size_t count, off_t offset) {
     static ssize_t (*real)(int, const void *, size_t, off_t);
     if (!real) real = dlsym(RTLD_NEXT, "pwrite64");
-    if (fails(fd, "write") || fails(fd, "data-write")) { errno = EIO; return -1; }
+    if (writeFails(fd)) { errno = EIO; return -1; }
     return real(fd, buffer, count, offset);
 }
 
 ssize_t pwritev(int fd, const struct iovec *vectors, int n, off_t offset) {
     static ssize_t (*real)(int, const struct iovec *, int, off_t);
     if (!real) real = dlsym(RTLD_NEXT, "pwritev");
-    if (fails(fd, "write") || fails(fd, "data-write")) { errno = EIO; return -1; }
+    if (writeFails(fd)) { errno = EIO; return -1; }
     return real(fd, vectors, n, offset);
 }
 
 ssize_t pwritev64(int fd, const struct iovec *vectors, int n, off_t offset) {
     static ssize_t (*real)(int, const struct iovec *, int, off_t);
     if (!real) real = dlsym(RTLD_NEXT, "pwritev64");
-    if (fails(fd, "write") || fails(fd, "data-write")) { errno = EIO; return -1; }
+    if (writeFails(fd)) { errno = EIO; return -1; }
     return real(fd, vectors, n, offset);
 }
 
 ssize_t writev(int fd, const struct iovec *vectors, int n) {
     static ssize_t (*real)(int, const struct iovec *, int);
     if (!real) real = dlsym(RTLD_NEXT, "writev");
-    if (fails(fd, "write") || fails(fd, "data-write")) { errno = EIO; return -1; }
+    if (writeFails(fd)) { errno = EIO; return -1; }
     return real(fd, vectors, n);
 }
 

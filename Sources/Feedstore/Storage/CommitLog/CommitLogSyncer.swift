@@ -1,9 +1,9 @@
 import Foundation
 
 /// A thread of the commit log's own that syncs it while the writer commits the same changes to
-/// LMDB (``CommitLogKeeper/commit(_:mutations:)``). A one-row commit's sync and LMDB's writes of
-/// its pages take about as long as each other: done side by side, the commit waits for the
-/// longer of the two instead of both.
+/// LMDB (``CommitLogKeeper/commit(_:mutations:)``): done side by side, a group commit waits for
+/// the longer of the sync and LMDB's writes of its pages instead of both. (A small commit's
+/// record is synced on the writer's thread: see ``CommitLogKeeper/syncAsideBytes``.)
 ///
 /// One sync at a time: ``start()``, then ``wait()`` before the next ``start()``.
 final class CommitLogSyncer: @unchecked Sendable {

@@ -84,7 +84,6 @@ final class StoreCore: @unchecked Sendable {
         syncsAfterPublishing = false
     }
 
-
     /// Syncs a commit made with ``syncsAfterPublishing``, if one is not synced yet.
     func syncCommitIfUnsynced() throws {
         try unsyncedCommit.withLock { unsynced in
