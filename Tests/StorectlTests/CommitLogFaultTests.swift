@@ -8,17 +8,21 @@ import Testing
 /// makes `storectl demo mutate` meet it): a commit whose log sync failed is made durable by
 /// syncing LMDB's file instead and acknowledged; when the log cannot be written at all, writes
 /// throw a typed error; when LMDB cannot write a commit whose record is in the log already, the
-/// record is taken back. Each way every acknowledged commit, and no other, is in the store when
-/// it is opened again, and the store is consistent.
+/// record is taken back, and while the disk refuses that too, nothing else commits. Each way
+/// every acknowledged commit, and no other, is in the store when it is opened again, and the
+/// store is consistent.
 @Suite struct CommitLogFaultTests {
     /// Runs 30 commits of the demo feed through the commit log with `fault`; returns the run
     /// and the last sequence it acknowledged.
-    static func mutate(_ path: String, fault: String, in dir: String) throws -> (run: (status: Int32, stdout: String, stderr: String), acknowledged: UInt64) {
+    /// With `goingOn`, the writer makes its next commit after one fails, rather than exiting.
+    static func mutate(_ path: String, fault: String, in dir: String, goingOn: Bool = false)
+        throws -> (run: (status: Int32, stdout: String, stderr: String), acknowledged: UInt64)
+    {
         try populatedDemoStore(at: path, seed: 3, messages: 50, contacts: 5).close()
         let injector = try buildPreloadLibrary("Tools/fault-injector/faults.c", named: "feedstore-faults", in: dir)
-        let run = try runTool(storectlURL, ["demo", "mutate", path, "--commits", "30", "--commit-log"],
+        let run = try runTool(storectlURL, ["demo", "mutate", path, "--commits", "30", "--commit-log"] + (goingOn ? ["--goes-on-after-failures"] : []),
                               environment: ["LD_PRELOAD": injector, "FEEDSTORE_FAULT": fault])
-        let acknowledged = run.stdout.split(separator: "\n").compactMap { $0.split(separator: " ").last.flatMap { UInt64($0) } }.last ?? 0
+        let acknowledged = run.stdout.split(separator: "\n").filter { $0.hasPrefix("committed ") }.compactMap { $0.split(separator: " ").last.flatMap { UInt64($0) } }.last ?? 0
         return (run, acknowledged)
     }
 
@@ -66,6 +70,40 @@ import Testing
             #expect(acknowledged > 0)
             // The failed commit's record went to the log before LMDB wrote its pages; had it
             // stayed there, the recovery would make that commit, which no one was told of.
+            #expect(try Self.reopened(path) == acknowledged)
+        }
+    }
+
+    /// The disk refuses the failed commit's take-back and the checkpoint after it, and the
+    /// writer exits: the record stays in the log, yet the next process, in the same start of the
+    /// machine, does not make that commit again (LMDB's file holds every commit that was made).
+    @Test func aFailedCommitWhoseRecordStaysInTheLogIsNotMadeAgain() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir + "/demo"
+            let (run, acknowledged) = try Self.mutate(path, fault: "data-write:40+log:1000", in: dir)
+            #expect(run.stderr.contains("feedstore-fault: a write to data.mdb fails"), "the fault did not come: \(run.stderr)")
+            #expect(run.stderr.contains("feedstore-fault: a call on commits.log fails"), "the log's fault did not come: \(run.stderr)")
+            #expect(run.status != 0)
+            #expect(acknowledged > 0)
+            #expect(try Self.reopened(path) == acknowledged)
+        }
+    }
+
+    /// The disk refuses the take-back and the checkpoint, then both again for the next commit,
+    /// then recovers: that next commit is refused, unwritten, with a typed error saying why; the
+    /// one after it takes the record back and commits, and so do the rest.
+    @Test func noCommitIsMadeWhileAFailedCommitsRecordCannotBeTakenBack() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir + "/demo"
+            let (run, acknowledged) = try Self.mutate(path, fault: "page-write:20+log:4", in: dir, goingOn: true)
+            #expect(run.status == 0, "\(run.stderr)")
+            let lines = run.stdout.split(separator: "\n")
+            let failures = lines.indices.filter { lines[$0].hasPrefix("failed ") }
+            #expect(failures.count == 2, "\(run.stdout)")
+            #expect(failures.last.map { lines[$0].contains("could not be taken back out of the log, so no commit is made until it can") } == true,
+                    "\(run.stdout)")
+            // The writer went on: commits after the refusal were made and acknowledged.
+            #expect(failures.last.map { lines[($0 + 1)...].contains { $0.hasPrefix("committed ") } } == true, "\(run.stdout)")
             #expect(try Self.reopened(path) == acknowledged)
         }
     }

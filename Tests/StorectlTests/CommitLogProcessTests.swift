@@ -64,21 +64,12 @@ import Testing
                                                     title: "after \(id)", isRead: false, contactId: 1)) }
         }
         let written = try Data(contentsOf: URL(fileURLWithPath: path + "/data.mdb"))
-        var log = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path + "/" + CommitLog.fileName)))
+        let log = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path + "/" + CommitLog.fileName)))
         store.close()
         try FileManager.default.createDirectory(atPath: crashed, withIntermediateDirectories: true)
         chmod(crashed, 0o755)
-        if earlierBoot {
-            // Each valid header slot as made in another start of the machine, checksum and all.
-            for slot in [0, CommitLog.slotSize] where Array(log[slot..<(slot + 8)]) == CommitLog.magic {
-                log.replaceSubrange((slot + 24)..<(slot + 40), with: [UInt8](repeating: 0xEE, count: 16))
-                let length = Int(log[slot + 40]) | Int(log[slot + 41]) << 8
-                let crc = CRC32.checksum(Array(log[slot..<(slot + 44 + length)]))
-                log.replaceSubrange((slot + 44 + length)..<(slot + 48 + length), with: withUnsafeBytes(of: crc.littleEndian) { Array($0) })
-            }
-        }
         try (earlierBoot ? checkpointed : written).write(to: URL(fileURLWithPath: crashed + "/data.mdb"))
-        try Data(log).write(to: URL(fileURLWithPath: crashed + "/" + CommitLog.fileName))
+        try Data(earlierBoot ? CommitLogImage.madeBeforeRestart(log) : log).write(to: URL(fileURLWithPath: crashed + "/" + CommitLog.fileName))
         for file in ["data.mdb", CommitLog.fileName] { chmod(crashed + "/" + file, 0o644) }
     }
 

@@ -4,6 +4,12 @@
 //   "write:N"  the Nth write to the log fails with EIO, and every write after it
 //   "data-write:N"  the Nth write to LMDB's data file (`data.mdb`) fails with EIO; the others
 //              succeed (a commit that fails after its record went to the log)
+//   "page-write:N"  the same, counting only writes of pages, not of LMDB's two meta pages at the
+//              file's start (a commit that fails before its meta page, leaving LMDB usable; a
+//              failed meta page write stops LMDB's environment until it is opened again)
+//   "data-write:N+log:K", "page-write:N+log:K"  the same, and the K writes to the log after it
+//              fail too (a disk that fails for a while: the failed commit's record cannot be
+//              taken back at once)
 // Calls on other files, and the calls before the fault, go to the C library unchanged.
 // Each failure is noted on standard error ("feedstore-fault: ..."), so a test can tell it came.
 #define _GNU_SOURCE
@@ -25,6 +31,8 @@ enum { LOG = 1, DATA = 2 };
 static int descriptors[64], kinds[64];
 static int count;
 static long syncs, writes, dataWrites;
+// Writes to the log still to fail after the data file's ("+log:K").
+static long failingLogWrites;
 
 static int endsWith(const char *path, const char *name) {
     size_t n = strlen(path), m = strlen(name);
@@ -45,16 +53,23 @@ static void track(int fd, const char *path) {
     pthread_mutex_unlock(&lock);
 }
 
-// Whether this call on `fd` is the one that fails ("sync", "write" or "data-write").
-static int fails(int fd, const char *kind) {
+// Whether this call on `fd` is the one that fails ("sync", "write", "data-write" or
+// "page-write"); a write goes to `offset`.
+static int fails(int fd, const char *kind, off_t offset) {
     const char *fault = getenv("FEEDSTORE_FAULT");
     if (!fault || strncmp(fault, kind, strlen(kind)) != 0 || fault[strlen(kind)] != ':') return 0;
     long n = atol(fault + strlen(kind) + 1);
-    int onData = strcmp(kind, "data-write") == 0;
+    int pages = strcmp(kind, "page-write") == 0;
+    int onData = pages || strcmp(kind, "data-write") == 0;
     pthread_mutex_lock(&lock);
     int result = 0;
     if (kindOf(fd) == (onData ? DATA : LOG)) {
-        if (onData) result = ++dataWrites == n;
+        if (onData) {
+            // LMDB's meta pages are the file's first two 4 KiB pages.
+            result = (!pages || offset >= 2 * 4096) && ++dataWrites == n;
+            const char *more = strstr(fault, "+log:");
+            if (result && more) failingLogWrites = atol(more + 5);
+        }
         else if (strcmp(kind, "sync") == 0) result = ++syncs == n;
         else result = ++writes >= n;
     }
@@ -99,54 +114,70 @@ int close(int fd) {
     return real(fd);
 }
 
-// Whether this write on `fd` fails: to the log ("write") or to the data file ("data-write").
-static int writeFails(int fd) { return fails(fd, "write") || fails(fd, "data-write"); }
+// Whether this write to the log is one of those that fail after the data file's ("+log:K").
+static int failsAfterData(int fd) {
+    pthread_mutex_lock(&lock);
+    int result = failingLogWrites > 0 && kindOf(fd) == LOG;
+    if (result) failingLogWrites--;
+    pthread_mutex_unlock(&lock);
+    if (result) {
+        const char *note = "feedstore-fault: a call on commits.log fails\n";
+        (void)write(2, note, strlen(note));
+    }
+    return result;
+}
+
+// Whether this write on `fd` at `offset` fails: to the log ("write", "+log:K") or to the data
+// file ("data-write", "page-write").
+static int writeFails(int fd, off_t offset) {
+    return fails(fd, "write", offset) || fails(fd, "data-write", offset) || fails(fd, "page-write", offset) || failsAfterData(fd);
+}
 
 ssize_t pwrite(int fd, const void *buffer, size_t count, off_t offset) {
     static ssize_t (*real)(int, const void *, size_t, off_t);
     if (!real) real = dlsym(RTLD_NEXT, "pwrite");
-    if (writeFails(fd)) { errno = EIO; return -1; }
+    if (writeFails(fd, offset)) { errno = EIO; return -1; }
     return real(fd, buffer, count, offset);
 }
 
 ssize_t pwrite64(int fd, const void *buffer, size_t count, off_t offset) {
     static ssize_t (*real)(int, const void *, size_t, off_t);
     if (!real) real = dlsym(RTLD_NEXT, "pwrite64");
-    if (writeFails(fd)) { errno = EIO; return -1; }
+    if (writeFails(fd, offset)) { errno = EIO; return -1; }
     return real(fd, buffer, count, offset);
 }
 
 ssize_t pwritev(int fd, const struct iovec *vectors, int n, off_t offset) {
     static ssize_t (*real)(int, const struct iovec *, int, off_t);
     if (!real) real = dlsym(RTLD_NEXT, "pwritev");
-    if (writeFails(fd)) { errno = EIO; return -1; }
+    if (writeFails(fd, offset)) { errno = EIO; return -1; }
     return real(fd, vectors, n, offset);
 }
 
 ssize_t pwritev64(int fd, const struct iovec *vectors, int n, off_t offset) {
     static ssize_t (*real)(int, const struct iovec *, int, off_t);
     if (!real) real = dlsym(RTLD_NEXT, "pwritev64");
-    if (writeFails(fd)) { errno = EIO; return -1; }
+    if (writeFails(fd, offset)) { errno = EIO; return -1; }
     return real(fd, vectors, n, offset);
 }
 
 ssize_t writev(int fd, const struct iovec *vectors, int n) {
     static ssize_t (*real)(int, const struct iovec *, int);
     if (!real) real = dlsym(RTLD_NEXT, "writev");
-    if (writeFails(fd)) { errno = EIO; return -1; }
+    if (writeFails(fd, lseek(fd, 0, SEEK_CUR))) { errno = EIO; return -1; }
     return real(fd, vectors, n);
 }
 
 int fdatasync(int fd) {
     static int (*real)(int);
     if (!real) real = dlsym(RTLD_NEXT, "fdatasync");
-    if (fails(fd, "sync")) { errno = EIO; return -1; }
+    if (fails(fd, "sync", 0)) { errno = EIO; return -1; }
     return real(fd);
 }
 
 int fsync(int fd) {
     static int (*real)(int);
     if (!real) real = dlsym(RTLD_NEXT, "fsync");
-    if (fails(fd, "sync")) { errno = EIO; return -1; }
+    if (fails(fd, "sync", 0)) { errno = EIO; return -1; }
     return real(fd);
 }

@@ -233,6 +233,11 @@ struct DemoMutate: ParsableCommand {
     @Option(help: .hidden)
     var commitLogCheckpointPages: Int?
 
+    /// The fault tests' writer that meets a failing disk: a commit that fails is reported
+    /// (`failed <error>`, in order with the commits) and the next one made.
+    @Flag(help: .hidden)
+    var goesOnAfterFailures = false
+
     @Flag(help: "Print nothing per commit.")
     var quiet = false
 
@@ -262,9 +267,15 @@ struct DemoMutate: ParsableCommand {
         var feed = DemoFeed(seed: seed)
         for _ in 0..<commits {
             let perCommit = perCommit
-            let sequence: UInt64? = try store.write { tx in
-                try feed.mutate(tx, count: perCommit, contacts: contacts)
-                return tx.commitSequence
+            let sequence: UInt64?
+            do {
+                sequence = try store.write { tx in
+                    try feed.mutate(tx, count: perCommit, contacts: contacts)
+                    return tx.commitSequence
+                }
+            } catch where goesOnAfterFailures {
+                FileHandle.standardOutput.write(Data("failed \(error)\n".utf8))
+                continue
             }
             if !quiet, let sequence {
                 FileHandle.standardOutput.write(Data("committed \(sequence)\n".utf8))

@@ -381,8 +381,9 @@ public struct PowerLoss {
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: path) }
         try Data(image).write(to: URL(fileURLWithPath: path + "/data.mdb"))
-        // A log the writer had not made yet (nothing of it on disk) is no log.
-        if let log, !log.isEmpty { try Data(log).write(to: URL(fileURLWithPath: path + "/commits.log")) }
+        // A log the writer had not made yet (nothing of it on disk) is no log. The machine
+        // starts again after a power loss.
+        if let log, !log.isEmpty { try Data(CommitLogImage.madeBeforeRestart(log)).write(to: URL(fileURLWithPath: path + "/commits.log")) }
         func failed(_ problem: String) {
             report.failedVerify += 1
             report.describe("\(context): \(problem)")

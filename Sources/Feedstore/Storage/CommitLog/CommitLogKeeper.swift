@@ -33,6 +33,10 @@ final class CommitLogKeeper: @unchecked Sendable {
     private var lastPageAtCheckpoint = 0, freePagesAtCheckpoint = 0
     /// Syncs the log while LMDB commits.
     private let syncer: CommitLogSyncer
+    /// Set when a failed commit's record could neither be taken back out of the log nor left
+    /// behind by a checkpoint (the disk refused both): a recovery after a machine restart could
+    /// make that commit again, so nothing else commits until one of the two succeeds.
+    private var recordOfFailedCommit = false
 
     /// Takes over the log of the store at `path`, whose environment is open, and checkpoints.
     init(log: CommitLog, environment: LMDBEnvironment, path: String, checkpointPages: Int = CommitLogKeeper.checkpointPages) throws {
@@ -63,6 +67,7 @@ final class CommitLogKeeper: @unchecked Sendable {
     /// since the checkpoint to their limits, is made durable by a checkpoint after it instead.
     /// When the commit fails, its record is taken back.
     func commit(_ txn: consuming LMDBTransaction, mutations: LMDBMutationLog) throws {
+        if recordOfFailedCommit { try takeBackRecord() }
         let transaction = txn.id
         var checkpoints = try mutations.overflowed || log.recordBytes >= Self.checkpointBytes || pagesWrittenSinceCheckpoint() >= checkpointPages
         var logged = false
@@ -82,7 +87,7 @@ final class CommitLogKeeper: @unchecked Sendable {
         } catch {
             if logged {
                 if syncsAside { try? syncer.wait() }
-                takeBackRecord()
+                try? takeBackRecord()
             }
             throw error
         }
@@ -101,13 +106,22 @@ final class CommitLogKeeper: @unchecked Sendable {
     }
 
     /// After a commit failed: takes its record back out of the log. Should that fail too, a
-    /// checkpoint starts a new epoch, in which the record does not count.
-    private func takeBackRecord() {
+    /// checkpoint starts a new epoch, in which the record does not count. Should both fail, the
+    /// record stays, and the next commit tries again before it commits (and fails, unwritten,
+    /// while the disk refuses).
+    private func takeBackRecord() throws {
         do {
             try log.takeBackLastRecord()
         } catch {
-            try? checkpoint()
+            do {
+                try checkpoint()
+            } catch {
+                recordOfFailedCommit = true
+                throw FeedstoreError.commitLogFailed(
+                    path: path, reason: "the record of a commit that failed could not be taken back out of the log, so no commit is made until it can: \(error)")
+            }
         }
+        recordOfFailedCommit = false
     }
 
     /// Syncs LMDB's file, pins its newest commit and starts the log again after it.
@@ -120,6 +134,7 @@ final class CommitLogKeeper: @unchecked Sendable {
             throw FeedstoreError.commitLogFailed(path: path, reason: "the checkpoint's snapshot is transaction \(newPin.id), its meta page \(meta.transaction)")
         }
         try log.startEpoch(transaction: meta.transaction, metaBody: meta.body)
+        recordOfFailedCommit = false
         let freePages = try newPin.freePages()
         pin.take()?.abort()
         pin = consume newPin
@@ -147,8 +162,9 @@ final class CommitLogKeeper: @unchecked Sendable {
     /// or LMDB's file holds commits the log does not, puts the checkpoint's meta page back and
     /// returns the log's records to make again (``replay(_:in:)``). After a machine went down,
     /// commits after the checkpoint may be damaged in LMDB's file; their records are whole up to
-    /// the first that is not. When another process has the environment open, the machine did
-    /// not go down since: its page cache holds every commit, and nothing is replayed.
+    /// the first that is not. While the machine that made the checkpoint runs, records after
+    /// LMDB's newest commit are left out. When another process has the environment open, the
+    /// machine did not go down since: its page cache holds every commit, and nothing is replayed.
     /// - Returns: the records, and whether this process is the only one with the store (only
     ///   then may a writer without the option retire the log).
     static func recovery(path: String, log: CommitLog) throws -> (records: [(transaction: UInt64, payload: [UInt8])], alone: Bool) {
@@ -161,8 +177,12 @@ final class CommitLogKeeper: @unchecked Sendable {
             alone = false
         }
         guard let checkpoint = log.checkpoint, FileManager.default.fileExists(atPath: path + "/data.mdb") else { return ([], alone) }
-        let records = try log.records()
+        var records = try log.records()
         let newest = try LMDBMetaPages.newestMeta(directory: path).transaction
+        // While the machine that made the checkpoint runs, LMDB's newest commit is the last one
+        // that committed: a record after it is of a commit that failed or was cut short, which
+        // no one was told of and no reader saw.
+        if checkpoint.boot == MachineBoot.identity { records.removeAll { $0.transaction > newest } }
         guard alone, newest != checkpoint.transaction || !records.isEmpty else { return ([], alone) }
         let busy: Bool
         do {

@@ -90,13 +90,14 @@ import Testing
                     if range.upperBound > disk.count { disk += [UInt8](repeating: 0, count: range.upperBound - disk.count) }
                     disk.replaceSubrange(range, with: written[range])
                 }
-                // Odd trials tear the log's last record: its commit was never acknowledged.
+                // Odd trials tear the log's last record: its commit was never acknowledged. The
+                // machine starts again after the crash.
                 let torn = trial % 2 == 1
                 let crashed = dir + "/crash\(trial)"
                 try FileManager.default.createDirectory(atPath: crashed, withIntermediateDirectories: true)
                 try Data(disk).write(to: URL(fileURLWithPath: crashed + "/data.mdb"))
-                try Data(torn ? Array(log[..<(lastRecord + 30)]) + [UInt8](repeating: 0, count: log.count - lastRecord - 30) : log)
-                    .write(to: URL(fileURLWithPath: crashed + "/" + CommitLog.fileName))
+                let image = torn ? Array(log[..<(lastRecord + 30)]) + [UInt8](repeating: 0, count: log.count - lastRecord - 30) : log
+                try Data(CommitLogImage.madeBeforeRestart(image)).write(to: URL(fileURLWithPath: crashed + "/" + CommitLog.fileName))
                 let recovered = try Store(path: crashed, entities: [Item.self], options: Self.options)
                 let state = try Self.state(recovered)
                 let expected = states[states.count - (torn ? 2 : 1)]
@@ -133,7 +134,7 @@ import Testing
             // Every page reached the disk; the last record was torn.
             try FileManager.default.createDirectory(atPath: dir + "/crash", withIntermediateDirectories: true)
             try written.write(to: URL(fileURLWithPath: dir + "/crash/data.mdb"))
-            try Data(Array(log[..<(lastRecord + 30)]) + [UInt8](repeating: 0, count: log.count - lastRecord - 30))
+            try Data(CommitLogImage.madeBeforeRestart(Array(log[..<(lastRecord + 30)]) + [UInt8](repeating: 0, count: log.count - lastRecord - 30)))
                 .write(to: URL(fileURLWithPath: dir + "/crash/" + CommitLog.fileName))
             let recovered = try Store(path: dir + "/crash", entities: [Item.self], options: options)
             defer { recovered.close() }
