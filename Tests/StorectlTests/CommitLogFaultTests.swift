@@ -107,4 +107,25 @@ import Testing
             #expect(try Self.reopened(path) == acknowledged)
         }
     }
+
+    /// A write of a commit's meta page fails: LMDB takes no more transactions in the process,
+    /// and each later write says to open the store again; opened again, the store holds every
+    /// acknowledged commit and takes writes.
+    @Test func afterAFailedMetaPageWriteWritesSayToOpenTheStoreAgain() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir + "/demo"
+            let (run, acknowledged) = try Self.mutate(path, fault: "meta-write:12", in: dir, goingOn: true)
+            #expect(run.stderr.contains("feedstore-fault: a write to data.mdb fails"), "the fault did not come: \(run.stderr)")
+            let lines = run.stdout.split(separator: "\n")
+            let failures = lines.indices.filter { lines[$0].hasPrefix("failed ") }
+            #expect(failures.first.map { lines[$0].contains("Input/output error") } == true, "\(run.stdout)")
+            #expect(failures.count > 1 && failures.dropFirst().allSatisfy { lines[$0].contains("close every handle of the store in this process and open it again") },
+                    "\(run.stdout)")
+            #expect(failures.first.map { lines[$0...].allSatisfy { $0.hasPrefix("failed ") } } == true, "\(run.stdout)")
+            #expect(acknowledged > 0)
+            #expect(try Self.reopened(path) == acknowledged)
+            let again = try runTool(storectlURL, ["demo", "mutate", path, "--commits", "3", "--commit-log", "--seed", "2"])
+            #expect(again.status == 0 && again.stdout.contains("committed \(acknowledged + 1)"), "\(again.stdout) \(again.stderr)")
+        }
+    }
 }

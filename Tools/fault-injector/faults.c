@@ -1,15 +1,17 @@
-// An LD_PRELOAD library that makes a store's commit log (`commits.log`) fail the way a failing
-// disk does, for the tests of what a writer does then. FEEDSTORE_FAULT names the fault:
+// An LD_PRELOAD library that makes a store's files (its commit log `commits.log`, LMDB's
+// `data.mdb`) fail the way a failing disk does, for the tests of what a writer does then.
+// FEEDSTORE_FAULT names the fault:
 //   "sync:N"   the Nth fsync or fdatasync of the log fails with EIO; the others succeed
 //   "write:N"  the Nth write to the log fails with EIO, and every write after it
 //   "data-write:N"  the Nth write to LMDB's data file (`data.mdb`) fails with EIO; the others
 //              succeed (a commit that fails after its record went to the log)
 //   "page-write:N"  the same, counting only writes of pages, not of LMDB's two meta pages at the
-//              file's start (a commit that fails before its meta page, leaving LMDB usable; a
-//              failed meta page write stops LMDB's environment until it is opened again)
-//   "data-write:N+log:K", "page-write:N+log:K"  the same, and the K writes to the log after it
-//              fail too (a disk that fails for a while: the failed commit's record cannot be
-//              taken back at once)
+//              file's start (a commit that fails before its meta page, leaving LMDB usable)
+//   "meta-write:N"  the same, counting only writes of LMDB's meta pages (a failed meta page
+//              write stops LMDB's environment until it is opened again)
+//   "data-write:N+log:K" (or page-write, meta-write)  the same, and the K writes to the log
+//              after it fail too (a disk that fails for a while: the failed commit's record
+//              cannot be taken back at once)
 // Calls on other files, and the calls before the fault, go to the C library unchanged.
 // Each failure is noted on standard error ("feedstore-fault: ..."), so a test can tell it came.
 #define _GNU_SOURCE
@@ -53,20 +55,21 @@ static void track(int fd, const char *path) {
     pthread_mutex_unlock(&lock);
 }
 
-// Whether this call on `fd` is the one that fails ("sync", "write", "data-write" or
-// "page-write"); a write goes to `offset`.
+// Whether this call on `fd` is the one that fails ("sync", "write", "data-write", "page-write"
+// or "meta-write"); a write goes to `offset`.
 static int fails(int fd, const char *kind, off_t offset) {
     const char *fault = getenv("FEEDSTORE_FAULT");
     if (!fault || strncmp(fault, kind, strlen(kind)) != 0 || fault[strlen(kind)] != ':') return 0;
     long n = atol(fault + strlen(kind) + 1);
-    int pages = strcmp(kind, "page-write") == 0;
-    int onData = pages || strcmp(kind, "data-write") == 0;
+    int pages = strcmp(kind, "page-write") == 0, metas = strcmp(kind, "meta-write") == 0;
+    int onData = pages || metas || strcmp(kind, "data-write") == 0;
+    // LMDB's meta pages are the file's first two 4 KiB pages.
+    int counted = pages ? offset >= 2 * 4096 : metas ? offset < 2 * 4096 : 1;
     pthread_mutex_lock(&lock);
     int result = 0;
     if (kindOf(fd) == (onData ? DATA : LOG)) {
         if (onData) {
-            // LMDB's meta pages are the file's first two 4 KiB pages.
-            result = (!pages || offset >= 2 * 4096) && ++dataWrites == n;
+            result = counted && ++dataWrites == n;
             const char *more = strstr(fault, "+log:");
             if (result && more) failingLogWrites = atol(more + 5);
         }
@@ -128,9 +131,10 @@ static int failsAfterData(int fd) {
 }
 
 // Whether this write on `fd` at `offset` fails: to the log ("write", "+log:K") or to the data
-// file ("data-write", "page-write").
+// file ("data-write", "page-write", "meta-write").
 static int writeFails(int fd, off_t offset) {
-    return fails(fd, "write", offset) || fails(fd, "data-write", offset) || fails(fd, "page-write", offset) || failsAfterData(fd);
+    return fails(fd, "write", offset) || fails(fd, "data-write", offset) || fails(fd, "page-write", offset)
+        || fails(fd, "meta-write", offset) || failsAfterData(fd);
 }
 
 ssize_t pwrite(int fd, const void *buffer, size_t count, off_t offset) {

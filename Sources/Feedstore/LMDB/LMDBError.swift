@@ -21,6 +21,10 @@ public struct LMDBError: Error, Hashable, Sendable, CustomStringConvertible {
     /// to look next.
     public var description: String {
         let message = "\(operation) failed: \(String(cString: mdb_strerror(code))) (code \(code))"
+        if code == Self.panic {
+            return message + "; LMDB stops after a write of a commit's meta page fails (the disk refused it): close every handle "
+                + "of the store in this process and open it again, which keeps every acknowledged commit"
+        }
         guard Self.damagedPageCodes.contains(code) else { return message }
         return message + "; the store's file looks damaged: `storectl verify` checks every page and names what is wrong"
     }
