@@ -35,7 +35,8 @@ final class CommitLogKeeper: @unchecked Sendable {
     private let syncer: CommitLogSyncer
     /// Set when a failed commit's record could neither be taken back out of the log nor left
     /// behind by a checkpoint (the disk refused both): a recovery after a machine restart could
-    /// make that commit again, so nothing else commits until one of the two succeeds.
+    /// make that commit again, so nothing else commits until one of the two succeeds (and the
+    /// next commit's record would follow the failed one's, as the same LMDB transaction).
     private var recordOfFailedCommit = false
 
     /// Takes over the log of the store at `path`, whose environment is open, and checkpoints.
@@ -67,7 +68,6 @@ final class CommitLogKeeper: @unchecked Sendable {
     /// since the checkpoint to their limits, is made durable by a checkpoint after it instead.
     /// When the commit fails, its record is taken back.
     func commit(_ txn: consuming LMDBTransaction, mutations: LMDBMutationLog) throws {
-        if recordOfFailedCommit { try takeBackRecord() }
         let transaction = txn.id
         var checkpoints = try mutations.overflowed || log.recordBytes >= Self.checkpointBytes || pagesWrittenSinceCheckpoint() >= checkpointPages
         var logged = false
@@ -105,10 +105,16 @@ final class CommitLogKeeper: @unchecked Sendable {
         return growth > 0 ? (growth + freePagesAtCheckpoint) * environment.pageSize : 0
     }
 
+    /// Before a write transaction begins: takes a failed commit's record out of the log, if one
+    /// was left there (``takeBackRecord()``); throws while the disk still refuses.
+    func takeBackFailedCommit() throws {
+        if recordOfFailedCommit { try takeBackRecord() }
+    }
+
     /// After a commit failed: takes its record back out of the log. Should that fail too, a
     /// checkpoint starts a new epoch, in which the record does not count. Should both fail, the
-    /// record stays, and the next commit tries again before it commits (and fails, unwritten,
-    /// while the disk refuses).
+    /// record stays, and no transaction begins to write until one of them succeeds
+    /// (``takeBackFailedCommit()``).
     private func takeBackRecord() throws {
         do {
             try log.takeBackLastRecord()
@@ -162,8 +168,8 @@ final class CommitLogKeeper: @unchecked Sendable {
     /// or LMDB's file holds commits the log does not, puts the checkpoint's meta page back and
     /// returns the log's records to make again (``replay(_:in:)``). After a machine went down,
     /// commits after the checkpoint may be damaged in LMDB's file; their records are whole up to
-    /// the first that is not. While the machine that made the checkpoint runs, records after
-    /// LMDB's newest commit are left out. When another process has the environment open, the
+    /// the first that is not. While the machine that made the checkpoint runs (where the kernel
+    /// names its start), records after LMDB's newest commit are left out. When another process has the environment open, the
     /// machine did not go down since: its page cache holds every commit, and nothing is replayed.
     /// - Returns: the records, and whether this process is the only one with the store (only
     ///   then may a writer without the option retire the log).
@@ -181,8 +187,9 @@ final class CommitLogKeeper: @unchecked Sendable {
         let newest = try LMDBMetaPages.newestMeta(directory: path).transaction
         // While the machine that made the checkpoint runs, LMDB's newest commit is the last one
         // that committed: a record after it is of a commit that failed or was cut short, which
-        // no one was told of and no reader saw.
-        if checkpoint.boot == MachineBoot.identity { records.removeAll { $0.transaction > newest } }
+        // no one was told of and no reader saw. (Only where the kernel names the machine's start:
+        // a start told by its time could be taken for the one before, and the records dropped.)
+        if MachineBoot.isExact, checkpoint.boot == MachineBoot.identity { records.removeAll { $0.transaction > newest } }
         guard alone, newest != checkpoint.transaction || !records.isEmpty else { return ([], alone) }
         let busy: Bool
         do {

@@ -5,17 +5,23 @@ import Foundation
 /// writer last ran (its page cache, which held every unsynced write, is then gone).
 @_spi(Replication) public enum MachineBoot {
     /// 16 bytes that differ from one start of the machine to the next.
-    public static let identity: [UInt8] = {
+    public static var identity: [UInt8] { known.identity }
+
+    /// Whether ``identity`` is the kernel's own identifier of this start (Linux's boot id), not
+    /// the time the machine started, to the minute, which two starts a minute apart share.
+    static var isExact: Bool { known.exact }
+
+    private static let known: (identity: [UInt8], exact: Bool) = {
         #if os(Linux)
         // The kernel's random identifier of this boot, as a UUID.
         if let text = try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8),
            let id = UUID(uuidString: text.trimmingCharacters(in: .whitespacesAndNewlines)) {
-            return withUnsafeBytes(of: id.uuid) { Array($0) }
+            return (withUnsafeBytes(of: id.uuid) { Array($0) }, true)
         }
         #endif
         // Elsewhere, when the machine started, to the minute.
         let minute = UInt64((Date().timeIntervalSince1970 - ProcessInfo.processInfo.systemUptime) / 60)
-        return withUnsafeBytes(of: minute.littleEndian) { Array($0) } + [UInt8](repeating: 0, count: 8)
+        return (withUnsafeBytes(of: minute.littleEndian) { Array($0) } + [UInt8](repeating: 0, count: 8), false)
     }()
 
     /// ``identity`` as 32 hexadecimal digits.

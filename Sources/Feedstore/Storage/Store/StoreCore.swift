@@ -98,8 +98,12 @@ final class StoreCore: @unchecked Sendable {
     /// Begins a transaction, adopting a map grown by another process (`MDB_MAP_RESIZED`).
     /// The caller holds the map lock shared.
     func begin(readOnly: Bool, log: LMDBMutationLog? = nil) throws -> LMDBTransaction {
-        // A commit whose sync failed is synced before another one can follow it.
-        if !readOnly { try syncCommitIfUnsynced() }
+        // A commit whose sync failed is synced, and a failed commit's record taken out of the
+        // commit log, before another commit can follow.
+        if !readOnly {
+            try syncCommitIfUnsynced()
+            try commitLog?.takeBackFailedCommit()
+        }
         do {
             return try LMDBTransaction(environment: environment, readOnly: readOnly, log: log)
         } catch let error where error.code == LMDBError.mapResized {
