@@ -3,6 +3,7 @@
 // FEEDSTORE_FAULT names the fault:
 //   "sync:N"   the Nth fsync or fdatasync of the log fails with EIO; the others succeed
 //   "write:N"  the Nth write to the log fails with EIO, and every write after it
+//   "data-sync:N"  the Nth fsync or fdatasync of LMDB's data file (`data.mdb`) fails with EIO
 //   "data-write:N"  the Nth write to LMDB's data file (`data.mdb`) fails with EIO; the others
 //              succeed (a commit that fails after its record went to the log)
 //   "page-write:N"  the same, counting only writes of pages, not of LMDB's two meta pages at the
@@ -32,7 +33,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 enum { LOG = 1, DATA = 2 };
 static int descriptors[64], kinds[64];
 static int count;
-static long syncs, writes, dataWrites;
+static long syncs, writes, dataSyncs, dataWrites;
 // Writes to the log still to fail after the data file's ("+log:K").
 static long failingLogWrites;
 
@@ -55,30 +56,33 @@ static void track(int fd, const char *path) {
     pthread_mutex_unlock(&lock);
 }
 
-// Whether this call on `fd` is the one that fails ("sync", "write", "data-write", "page-write"
-// or "meta-write"); a write goes to `offset`.
+// Whether this call on `fd` is the one that fails ("sync", "write", "data-sync", "data-write",
+// "page-write" or "meta-write"); a write goes to `offset`.
 static int fails(int fd, const char *kind, off_t offset) {
     const char *fault = getenv("FEEDSTORE_FAULT");
     if (!fault || strncmp(fault, kind, strlen(kind)) != 0 || fault[strlen(kind)] != ':') return 0;
     long n = atol(fault + strlen(kind) + 1);
     int pages = strcmp(kind, "page-write") == 0, metas = strcmp(kind, "meta-write") == 0;
-    int onData = pages || metas || strcmp(kind, "data-write") == 0;
+    int dataSync = strcmp(kind, "data-sync") == 0;
+    int dataWrite = pages || metas || strcmp(kind, "data-write") == 0;
     // LMDB's meta pages are the file's first two 4 KiB pages.
     int counted = pages ? offset >= 2 * 4096 : metas ? offset < 2 * 4096 : 1;
     pthread_mutex_lock(&lock);
     int result = 0;
-    if (kindOf(fd) == (onData ? DATA : LOG)) {
-        if (onData) {
+    if (kindOf(fd) == (dataWrite || dataSync ? DATA : LOG)) {
+        if (dataWrite) {
             result = counted && ++dataWrites == n;
             const char *more = strstr(fault, "+log:");
             if (result && more) failingLogWrites = atol(more + 5);
         }
+        else if (dataSync) result = ++dataSyncs == n;
         else if (strcmp(kind, "sync") == 0) result = ++syncs == n;
         else result = ++writes >= n;
     }
     pthread_mutex_unlock(&lock);
     if (result) {
-        const char *note = onData ? "feedstore-fault: a write to data.mdb fails\n" : "feedstore-fault: a call on commits.log fails\n";
+        const char *note = dataWrite ? "feedstore-fault: a write to data.mdb fails\n"
+            : dataSync ? "feedstore-fault: a sync of data.mdb fails\n" : "feedstore-fault: a call on commits.log fails\n";
         (void)write(2, note, strlen(note));
     }
     return result;
@@ -175,13 +179,13 @@ ssize_t writev(int fd, const struct iovec *vectors, int n) {
 int fdatasync(int fd) {
     static int (*real)(int);
     if (!real) real = dlsym(RTLD_NEXT, "fdatasync");
-    if (fails(fd, "sync", 0)) { errno = EIO; return -1; }
+    if (fails(fd, "sync", 0) || fails(fd, "data-sync", 0)) { errno = EIO; return -1; }
     return real(fd);
 }
 
 int fsync(int fd) {
     static int (*real)(int);
     if (!real) real = dlsym(RTLD_NEXT, "fsync");
-    if (fails(fd, "sync", 0)) { errno = EIO; return -1; }
+    if (fails(fd, "sync", 0) || fails(fd, "data-sync", 0)) { errno = EIO; return -1; }
     return real(fd);
 }

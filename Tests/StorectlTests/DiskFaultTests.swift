@@ -4,36 +4,57 @@ import FeedstoreTestSupport
 import Foundation
 import Testing
 
-/// A writer whose commit log fails (the disk refuses a write or a sync; `Tools/fault-injector`
-/// makes `storectl demo mutate` meet it): a commit whose log sync failed is made durable by
-/// syncing LMDB's file instead and acknowledged; when the log cannot be written at all, writes
-/// throw a typed error; when LMDB cannot write a commit whose record is in the log already, the
-/// record is taken back, and while the disk refuses that too, nothing else commits. Each way
-/// every acknowledged commit, and no other, is in the store when it is opened again, and the
-/// store is consistent.
-@Suite struct CommitLogFaultTests {
-    /// Runs 30 commits of the demo feed through the commit log with `fault`; returns the run
-    /// and the last sequence it acknowledged.
-    /// With `goingOn`, the writer makes its next commit after one fails, rather than exiting.
-    static func mutate(_ path: String, fault: String, in dir: String, goingOn: Bool = false)
+/// A writer on a failing disk (it refuses a write or a sync; `Tools/fault-injector` makes
+/// `storectl demo mutate` meet it). With LMDB's syncs, a commit whose page write or sync failed
+/// fails alone, and the writer goes on. Through a commit log: a commit whose log sync failed is
+/// made durable by syncing LMDB's file instead and acknowledged; when the log cannot be written
+/// at all, writes throw a typed error; when LMDB cannot write a commit whose record is in the
+/// log already, the record is taken back, and while the disk refuses that too, nothing else
+/// commits. A failed write of a meta page stops LMDB in the process until the store is opened
+/// again. Each way every acknowledged commit, and no other, is in the store when it is opened
+/// again, and the store is consistent.
+@Suite struct DiskFaultTests {
+    /// Runs 30 commits of the demo feed with `fault`, through the commit log unless
+    /// `commitLog` is false; returns the run and the last sequence it acknowledged. With
+    /// `goingOn`, the writer makes its next commit after one fails, rather than exiting.
+    static func mutate(_ path: String, fault: String, in dir: String, goingOn: Bool = false, commitLog: Bool = true)
         throws -> (run: (status: Int32, stdout: String, stderr: String), acknowledged: UInt64)
     {
         try populatedDemoStore(at: path, seed: 3, messages: 50, contacts: 5).close()
         let injector = try buildPreloadLibrary("Tools/fault-injector/faults.c", named: "feedstore-faults", in: dir)
-        let run = try runTool(storectlURL, ["demo", "mutate", path, "--commits", "30", "--commit-log"] + (goingOn ? ["--goes-on-after-failures"] : []),
+        let run = try runTool(storectlURL, ["demo", "mutate", path, "--commits", "30"] + (commitLog ? ["--commit-log"] : [])
+                                  + (goingOn ? ["--goes-on-after-failures"] : []),
                               environment: ["LD_PRELOAD": injector, "FEEDSTORE_FAULT": fault])
         let acknowledged = run.stdout.split(separator: "\n").filter { $0.hasPrefix("committed ") }.compactMap { $0.split(separator: " ").last.flatMap { UInt64($0) } }.last ?? 0
         return (run, acknowledged)
     }
 
-    /// The store as the next writer finds it (recovering it from the log), checked.
-    static func reopened(_ path: String) throws -> UInt64 {
+    /// The store as the next writer finds it (recovering it from the log, when it keeps one),
+    /// checked.
+    static func reopened(_ path: String, commitLog: Bool = true) throws -> UInt64 {
         var options = StoreOptions(durability: .full)
-        options.keepsCommitLog = true
+        options.keepsCommitLog = commitLog
         let store = try Store(path: path, entities: DemoFeed.entities, options: options)
         defer { store.close() }
         #expect(try store.verify().isEmpty)
         return try store.read { try $0.journalBounds().last }
+    }
+
+    /// With LMDB's own syncs, a commit whose sync or page write fails is refused alone: the
+    /// writer's next commits are made and acknowledged.
+    @Test(arguments: ["data-sync:12", "page-write:20"])
+    func withLMDBsSyncsAFailedSyncOrPageWriteFailsThatCommitAlone(fault: String) throws {
+        try withTemporaryDirectory { dir in
+            let path = dir + "/demo"
+            let (run, acknowledged) = try Self.mutate(path, fault: fault, in: dir, goingOn: true, commitLog: false)
+            #expect(run.stderr.contains("feedstore-fault: a"), "the fault did not come: \(run.stderr)")
+            #expect(run.status == 0, "\(run.stderr)")
+            let lines = run.stdout.split(separator: "\n")
+            let failures = lines.indices.filter { lines[$0].hasPrefix("failed ") }
+            #expect(failures.count == 1 && lines[failures[0]].contains("Input/output error"), "\(run.stdout)")
+            #expect(failures.first.map { lines[($0 + 1)...].contains { $0.hasPrefix("committed ") } } == true, "\(run.stdout)")
+            #expect(try Self.reopened(path, commitLog: false) == acknowledged)
+        }
     }
 
     @Test func aCommitWhoseLogSyncFailsIsSyncedInLMDBAndAcknowledged() throws {
@@ -111,10 +132,11 @@ import Testing
     /// A write of a commit's meta page fails: LMDB takes no more transactions in the process,
     /// and each later write says to open the store again; opened again, the store holds every
     /// acknowledged commit and takes writes.
-    @Test func afterAFailedMetaPageWriteWritesSayToOpenTheStoreAgain() throws {
+    @Test(arguments: [true, false])
+    func afterAFailedMetaPageWriteWritesSayToOpenTheStoreAgain(commitLog: Bool) throws {
         try withTemporaryDirectory { dir in
             let path = dir + "/demo"
-            let (run, acknowledged) = try Self.mutate(path, fault: "meta-write:12", in: dir, goingOn: true)
+            let (run, acknowledged) = try Self.mutate(path, fault: "meta-write:12", in: dir, goingOn: true, commitLog: commitLog)
             #expect(run.stderr.contains("feedstore-fault: a write to data.mdb fails"), "the fault did not come: \(run.stderr)")
             let lines = run.stdout.split(separator: "\n")
             let failures = lines.indices.filter { lines[$0].hasPrefix("failed ") }
@@ -123,8 +145,8 @@ import Testing
                     "\(run.stdout)")
             #expect(failures.first.map { lines[$0...].allSatisfy { $0.hasPrefix("failed ") } } == true, "\(run.stdout)")
             #expect(acknowledged > 0)
-            #expect(try Self.reopened(path) == acknowledged)
-            let again = try runTool(storectlURL, ["demo", "mutate", path, "--commits", "3", "--commit-log", "--seed", "2"])
+            #expect(try Self.reopened(path, commitLog: commitLog) == acknowledged)
+            let again = try runTool(storectlURL, ["demo", "mutate", path, "--commits", "3", "--seed", "2"] + (commitLog ? ["--commit-log"] : []))
             #expect(again.status == 0 && again.stdout.contains("committed \(acknowledged + 1)"), "\(again.stdout) \(again.stderr)")
         }
     }
