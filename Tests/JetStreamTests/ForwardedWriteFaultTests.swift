@@ -7,9 +7,9 @@ import Foundation
 import Testing
 
 /// Forwarded writes through real faults: the primary (`storectl ship --accept-writes`) killed
-/// at random moments, including after applying a request and before answering it; the NATS
-/// server restarted; a loading client (`storectl load` on a replica) killed and run again with
-/// the same request ids. Every request is applied exactly once, and none acknowledged is lost.
+/// at random moments, including after applying a request and before answering it, or meeting
+/// a disk that refuses a write; the NATS server restarted; a loading client (`storectl load` on
+/// a replica) killed and run again with the same request ids. Every request is applied exactly once, and none acknowledged is lost.
 @Suite(.serialized) struct ForwardedWriteFaultTests {
     static let stream = ForwardedWriteTests.stream
 
@@ -149,6 +149,61 @@ import Testing
             defer { store.close() }
             #expect(try store.read { try $0.count(entity: "Item") } == written)
             #expect(try replica.replica.read { try $0.count(entity: "Item") } == written, "every acknowledged write is on the replica")
+        }
+    }
+
+    /// The primary's disk refuses the write of a commit's meta page: LMDB stops in that process,
+    /// so `storectl ship` exits with the error that says so rather than staying up unable to
+    /// write, and is started again, as a supervisor would. A client sending each request again
+    /// with its id (the primary answers the one it could not apply as not applied) has each
+    /// applied once, and the replica holds every one.
+    @Test func aPrimaryWhoseDiskRefusesAMetaPageExitsAndEachWriteIsAppliedOnce() throws {
+        let requests = 60
+        try withTemporaryDirectory { dir in
+            let server = try NATSServer(directory: dir)
+            let connection = JetStreamConnection(url: server.url)
+            try ShipperTests.openStore(dir + "/primary").close()
+            let injector = try buildPreloadLibrary("Tools/fault-injector/faults.c", named: "feedstore-faults", in: dir)
+            let ship = ["ship", dir + "/primary", "--nats", server.url, "--stream", Self.stream, "--accept-writes", "--no-snapshots", "--quiet"]
+            let failing = try RunningTool(storectlURL, ship, environment: ["LD_PRELOAD": injector, "FEEDSTORE_FAULT": "meta-write:20"])
+            let replica = try #require(Self.follower(into: dir + "/replica", connection: connection), "the shipper made the stream")
+            defer { replica.replica.close() }
+            nonisolated(unsafe) let runningFollower = replica
+            let following = LoopThread { try runningFollower.run(while: $0) }
+            defer { following.stop() }
+            let writer = try ReplicaWriter(replica: replica.replica, connection: connection, stream: Self.stream, attemptTimeout: .milliseconds(300))
+            var restarted: RunningTool?
+            defer {
+                restarted?.kill()
+                _ = restarted?.finish(timeout: 30)
+            }
+            var notApplied: [String] = []
+            let deadline = Date().addingTimeInterval(120)
+            for k in 0..<requests {
+                while Date() < deadline {
+                    if restarted == nil, !failing.isRunning { restarted = try RunningTool(storectlURL, ship) }
+                    do {
+                        try writer.writeBlocking([ForwardedWriteTests.item(Int64(k))], requestID: "insert-\(k)", timeout: .seconds(2))
+                        break
+                    } catch let error as JetStreamError where Self.sendsAgain(error) {
+                        continue
+                    } catch let JetStreamError.writeNotApplied(_, _, reason) {
+                        notApplied.append(reason)
+                    }
+                }
+            }
+            let exit = failing.finish(timeout: 30)
+            print("a primary whose disk refused a meta page: exited with status \(exit.status); \(notApplied.count) requests answered not applied and sent again")
+            #expect(restarted != nil, "the primary whose disk failed went on running: \(exit.stderr.suffix(1_000))")
+            #expect(exit.stderr.contains("feedstore-fault: a write to data.mdb fails"), "the fault did not come: \(exit.stderr.suffix(1_000))")
+            #expect(exit.status != 0 && exit.stderr.contains("close every handle of the store in this process and open it again"),
+                    "status \(exit.status): \(exit.stderr.suffix(1_000))")
+            #expect(!notApplied.isEmpty && notApplied.allSatisfy { $0.contains("the primary could not apply it") }, "\(notApplied)")
+            #expect(following.error == nil, "\(String(describing: following.error))")
+            let shipped = try Self.requestsInStream(server)
+            #expect(shipped.count == requests && Set(shipped.map(\.id)) == Set((0..<requests).map { "insert-\($0)" }),
+                    "\(shipped.count) requests in the stream for \(requests)")
+            #expect(try replica.replica.read { try $0.count(entity: "Item") } == requests, "every acknowledged write is on the replica")
         }
     }
 
