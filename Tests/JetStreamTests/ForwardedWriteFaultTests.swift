@@ -9,7 +9,8 @@ import Testing
 /// Forwarded writes through real faults: the primary (`storectl ship --accept-writes`) killed
 /// at random moments, including after applying a request and before answering it, or meeting
 /// a disk that refuses a write; the NATS server restarted; a loading client (`storectl load` on
-/// a replica) killed and run again with the same request ids. Every request is applied exactly once, and none acknowledged is lost.
+/// a replica) killed and run again with the same request ids. Every request is applied exactly
+/// once, and none acknowledged is lost.
 @Suite(.serialized) struct ForwardedWriteFaultTests {
     static let stream = ForwardedWriteTests.stream
 
