@@ -14,14 +14,30 @@ import Testing
 @Suite(.serialized) struct ForwardedWriteFaultTests {
     static let stream = ForwardedWriteTests.stream
 
-    /// A follower of the stream, once the shipper's process has made it (within 30 s).
-    static func follower(into path: String, connection: JetStreamConnection) -> ReplicaFollower? {
-        let deadline = Date().addingTimeInterval(30)
-        while Date() < deadline {
-            if let follower = try? ReplicaFollower(path: path, connection: connection, stream: stream) { return follower }
-            Thread.sleep(forTimeInterval: 0.05)
+    /// A replica following the stream in this process, on a thread of its own, until ``stop()``.
+    final class FollowedReplica: @unchecked Sendable {
+        let replica: Store
+        /// The follower's loop (what it threw, if it has: ``LoopThread/error``).
+        let following: LoopThread
+
+        /// Follows the stream into `path` once the shipper's process has made it (within 30 s).
+        init(into path: String, connection: JetStreamConnection) throws {
+            let deadline = Date().addingTimeInterval(30)
+            var follower: ReplicaFollower?
+            while follower == nil, Date() < deadline {
+                follower = try? ReplicaFollower(path: path, connection: connection, stream: ForwardedWriteFaultTests.stream)
+                if follower == nil { Thread.sleep(forTimeInterval: 0.05) }
+            }
+            nonisolated(unsafe) let made = try #require(follower, "the shipper made the stream")
+            replica = made.replica
+            following = LoopThread { try made.run(while: $0) }
         }
-        return nil
+
+        /// Stops following, then closes the replica.
+        func stop() {
+            following.stop()
+            replica.close()
+        }
     }
 
     /// Whether a call that threw `error` is sent again with the same id: its outcome is unknown,
@@ -63,11 +79,8 @@ import Testing
                 primary = try RunningTool(storectlURL, ship)
             }
             // The replica follows in this process, through every fault.
-            let replica = try #require(Self.follower(into: dir + "/replica", connection: connection), "the shipper made the stream")
-            defer { replica.replica.close() }
-            nonisolated(unsafe) let runningFollower = replica
-            let following = LoopThread { try runningFollower.run(while: $0) }
-            defer { following.stop() }
+            let replica = try FollowedReplica(into: dir + "/replica", connection: connection)
+            defer { replica.stop() }
             let writer = try ReplicaWriter(replica: replica.replica, connection: connection, stream: Self.stream, attemptTimeout: .milliseconds(300))
 
             let failures = Locked<[String]>([])
@@ -127,7 +140,7 @@ import Testing
             primary.kill()
             let primaryOutput = primary.finish(timeout: 30)
             print("forwarded writes through faults: \(done.current) requests, \(retries.current) calls sent again, the primary exited on its own \(exits.count) times, seed \(seed)")
-            #expect(following.error == nil, "\(String(describing: following.error)), seed \(seed)")
+            #expect(replica.following.error == nil, "\(String(describing: replica.following.error)), seed \(seed)")
             #expect(finished.current, """
                 the client finished, \(done.current) of \(requests) requests, seed \(seed); \
                 last retried: \(lastRetried.current); the primary's output: \(primaryOutput.stderr.suffix(2_000))
@@ -167,11 +180,8 @@ import Testing
             let injector = try buildPreloadLibrary("Tools/fault-injector/faults.c", named: "feedstore-faults", in: dir)
             let ship = ["ship", dir + "/primary", "--nats", server.url, "--stream", Self.stream, "--accept-writes", "--no-snapshots", "--quiet"]
             let failing = try RunningTool(storectlURL, ship, environment: ["LD_PRELOAD": injector, "FEEDSTORE_FAULT": "meta-write:20"])
-            let replica = try #require(Self.follower(into: dir + "/replica", connection: connection), "the shipper made the stream")
-            defer { replica.replica.close() }
-            nonisolated(unsafe) let runningFollower = replica
-            let following = LoopThread { try runningFollower.run(while: $0) }
-            defer { following.stop() }
+            let replica = try FollowedReplica(into: dir + "/replica", connection: connection)
+            defer { replica.stop() }
             let writer = try ReplicaWriter(replica: replica.replica, connection: connection, stream: Self.stream, attemptTimeout: .milliseconds(300))
             var restarted: RunningTool?
             defer {
@@ -200,7 +210,7 @@ import Testing
             #expect(exit.status != 0 && exit.stderr.contains("close every handle of the store in this process and open it again"),
                     "status \(exit.status): \(exit.stderr.suffix(1_000))")
             #expect(!notApplied.isEmpty && notApplied.allSatisfy { $0.contains("the primary could not apply it") }, "\(notApplied)")
-            #expect(following.error == nil, "\(String(describing: following.error))")
+            #expect(replica.following.error == nil, "\(String(describing: replica.following.error))")
             let shipped = try Self.requestsInStream(server)
             #expect(shipped.count == requests && Set(shipped.map(\.id)) == Set((0..<requests).map { "insert-\($0)" }),
                     "\(shipped.count) requests in the stream for \(requests)")
@@ -224,13 +234,8 @@ import Testing
                 primary.kill()
                 _ = primary.finish(timeout: 30)
             }
-            let replica = try #require(Self.follower(into: dir + "/replica", connection: connection), "the shipper made the stream")
-            nonisolated(unsafe) let runningFollower = replica
-            let following = LoopThread { try runningFollower.run(while: $0) }
-            defer {
-                following.stop()
-                replica.replica.close()
-            }
+            let replica = try FollowedReplica(into: dir + "/replica", connection: connection)
+            defer { replica.stop() }
             let input = dir + "/items.jsonl"
             let lines: [String] = (0..<records).map { k in
                 let item = Item(id: Int64(k), group: Int64(k % 7), score: Double(k), name: "load \(k)", flag: k % 3 == 0, tag: nil)

@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
@@ -56,6 +57,13 @@ static void track(int fd, const char *path) {
     pthread_mutex_unlock(&lock);
 }
 
+// Notes a failure on standard error, for the tests to tell it came.
+static void note(const char *what) {
+    char line[96];
+    int n = snprintf(line, sizeof line, "feedstore-fault: %s\n", what);
+    (void)write(2, line, (size_t)n);
+}
+
 // Whether this call on `fd` is the one that fails ("sync", "write", "data-sync", "data-write",
 // "page-write" or "meta-write"); a write goes to `offset`.
 static int fails(int fd, const char *kind, off_t offset) {
@@ -80,11 +88,7 @@ static int fails(int fd, const char *kind, off_t offset) {
         else result = ++writes >= n;
     }
     pthread_mutex_unlock(&lock);
-    if (result) {
-        const char *note = dataWrite ? "feedstore-fault: a write to data.mdb fails\n"
-            : dataSync ? "feedstore-fault: a sync of data.mdb fails\n" : "feedstore-fault: a call on commits.log fails\n";
-        (void)write(2, note, strlen(note));
-    }
+    if (result) note(dataWrite ? "a write to data.mdb fails" : dataSync ? "a sync of data.mdb fails" : "a call on commits.log fails");
     return result;
 }
 
@@ -127,10 +131,7 @@ static int failsAfterData(int fd) {
     int result = failingLogWrites > 0 && kindOf(fd) == LOG;
     if (result) failingLogWrites--;
     pthread_mutex_unlock(&lock);
-    if (result) {
-        const char *note = "feedstore-fault: a call on commits.log fails\n";
-        (void)write(2, note, strlen(note));
-    }
+    if (result) note("a call on commits.log fails");
     return result;
 }
 

@@ -169,8 +169,9 @@ final class CommitLogKeeper: @unchecked Sendable {
     /// returns the log's records to make again (``replay(_:in:)``). After a machine went down,
     /// commits after the checkpoint may be damaged in LMDB's file; their records are whole up to
     /// the first that is not. While the machine that made the checkpoint runs (where the kernel
-    /// names its start), records after LMDB's newest commit are left out. When another process has the environment open, the
-    /// machine did not go down since: its page cache holds every commit, and nothing is replayed.
+    /// names its start), records after LMDB's newest commit are left out. When another process
+    /// has the environment open, the machine did not go down since: its page cache holds every
+    /// commit, and nothing is replayed.
     /// - Returns: the records, and whether this process is the only one with the store (only
     ///   then may a writer without the option retire the log).
     static func recovery(path: String, log: CommitLog) throws -> (records: [(transaction: UInt64, payload: [UInt8])], alone: Bool) {
