@@ -41,6 +41,9 @@ struct DurableCommits {
         /// its checkpoint's (``RecordedPuts/replayDurably(into:writers:layout:rowsPerCommit:logged:keepingSnapshot:)``):
         /// the floor of a commit log that can recover.
         var loggedKeepingSnapshot: (rowsPerSecond: Double, bytesPerRow: Double)
+        /// The same in the layouts that share trees (``RecordedPuts/Layout/entityTreesShared``,
+        /// ``RecordedPuts/Layout/oneTree``): the floor such a layout would give that log.
+        var loggedKeepingSnapshotShared: [(layout: RecordedPuts.Layout, rowsPerSecond: Double, bytesPerRow: Double)]
         /// Feedstore keeping a commit log (``StoreOptions/keepsCommitLog``): commits per second
         /// and bytes written per row.
         var feedstoreLogged: (rowsPerSecond: Double, bytesPerRow: Double)
@@ -78,33 +81,35 @@ struct DurableCommits {
         loggedOptions.keepsCommitLog = true
         let loggedStore = try Store(path: directory + "/feedstore-logged", entities: DemoFeed.entities, options: loggedOptions)
         try Self.warmUp { id in try loggedStore.write { tx in try tx.insert(message(id)) } }
-        var written = Self.bytesWritten()
-        var start = Date()
-        try await Self.commit(writers: writers, commitsPerWriter: commitsPerWriter, into: loggedStore, { message($0) })
-        let feedstoreLogged = Double(total) / Date().timeIntervalSince(start)
-        let feedstoreLoggedBytes = (Self.bytesWritten() - written) / Double(total)
-        // The same writers as threads calling the blocking `write` (new ids after the first ones).
-        let loggedThreads = try Self.commitOnThreads(writers: writers, commitsPerWriter: commitsPerWriter, into: loggedStore) { message(UInt64(total) + $0) }
+        try Self.warmUpPastCheckpoint(loggedStore) { id in try loggedStore.write { tx in try tx.insert(message(id)) } }
+        // Async writers as tasks, then the same writers as threads calling the blocking `write`.
+        let withLog = try await Self.inTurns(writers: writers, commitsPerWriter: commitsPerWriter, { firstID, perWriter in
+            try await Self.commit(writers: writers, commitsPerWriter: perWriter, into: loggedStore) { message(firstID - 1 + $0) }
+        }, { firstID, perWriter in
+            try Self.commitOnThreads(writers: writers, commitsPerWriter: perWriter, into: loggedStore) { message(firstID - 1 + $0) }
+        })
         loggedStore.close()
 
         let storePath = directory + "/feedstore"
         let store = try Store(path: storePath, entities: DemoFeed.entities, options: StoreOptions(durability: .full))
         try Self.warmUp { id in try store.write { tx in try tx.insert(message(id)) } }
-        let commitsBefore = try Store.newestTransaction(at: storePath)
-        written = Self.bytesWritten()
-        start = Date()
-        try await Self.commit(writers: writers, commitsPerWriter: commitsPerWriter, into: store, { message($0) })
-        let feedstore = Double(total) / Date().timeIntervalSince(start)
-        let rowsPerCommit = Double(total) / Double(max(1, try Store.newestTransaction(at: storePath) - commitsBefore))
-        bytes.append((Self.bytesWritten() - written) / Double(total))
-        let syncedThreads = try Self.commitOnThreads(writers: writers, commitsPerWriter: commitsPerWriter, into: store) { message(UInt64(total) + $0) }
+        var asyncTransactions: UInt64 = 0
+        let synced = try await Self.inTurns(writers: writers, commitsPerWriter: commitsPerWriter, { firstID, perWriter in
+            let before = try Store.newestTransaction(at: storePath)
+            try await Self.commit(writers: writers, commitsPerWriter: perWriter, into: store) { message(firstID - 1 + $0) }
+            asyncTransactions += try Store.newestTransaction(at: storePath) - before
+        }, { firstID, perWriter in
+            try Self.commitOnThreads(writers: writers, commitsPerWriter: perWriter, into: store) { message(firstID - 1 + $0) }
+        })
+        let rowsPerCommit = Double(total) / Double(max(1, asyncTransactions))
+        bytes.append(synced.first.bytes)
         var pages: [String: Double]?
         if writers == 1 {
             let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
                 .deletingLastPathComponent().appendingPathComponent("commit-pages.py").path
             var totals: [String: Double] = [:]
             for i in 0..<pageSamples {
-                let m = message(UInt64(2 * total + i + 1))
+                let m = message(UInt64(1 << 42) + UInt64(i))
                 try await store.write { tx in try tx.insert(m) }
                 for (tree, count) in try CommitPages.lastCommitPages(script: script, dataFile: storePath + "/data.mdb") {
                     totals[tree, default: 0] += Double(count) / Double(pageSamples)
@@ -116,37 +121,35 @@ struct DurableCommits {
 
         let pool = try GRDBPeer.open(directory + "/grdb.sqlite", durable: true)
         try Self.warmUp { id in try pool.write { db in try message(id).insert(db) } }
-        written = Self.bytesWritten()
-        start = Date()
-        try Self.concurrently(writers) { w in
-            for c in 0..<commitsPerWriter {
-                let m = message(UInt64(w * commitsPerWriter + c + 1))
-                try pool.write { db in try m.insert(db) }
-            }
-        }
-        let grdb = Double(total) / Date().timeIntervalSince(start)
-        // GRDB's async `write`, from tasks.
-        start = Date()
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for w in 0..<writers {
-                group.addTask {
-                    for c in 0..<commitsPerWriter {
-                        let m = message(UInt64(total + w * commitsPerWriter + c + 1))
-                        try await pool.write { db in try m.insert(db) }
-                    }
+        // GRDB's blocking `write` from threads, then its async `write` from tasks.
+        let grdb = try await Self.inTurns(writers: writers, commitsPerWriter: commitsPerWriter, { firstID, perWriter in
+            try Self.concurrently(writers) { w in
+                for c in 0..<perWriter {
+                    let m = message(firstID + UInt64(w * perWriter + c))
+                    try pool.write { db in try m.insert(db) }
                 }
             }
-            try await group.waitForAll()
-        }
-        let grdbTasks = Double(total) / Date().timeIntervalSince(start)
+        }, { firstID, perWriter in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for w in 0..<writers {
+                    group.addTask {
+                        for c in 0..<perWriter {
+                            let m = message(firstID + UInt64(w * perWriter + c))
+                            try await pool.write { db in try m.insert(db) }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+        })
         try pool.close()
-        bytes.append((Self.bytesWritten() - written) / Double(total))
+        bytes.append(grdb.first.bytes)
 
         // Raw LMDB: one put per synced commit (LMDB lets one writer in at a time).
         nonisolated(unsafe) let env = try RawLMDB.open(directory + "/raw", flags: 0)
         let dbi = try RawLMDB.database(env, "records")
-        written = Self.bytesWritten()
-        start = Date()
+        var written = Self.bytesWritten()
+        let start = Date()
         try Self.concurrently(writers) { w in
             var value = [UInt8](repeating: 7, count: 60)
             for c in 0..<commitsPerWriter {
@@ -182,12 +185,49 @@ struct DurableCommits {
         let loggedKept = try puts.replayDurably(into: directory + "/raw-puts-logged-kept", writers: writers, rowsPerCommit: writers, logged: true,
                                                 keepingSnapshot: true)
         let loggedKeptBytes = (Self.bytesWritten() - written) / Double(puts.rows.count)
+        var loggedKeptShared: [(layout: RecordedPuts.Layout, rowsPerSecond: Double, bytesPerRow: Double)] = []
+        for layout in RecordedPuts.Layout.allCases where layout != .treeEach {
+            written = Self.bytesWritten()
+            let rate = try puts.replayDurably(into: directory + "/raw-puts-logged-kept-\(layout)", writers: writers, layout: layout, rowsPerCommit: writers,
+                                              logged: true, keepingSnapshot: true)
+            loggedKeptShared.append((layout, rate, (Self.bytesWritten() - written) / Double(puts.rows.count)))
+        }
         try? FileManager.default.removeItem(atPath: directory)
-        return Result(writers: writers, feedstore: feedstore, rowsPerCommit: rowsPerCommit, grdb: grdb, rawLMDB: raw, rawFeedstorePuts: rawFeedstorePuts, rawFeedstorePutsOneTree: rawFeedstorePutsOneTree, grouped: grouped,
-                      logged: (logged, loggedBytes), loggedKeepingSnapshot: (loggedKept, loggedKeptBytes), feedstoreLogged: (feedstoreLogged, feedstoreLoggedBytes),
+        return Result(writers: writers, feedstore: synced.first.rate, rowsPerCommit: rowsPerCommit, grdb: grdb.first.rate, rawLMDB: raw, rawFeedstorePuts: rawFeedstorePuts, rawFeedstorePutsOneTree: rawFeedstorePutsOneTree, grouped: grouped,
+                      logged: (logged, loggedBytes), loggedKeepingSnapshot: (loggedKept, loggedKeptBytes), loggedKeepingSnapshotShared: loggedKeptShared,
+                      feedstoreLogged: (withLog.first.rate, withLog.first.bytes),
                       bytesPerRow: bytes, pages: pages,
-                      shapes: Shapes(loggedTasks: feedstoreLogged, loggedThreads: loggedThreads, syncedTasks: feedstore, syncedThreads: syncedThreads,
-                                     grdbThreads: grdb, grdbTasks: grdbTasks))
+                      shapes: Shapes(loggedTasks: withLog.first.rate, loggedThreads: withLog.second.rate, syncedTasks: synced.first.rate,
+                                     syncedThreads: synced.second.rate, grdbThreads: grdb.first.rate, grdbTasks: grdb.second.rate))
+    }
+
+    /// Two shapes of writers on one store, taking turns: `rounds` rounds, each running `first`,
+    /// then `second`, on an equal share of the commits (`perWriter` for each of `writers`, with
+    /// ids from `firstID` on), so that what drifts during a run (the files and the free list
+    /// growing, checkpoints, the machine's other work) weighs on both alike. Each one's commits
+    /// per second and bytes written per commit.
+    static func inTurns(writers: Int, commitsPerWriter: Int, rounds: Int = 4,
+                        _ first: (_ firstID: UInt64, _ perWriter: Int) async throws -> Void,
+                        _ second: (_ firstID: UInt64, _ perWriter: Int) async throws -> Void) async throws
+        -> (first: (rate: Double, bytes: Double), second: (rate: Double, bytes: Double))
+    {
+        let rounds = max(1, min(rounds, commitsPerWriter))
+        var seconds = [0.0, 0.0], bytes = [0.0, 0.0]
+        var nextID: UInt64 = 1
+        func measure(_ shape: Int, _ perWriter: Int, _ body: (_ firstID: UInt64, _ perWriter: Int) async throws -> Void) async throws {
+            let (written, start) = (bytesWritten(), Date())
+            try await body(nextID, perWriter)
+            seconds[shape] += Date().timeIntervalSince(start)
+            bytes[shape] += bytesWritten() - written
+            nextID += UInt64(perWriter * writers)
+        }
+        for round in 0..<rounds {
+            let perWriter = commitsPerWriter / rounds + (round < commitsPerWriter % rounds ? 1 : 0)
+            try await measure(0, perWriter, first)
+            try await measure(1, perWriter, second)
+        }
+        let total = Double(writers * commitsPerWriter)
+        return ((total / seconds[0], bytes[0] / total), (total / seconds[1], bytes[1] / total))
     }
 
     /// `writers` tasks each inserting `commitsPerWriter` messages, one durable write each.
@@ -212,17 +252,31 @@ struct DurableCommits {
         for i in 0..<UInt64(300) { try commit((1 << 40) + i) }
     }
 
+    /// Untimed durable commits into a store keeping a commit log until its first checkpoint
+    /// after the one it opened with, ids above ``warmUp(_:)``'s: a checkpoint lets LMDB use
+    /// again the pages freed since the one before, so only after it do commits find the free list
+    /// they find for good, and every shape measured then pays for the checkpoints its commits
+    /// bring on, not the first alone.
+    static func warmUpPastCheckpoint(_ store: Store, _ commit: (UInt64) throws -> Void) throws {
+        let opened = try store.inspect().commitLog?.checkpointTransaction
+        var id = UInt64(1) << 41
+        repeat {
+            for _ in 0..<100 {
+                try commit(id)
+                id += 1
+            }
+        } while try store.inspect().commitLog?.checkpointTransaction == opened
+    }
+
     /// `writers` threads each inserting `commitsPerWriter` messages through the blocking `write`
-    /// (numbered from 1 on, `message` makes each); commits per second.
-    static func commitOnThreads(writers: Int, commitsPerWriter: Int, into store: Store, _ message: @escaping @Sendable (UInt64) -> Message) throws -> Double {
-        let start = Date()
+    /// (numbered from 1 on, `message` makes each).
+    static func commitOnThreads(writers: Int, commitsPerWriter: Int, into store: Store, _ message: @escaping @Sendable (UInt64) -> Message) throws {
         try concurrently(writers) { w in
             for c in 0..<commitsPerWriter {
                 let m = message(UInt64(w * commitsPerWriter + c + 1))
                 try store.write { tx in try tx.insert(m) }
             }
         }
-        return Double(writers * commitsPerWriter) / Date().timeIntervalSince(start)
     }
 
     /// Runs `body` on `count` threads at once and waits for all; rethrows the first error.

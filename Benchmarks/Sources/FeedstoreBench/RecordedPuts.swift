@@ -10,6 +10,10 @@ import Foundation
 struct RecordedPuts {
     /// Per row: (database, key, value) in the order Feedstore wrote them.
     private(set) var rows: [[(database: Int, key: [UInt8], value: [UInt8])]] = []
+    /// The store's older rows, whose journal entries retention trimmed (``init(feedstorePath:everyRow:counts:)``
+    /// without `everyRow`): their records and index entries, which a replay writes first,
+    /// untimed, so that its trees are as large as the store's when the timed rows go in.
+    private(set) var earlierRows: [[(database: Int, key: [UInt8], value: [UInt8])]] = []
     /// The trees the puts go to: the records, each index, the journal, then each counts tree.
     private(set) var databases: [String] = []
     /// The trees whose keys ascend with the rows (the records and the journal), appended to.
@@ -37,21 +41,31 @@ struct RecordedPuts {
         // The journal also holds one header per commit (its ordinal is all ones), which is not
         // one of a row's puts.
         var (records, journal) = (contents[0], contents[journalTree].filter { !$0.key.suffix(4).allSatisfy { $0 == 0xFF } })
-        if !everyRow, journal.count < records.count { records = Array(records.suffix(journal.count)) }
+        var earlier: ArraySlice<(key: [UInt8], value: [UInt8])> = []
+        if !everyRow, journal.count < records.count {
+            earlier = records.prefix(records.count - journal.count)
+            records = Array(records.suffix(journal.count))
+        }
         guard records.count == journal.count else { throw LMDBError(code: MDB_CORRUPTED, operation: "one journal entry per record") }
         // An index key ends with the record's key (the encoded primary key).
         func byRecord(_ entries: [(key: [UInt8], value: [UInt8])]) -> [[UInt8]: [UInt8]] {
             Dictionary(entries.map { (Array($0.key.suffix(records[0].key.count)), $0.key) }, uniquingKeysWith: { a, _ in a })
         }
         let indexEntries = contents[1...indexes.count].map(byRecord)
-        let roots = contents[(journalTree + 1)...].map { $0.first! }
-        for (record, entry) in zip(records, journal) {
+        /// A row's record and its entry in each index.
+        func recordAndEntries(_ record: (key: [UInt8], value: [UInt8])) -> [(database: Int, key: [UInt8], value: [UInt8])] {
             var puts = [(0, record.key, record.value)]
             for (i, index) in indexEntries.enumerated() {
                 // A partial index holds only the records its condition admits.
                 guard let key = index[record.key] else { continue }
                 puts.append((i + 1, key, []))
             }
+            return puts
+        }
+        earlierRows = earlier.map(recordAndEntries)
+        let roots = contents[(journalTree + 1)...].map { $0.first! }
+        for (record, entry) in zip(records, journal) {
+            var puts = recordAndEntries(record)
             puts.append((journalTree, entry.key, entry.value))
             for (i, root) in roots.enumerated() { puts.append((journalTree + 1 + i, root.key, root.value)) }
             rows.append(puts)
@@ -110,9 +124,12 @@ struct RecordedPuts {
         defer { mdb_env_close(env) }
         let log = logged ? try WrittenAheadLog(path: path + "/commits.log", bytes: rows.reduce(0) { $0 + $1.reduce(16) { $0 + $1.key.count + $1.value.count + 8 } }) : nil
         let dbis: [MDB_dbi]
-        var rows = self.rows
+        var (rows, earlierRows) = (self.rows, self.earlierRows)
         func prefixed(_ shared: (Int) -> Bool) {
-            rows = rows.map { $0.map { put in shared(put.database) ? (put.database, [UInt8(put.database)] + put.key, put.value) : put } }
+            func prefix(_ rows: [[(database: Int, key: [UInt8], value: [UInt8])]]) -> [[(database: Int, key: [UInt8], value: [UInt8])]] {
+                rows.map { $0.map { put in shared(put.database) ? (put.database, [UInt8(put.database)] + put.key, put.value) : put } }
+            }
+            (rows, earlierRows) = (prefix(rows), prefix(earlierRows))
         }
         switch layout {
         case .treeEach:
@@ -125,6 +142,17 @@ struct RecordedPuts {
             dbis = Array(repeating: try RawLMDB.database(env, "all"), count: databases.count)
             prefixed { _ in true }
         }
+        // The store's older rows first, untimed and made durable, as the store held them when
+        // the timed rows were written.
+        for start in stride(from: 0, to: earlierRows.count, by: 10_000) {
+            var txn: OpaquePointer?
+            try RawLMDB.check(mdb_txn_begin(env, nil, 0, &txn))
+            for row in earlierRows[start..<min(earlierRows.count, start + 10_000)] {
+                for (database, key, value) in row { try RawLMDB.put(txn, dbis[database], key: key, value: value) }
+            }
+            try RawLMDB.check(mdb_txn_commit(txn))
+        }
+        if !earlierRows.isEmpty { try RawLMDB.check(mdb_env_sync(env, 1)) }
         let groups = stride(from: 0, to: rows.count, by: rowsPerCommit).map { Array(rows[$0..<min(rows.count, $0 + rowsPerCommit)]) }
         let threads = rowsPerCommit == 1 ? writers : 1
         // The snapshot a checkpoint would keep: LMDB reuses no page freed after a reader's snapshot.

@@ -41,13 +41,14 @@ func bulkInsert(rows: Int, durable: Bool, feedstoreOnly: Bool = false) throws {
     emit("| GRDB record inserts, 2 indexes, synchronous = \(durable ? "FULL" : "NORMAL") | \(fmt(r.grdb)) | \(ratio(r.grdb)) |")
 }
 
+/// `commits`: commits each shape makes, shared among its writers (at least one each).
 func durableCommits(writers: [Int], commits: Int) async throws {
-    emit("\nDurable one-row commits per second (each writer waits for its commit; \(commits) commits per writer; raw LMDB, Feedstore's puts: each row's record, index entries, journal entry and one write of each index's counts as Feedstore wrote them, replayed one row per synced commit, in a tree each as Feedstore keeps them or all in one tree)\n")
+    emit("\nDurable one-row commits per second (each writer waits for its commit; \(commits.formatted()) commits a shape, shared among its writers, a store keeping a commit log measured after its first checkpoint; raw LMDB, Feedstore's puts: each row's record, index entries, journal entry and one write of each index's counts as Feedstore wrote them, replayed one row per synced commit, in a tree each as Feedstore keeps them or all in one tree)\n")
     emit("| writers | Feedstore (.full, group commit) | rows per Feedstore commit (LMDB transaction) | GRDB (synchronous = FULL) | raw LMDB (synced commits) | Feedstore ÷ GRDB | Feedstore ÷ raw LMDB | raw LMDB, Feedstore's puts | Feedstore ÷ raw LMDB, its puts | raw LMDB, Feedstore's puts in one tree |")
     emit("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     var results: [DurableCommits.Result] = []
     for w in writers {
-        let r = try await DurableCommits(directory: scratch, commitsPerWriter: commits).run(writers: w)
+        let r = try await DurableCommits(directory: scratch, commitsPerWriter: max(1, commits / w)).run(writers: w)
         results.append(r)
         emit("| \(w) | \(Int(r.feedstore).formatted()) | " + String(format: "%.1f", r.rowsPerCommit) + " | \(Int(r.grdb).formatted()) | \(Int(r.rawLMDB).formatted()) | "
             + String(format: "%.1f | %.1f | ", r.feedstore / r.grdb, r.feedstore / r.rawLMDB)
@@ -66,14 +67,17 @@ func durableCommits(writers: [Int], commits: Int) async throws {
             + " | \(Int(r.logged.rowsPerSecond).formatted()) | " + String(format: "%.1f", r.logged.rowsPerSecond / r.grdb)
             + " | " + r.grouped.map { Int($0.bytesPerRow).formatted() }.joined(separator: " | ") + " | \(Int(r.logged.bytesPerRow).formatted()) |")
     }
-    emit("\nCommit logs ahead of LMDB: Feedstore's, against raw LMDB committing Feedstore's puts unsynced and appending them to a log synced once a commit (grouped as in the table above), without and with a reader keeping the snapshot the run starts from. A log replayed after a crash needs the pages of its checkpoint's snapshot, so it must keep them: LMDB then uses no page freed during the run again, and each commit writes new pages, as Feedstore's does between checkpoints. Rows per second, and bytes written per row\n")
-    emit("| writers | Feedstore, commit log | raw LMDB, a log synced | raw LMDB, a log synced, the snapshot kept | Feedstore ÷ the log | Feedstore ÷ the log, snapshot kept | bytes per row: Feedstore | the log | the log, snapshot kept |")
-    emit("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    emit("\nCommit logs ahead of LMDB: Feedstore's, against raw LMDB committing Feedstore's puts unsynced and appending them to a log synced once a commit (grouped as in the table above), without and with a reader keeping the snapshot the run starts from. A log replayed after a crash needs the pages of its checkpoint's snapshot, so it must keep them: LMDB then uses no page freed during the run again, and each commit writes new pages, as Feedstore's does between checkpoints. The last columns keep the snapshot with the puts in the layouts that share trees: the floor such a layout would give a log that can recover. Rows per second, and bytes written per row\n")
+    emit("| writers | Feedstore, commit log | raw LMDB, a log synced | raw LMDB, a log synced, the snapshot kept | Feedstore ÷ the log | Feedstore ÷ the log, snapshot kept | bytes per row: Feedstore | the log | the log, snapshot kept | the snapshot kept, records, indexes and counts in one tree, journal apart | the snapshot kept, one tree | the snapshot kept, journal apart ÷ GRDB | bytes per row: the snapshot kept, journal apart | the snapshot kept, one tree |")
+    emit("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in results {
-        let (f, l, k) = (r.feedstoreLogged, r.logged, r.loggedKeepingSnapshot)
+        let (f, l, k, shared) = (r.feedstoreLogged, r.logged, r.loggedKeepingSnapshot, r.loggedKeepingSnapshotShared)
         emit("| \(r.writers) | " + [f.rowsPerSecond, l.rowsPerSecond, k.rowsPerSecond].map { Int($0).formatted() }.joined(separator: " | ")
             + String(format: " | %.2f | %.2f | ", f.rowsPerSecond / l.rowsPerSecond, f.rowsPerSecond / k.rowsPerSecond)
-            + [f.bytesPerRow, l.bytesPerRow, k.bytesPerRow].map { Int($0).formatted() }.joined(separator: " | ") + " |")
+            + [f.bytesPerRow, l.bytesPerRow, k.bytesPerRow].map { Int($0).formatted() }.joined(separator: " | ")
+            + " | " + shared.map { Int($0.rowsPerSecond).formatted() }.joined(separator: " | ")
+            + String(format: " | %.2f | ", (shared.first?.rowsPerSecond ?? 0) / r.grdb)
+            + shared.map { Int($0.bytesPerRow).formatted() }.joined(separator: " | ") + " |")
     }
     emit("\nDurable one-row commits per second by the shape of the calls: writers as tasks awaiting the async `write`, or as threads of their own calling the blocking `write` (Feedstore runs a blocking write on the calling thread when no other write is in the way; an async one goes to its writer thread)\n")
     emit("| writers | Feedstore, commit log: tasks | Feedstore, commit log: threads | Feedstore, LMDB's syncs: tasks | Feedstore, LMDB's syncs: threads | GRDB (synchronous = FULL): tasks | GRDB: threads | commit log ÷ GRDB, tasks | commit log ÷ GRDB, threads |")
@@ -138,7 +142,8 @@ case "bulk-insert":
 case "commits":
     // `--writers 1,16` for some writer counts only.
     let writers = arguments.firstIndex(of: "--writers").map { arguments[arguments.index(after: $0)].split(separator: ",").compactMap { Int($0) } }
-    try await durableCommits(writers: writers ?? [1, 2, 4, 8, 16], commits: option("--commits", default: 1_000))
+    // 16,000 commits a shape: at one writer, several of the commit log's checkpoints.
+    try await durableCommits(writers: writers ?? [1, 2, 4, 8, 16], commits: option("--commits", default: 16_000))
 case "read-peers":
     try readPeers(size: option("--rows", default: 1_000_000))
 case "watch-peers":
@@ -150,7 +155,7 @@ case "peers":
         + "\(host.physicalMemory / 1_073_741_824) GiB, release build\(quick ? " (--quick)" : "")")
     try bulkInsert(rows: quick ? 20_000 : 200_000, durable: false)
     try bulkInsert(rows: quick ? 5_000 : 50_000, durable: true)
-    try await durableCommits(writers: quick ? [1, 16] : [1, 2, 4, 8, 16], commits: quick ? 20 : 1_000)
+    try await durableCommits(writers: quick ? [1, 16] : [1, 2, 4, 8, 16], commits: quick ? 320 : 16_000)
     try readPeers(size: quick ? 20_000 : 1_000_000)
     let rows = try watchPeers(sizes: quick ? [10_000, 30_000] : sizes(default: [10_000, 100_000, 1_000_000, 10_000_000]))
     try save(quick ? "peers-quick.md" : "peers.md", extra: [quick ? "watch-peers-quick.csv" : "watch-peers.csv": WatchPeers.csv(rows)])
