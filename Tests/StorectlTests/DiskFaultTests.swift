@@ -10,20 +10,21 @@ import Testing
 /// made durable by syncing LMDB's file instead and acknowledged; when the log cannot be written
 /// at all, writes throw a typed error; when LMDB cannot write a commit whose record is in the
 /// log already, the record is taken back, and while the disk refuses that too, nothing else
-/// commits. A failed write of a meta page stops LMDB in the process until the store is opened
-/// again. Each way every acknowledged commit, and no other, is in the store when it is opened
+/// commits; after a checkpoint's sync of LMDB's file fails, nothing commits until the store is
+/// opened again. A failed write of a meta page stops LMDB in the process until the store is
+/// opened again. Each way every acknowledged commit, and no other, is in the store when it is opened
 /// again, and the store is consistent.
 @Suite struct DiskFaultTests {
     /// Runs 30 commits of the demo feed with `fault`, through the commit log unless
     /// `commitLog` is false; returns the run and the last sequence it acknowledged. With
     /// `goingOn`, the writer makes its next commit after one fails, rather than exiting.
-    static func mutate(_ path: String, fault: String, in dir: String, goingOn: Bool = false, commitLog: Bool = true)
+    static func mutate(_ path: String, fault: String, in dir: String, goingOn: Bool = false, commitLog: Bool = true, arguments: [String] = [])
         throws -> (run: (status: Int32, stdout: String, stderr: String), acknowledged: UInt64)
     {
         try populatedDemoStore(at: path, seed: 3, messages: 50, contacts: 5).close()
         let injector = try buildPreloadLibrary("Tools/fault-injector/faults.c", named: "feedstore-faults", in: dir)
         let run = try runTool(storectlURL, ["demo", "mutate", path, "--commits", "30"] + (commitLog ? ["--commit-log"] : [])
-                                  + (goingOn ? ["--goes-on-after-failures"] : []),
+                                  + (goingOn ? ["--goes-on-after-failures"] : []) + arguments,
                               environment: ["LD_PRELOAD": injector, "FEEDSTORE_FAULT": fault])
         let acknowledged = run.stdout.split(separator: "\n").filter { $0.hasPrefix("committed ") }.compactMap { $0.split(separator: " ").last.flatMap { UInt64($0) } }.last ?? 0
         return (run, acknowledged)
@@ -91,6 +92,31 @@ import Testing
             #expect(acknowledged > 0)
             // The failed commit's record went to the log before LMDB wrote its pages; had it
             // stayed there, the recovery would make that commit, which no one was told of.
+            #expect(try Self.reopened(path) == acknowledged)
+        }
+    }
+
+    /// A checkpoint's sync of LMDB's file fails. The kernel reports a failed write of a file's
+    /// pages to one sync only, so the next checkpoint's sync could succeed with pages missing:
+    /// the commit that brought the checkpoint on is refused, and every later write is refused
+    /// unwritten, saying to open the store again, rather than checkpoint after pages that may be
+    /// lost. Opened again, the store holds every acknowledged commit and no other.
+    @Test func afterACheckpointsSyncFailsNoWriteIsMadeUntilTheStoreIsOpenedAgain() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir + "/demo"
+            // A checkpoint every commit or two; the first sync of LMDB's file is the checkpoint
+            // the store opens with.
+            let (run, acknowledged) = try Self.mutate(path, fault: "data-sync:4", in: dir, goingOn: true,
+                                                      arguments: ["--commit-log-checkpoint-pages", "65536"])
+            #expect(run.stderr.contains("feedstore-fault: a"), "the fault did not come: \(run.stderr)")
+            #expect(run.status == 0, "\(run.stderr)")
+            let lines = run.stdout.split(separator: "\n")
+            let failures = lines.indices.filter { lines[$0].hasPrefix("failed ") }
+            #expect(acknowledged > 0)
+            #expect(failures.first.map { lines[$0].contains("Input/output error") } == true, "\(run.stdout)")
+            // Every write after it was refused, none made.
+            #expect(failures.count > 1 && failures.dropFirst().allSatisfy { lines[$0].contains("open it again") }, "\(run.stdout)")
+            #expect(failures.first.map { !lines[($0 + 1)...].contains { $0.hasPrefix("committed ") } } == true, "\(run.stdout)")
             #expect(try Self.reopened(path) == acknowledged)
         }
     }

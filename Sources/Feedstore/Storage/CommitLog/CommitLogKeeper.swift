@@ -33,6 +33,12 @@ final class CommitLogKeeper: @unchecked Sendable {
     private var lastPageAtCheckpoint = 0, freePagesAtCheckpoint = 0
     /// Syncs the log while LMDB commits.
     private let syncer: CommitLogSyncer
+    /// The first checkpoint's sync of LMDB's file that failed. The kernel reports a failed
+    /// write of a file's pages to one sync only, so a later sync could succeed with pages
+    /// missing on the disk: after one failed, no checkpoint is made (it would start the log
+    /// again after pages that may be lost), and no write transaction begins until the store is
+    /// opened again, which makes the log's commits again from the last checkpoint.
+    private var dataFileSyncFailure: (any Error)?
     /// Set when a failed commit's record could neither be taken back out of the log nor left
     /// behind by a checkpoint (the disk refused both): a recovery after a machine restart could
     /// make that commit again, so nothing else commits until one of the two succeeds (and the
@@ -106,15 +112,22 @@ final class CommitLogKeeper: @unchecked Sendable {
     }
 
     /// Before a write transaction begins: takes a failed commit's record out of the log, if one
-    /// was left there (``takeBackRecord()``); throws while the disk still refuses.
-    func takeBackFailedCommit() throws {
+    /// was left there (``takeBackRecord()``); throws while the disk still refuses, and after a
+    /// sync of LMDB's file failed (``dataFileSyncFailure``).
+    func makeReadyToWrite() throws {
+        if let dataFileSyncFailure { throw dataFileUnsynced(dataFileSyncFailure) }
         if recordOfFailedCommit { try takeBackRecord() }
+    }
+
+    private func dataFileUnsynced(_ failure: any Error) -> FeedstoreError {
+        .commitLogFailed(path: path, reason: "a sync of LMDB's file failed (\(failure)), so some of its pages may not be on the disk: "
+            + "close every handle of the store in this process and open it again, which makes the log's commits again and keeps every acknowledged commit")
     }
 
     /// After a commit failed: takes its record back out of the log. Should that fail too, a
     /// checkpoint starts a new epoch, in which the record does not count. Should both fail, the
     /// record stays, and no transaction begins to write until one of them succeeds
-    /// (``takeBackFailedCommit()``).
+    /// (``makeReadyToWrite()``).
     private func takeBackRecord() throws {
         do {
             try log.takeBackLastRecord()
@@ -132,7 +145,13 @@ final class CommitLogKeeper: @unchecked Sendable {
 
     /// Syncs LMDB's file, pins its newest commit and starts the log again after it.
     func checkpoint() throws {
-        try environment.sync(force: true)
+        if let dataFileSyncFailure { throw dataFileUnsynced(dataFileSyncFailure) }
+        do {
+            try environment.sync(force: true)
+        } catch {
+            dataFileSyncFailure = error
+            throw error
+        }
         let meta = try LMDBMetaPages.newestMeta(directory: path)
         // No commit can come between the sync and the pin: the caller is the writer.
         let newPin = try LMDBTransaction(environment: environment, readOnly: true)

@@ -99,10 +99,11 @@ final class StoreCore: @unchecked Sendable {
     /// The caller holds the map lock shared.
     func begin(readOnly: Bool, log: LMDBMutationLog? = nil) throws -> LMDBTransaction {
         // A commit whose sync failed is synced, and a failed commit's record taken out of the
-        // commit log, before another commit can follow.
+        // commit log, before another commit can follow; none follows a failed sync of LMDB's
+        // file under the commit log.
         if !readOnly {
             try syncCommitIfUnsynced()
-            try commitLog?.takeBackFailedCommit()
+            try commitLog?.makeReadyToWrite()
         }
         do {
             return try LMDBTransaction(environment: environment, readOnly: readOnly, log: log)
