@@ -144,15 +144,7 @@ struct RecordedPuts {
         }
         // The store's older rows first, untimed and made durable, as the store held them when
         // the timed rows were written.
-        for start in stride(from: 0, to: earlierRows.count, by: 10_000) {
-            var txn: OpaquePointer?
-            try RawLMDB.check(mdb_txn_begin(env, nil, 0, &txn))
-            for row in earlierRows[start..<min(earlierRows.count, start + 10_000)] {
-                for (database, key, value) in row { try RawLMDB.put(txn, dbis[database], key: key, value: value) }
-            }
-            try RawLMDB.check(mdb_txn_commit(txn))
-        }
-        if !earlierRows.isEmpty { try RawLMDB.check(mdb_env_sync(env, 1)) }
+        try Self.write(earlierRows, into: env, dbis, rowsPerTransaction: 10_000)
         let groups = stride(from: 0, to: rows.count, by: rowsPerCommit).map { Array(rows[$0..<min(rows.count, $0 + rowsPerCommit)]) }
         let threads = rowsPerCommit == 1 ? writers : 1
         // The snapshot a checkpoint would keep: LMDB reuses no page freed after a reader's snapshot.
@@ -182,18 +174,23 @@ struct RecordedPuts {
         let env = try RawLMDB.open(path, flags: sync ? 0 : MDB_NOSYNC)
         defer { mdb_env_close(env) }
         let dbis = try databases.indices.map { try RawLMDB.database(env, "db\($0)") }
-        var start = 0
-        while start < rows.count {
+        try Self.write(rows, into: env, dbis, rowsPerTransaction: rowsPerTransaction, appended: appended)
+    }
+
+    /// Puts `rows` into `env`, `rowsPerTransaction` a transaction (appending to the trees in
+    /// `appended`, whose keys ascend), then syncs it.
+    private static func write(_ rows: [[(database: Int, key: [UInt8], value: [UInt8])]], into env: OpaquePointer?, _ dbis: [MDB_dbi],
+                              rowsPerTransaction: Int, appended: Set<Int> = []) throws {
+        guard !rows.isEmpty else { return }
+        for start in stride(from: 0, to: rows.count, by: rowsPerTransaction) {
             var txn: OpaquePointer?
             try RawLMDB.check(mdb_txn_begin(env, nil, 0, &txn))
             for row in rows[start..<min(rows.count, start + rowsPerTransaction)] {
                 for (database, key, value) in row {
-                    let flags = appended.contains(database) ? MDB_APPEND : 0
-                    try RawLMDB.put(txn, dbis[database], key: key, value: value, flags: UInt32(flags))
+                    try RawLMDB.put(txn, dbis[database], key: key, value: value, flags: UInt32(appended.contains(database) ? MDB_APPEND : 0))
                 }
             }
             try RawLMDB.check(mdb_txn_commit(txn))
-            start += rowsPerTransaction
         }
         try RawLMDB.check(mdb_env_sync(env, 1))
     }
