@@ -8,12 +8,15 @@ import Testing
 /// `storectl demo mutate` meet it). With LMDB's syncs, a commit whose page write or sync failed
 /// fails alone, and the writer goes on. Through a commit log: a commit whose log sync failed is
 /// made durable by syncing LMDB's file instead and acknowledged; when the log cannot be written
-/// at all, writes throw a typed error; when LMDB cannot write a commit whose record is in the
-/// log already, the record is taken back, and while the disk refuses that too, nothing else
-/// commits; after a checkpoint's sync of LMDB's file fails, nothing commits until the store is
-/// opened again. A failed write of a meta page stops LMDB in the process until the store is
-/// opened again. Each way every acknowledged commit, and no other, is in the store when it is opened
-/// again, and the store is consistent.
+/// at all, the store stops in the process (the commit LMDB made without it fails, and so does
+/// every later transaction, reads included); when LMDB cannot write a commit whose record is in
+/// the log already, the record is taken back, and while the disk refuses that too, nothing else
+/// commits; after a checkpoint's sync of LMDB's file fails, the commit that brought it on is
+/// acknowledged (the log holds it), and nothing commits until the store is opened again. A
+/// failed write of a meta page stops LMDB in the process until the store is opened again. Each
+/// way every acknowledged commit, and no other, is in the store when it is opened again, and the
+/// store is consistent; a read after a failed commit sees the last acknowledged one, or is
+/// refused.
 @Suite struct DiskFaultTests {
     /// Runs 30 commits of the demo feed with `fault`, through the commit log unless
     /// `commitLog` is false; returns the run and the last sequence it acknowledged. With
@@ -21,13 +24,28 @@ import Testing
     static func mutate(_ path: String, fault: String, in dir: String, goingOn: Bool = false, commitLog: Bool = true, arguments: [String] = [])
         throws -> (run: (status: Int32, stdout: String, stderr: String), acknowledged: UInt64)
     {
-        try populatedDemoStore(at: path, seed: 3, messages: 50, contacts: 5).close()
+        let store = try populatedDemoStore(at: path, seed: 3, messages: 50, contacts: 5)
+        let populated = try store.read { try $0.journalBounds().last }
+        store.close()
         let injector = try buildPreloadLibrary("Tools/fault-injector/faults.c", named: "feedstore-faults", in: dir)
         let run = try runTool(storectlURL, ["demo", "mutate", path, "--commits", "30"] + (commitLog ? ["--commit-log"] : [])
                                   + (goingOn ? ["--goes-on-after-failures"] : []) + arguments,
                               environment: ["LD_PRELOAD": injector, "FEEDSTORE_FAULT": fault])
         let acknowledged = run.stdout.split(separator: "\n").filter { $0.hasPrefix("committed ") }.compactMap { $0.split(separator: " ").last.flatMap { UInt64($0) } }.last ?? 0
+        expectReadsSeeTheLastAcknowledgedCommit(run.stdout, populated: populated)
         return (run, acknowledged)
+    }
+
+    /// After each failed commit the writer reads (`reads through <sequence>`): a read sees the
+    /// last acknowledged commit, not the one that failed, or is refused.
+    static func expectReadsSeeTheLastAcknowledgedCommit(_ stdout: String, populated: UInt64) {
+        var last = populated
+        for line in stdout.split(separator: "\n") {
+            if line.hasPrefix("committed "), let sequence = line.split(separator: " ").last.flatMap({ UInt64($0) }) { last = sequence }
+            if line.hasPrefix("reads through "), let sequence = line.split(separator: " ").last.flatMap({ UInt64($0) }) {
+                #expect(sequence == last, "after a failed commit a read saw \(sequence), the last acknowledged being \(last): \(stdout)")
+            }
+        }
     }
 
     /// The store as the next writer finds it (recovering it from the log, when it keeps one),
@@ -69,16 +87,61 @@ import Testing
         }
     }
 
-    @Test func aLogThatCannotBeWrittenFailsWritesWithATypedErrorAndLosesNoAcknowledgedCommit() throws {
+    /// The log takes no more writes: the commit it could not take is synced by LMDB, and the
+    /// checkpoint that must follow cannot start the log again. LMDB's file holds that commit, but
+    /// neither the log nor a checkpoint does, so the store stops in the process: the commit
+    /// fails, and every later transaction, reads included, is refused, saying to open the store
+    /// again. Opened again, it holds every acknowledged commit and not that one.
+    @Test func aLogThatCannotBeWrittenStopsTheStoreUntilItIsOpenedAgainAndLosesNoAcknowledgedCommit() throws {
         try withTemporaryDirectory { dir in
             let path = dir + "/demo"
-            let (run, acknowledged) = try Self.mutate(path, fault: "write:12", in: dir)
+            let (run, acknowledged) = try Self.mutate(path, fault: "write:12", in: dir, goingOn: true)
             #expect(run.stderr.contains("feedstore-fault"), "the fault did not come: \(run.stderr)")
-            #expect(run.status != 0)
-            #expect(run.stderr.contains("the commit log of store") && run.stderr.contains("Input/output error"), "\(run.stderr)")
+            #expect(run.status == 0, "\(run.stderr)")
+            let lines = run.stdout.split(separator: "\n")
+            let failures = lines.indices.filter { lines[$0].hasPrefix("failed ") }
+            #expect(failures.first.map { lines[$0].contains("the commit log of store") && lines[$0].contains("Input/output error") } == true,
+                    "\(run.stdout)")
+            #expect(failures.count > 1 && failures.allSatisfy { lines[$0].contains("could not be made durable") && lines[$0].contains("open it again") },
+                    "\(run.stdout)")
+            #expect(failures.first.map { !lines[$0...].contains { $0.hasPrefix("committed ") } } == true, "\(run.stdout)")
+            let reads = lines.filter { $0.hasPrefix("reads ") }
+            #expect(!reads.isEmpty && reads.allSatisfy { $0.hasPrefix("reads refused: ") && $0.contains("reads included") }, "\(run.stdout)")
             #expect(acknowledged > 0)
-            // The commit the log could not hold was not acknowledged; the next writer's recovery
-            // puts back the checkpoint and the log's commits: every acknowledged one.
+            #expect(try Self.reopened(path) == acknowledged)
+            let again = try runTool(storectlURL, ["demo", "mutate", path, "--commits", "3", "--seed", "2", "--commit-log"])
+            #expect(again.status == 0 && again.stdout.contains("committed \(acknowledged + 1)"), "\(again.stdout) \(again.stderr)")
+        }
+    }
+
+    /// A commit's log sync fails, then the sync of LMDB's file that would make the commit durable
+    /// instead. A one-row commit's record is synced before LMDB commits, so LMDB syncs the commit
+    /// itself and fails it, with nothing of it visible; later writes are refused until the store
+    /// is opened again. A group commit's record is synced while LMDB commits (it is large), so
+    /// the commit is made when the syncs fail: the store stops in the process, reads included.
+    /// Either way, opened again, the store holds every acknowledged commit and not that one.
+    @Test(arguments: [1, 400])
+    func aCommitThatCanBeMadeDurableNeitherInTheLogNorInLMDBsFileFails(rowsPerCommit: Int) throws {
+        try withTemporaryDirectory { dir in
+            let path = dir + "/demo"
+            let (run, acknowledged) = try Self.mutate(path, fault: "sync:12+data-sync", in: dir, goingOn: true,
+                                                      arguments: ["--per-commit", "\(rowsPerCommit)"])
+            #expect(run.stderr.contains("feedstore-fault: a sync of data.mdb fails"), "the fault did not come: \(run.stderr)")
+            #expect(run.status == 0, "\(run.stderr)")
+            let lines = run.stdout.split(separator: "\n")
+            let failures = lines.indices.filter { lines[$0].hasPrefix("failed ") }
+            #expect(failures.count > 1 && failures.allSatisfy { lines[$0].contains("Input/output error") }, "\(run.stdout)")
+            #expect(failures.first.map { !lines[$0...].contains { $0.hasPrefix("committed ") } } == true, "\(run.stdout)")
+            let reads = lines.filter { $0.hasPrefix("reads ") }
+            if rowsPerCommit == 1 {
+                #expect(failures.dropFirst().allSatisfy { lines[$0].contains("a sync of LMDB's file failed") && lines[$0].contains("open it again") },
+                        "\(run.stdout)")
+                #expect(reads.allSatisfy { $0.hasPrefix("reads through ") }, "\(run.stdout)")
+            } else {
+                #expect(failures.allSatisfy { lines[$0].contains("could not be made durable") }, "\(run.stdout)")
+                #expect(reads.allSatisfy { $0.hasPrefix("reads refused: ") }, "\(run.stdout)")
+            }
+            #expect(acknowledged > 0)
             #expect(try Self.reopened(path) == acknowledged)
         }
     }
@@ -96,11 +159,12 @@ import Testing
         }
     }
 
-    /// A checkpoint's sync of LMDB's file fails. The kernel reports a failed write of a file's
-    /// pages to one sync only, so the next checkpoint's sync could succeed with pages missing:
-    /// the commit that brought the checkpoint on is refused, and every later write is refused
-    /// unwritten, saying to open the store again, rather than checkpoint after pages that may be
-    /// lost. Opened again, the store holds every acknowledged commit and no other.
+    /// A checkpoint's sync of LMDB's file fails. The log holds the commit that brought the
+    /// checkpoint on, which is acknowledged. The kernel reports a failed write of a file's pages
+    /// to one sync only, so the next checkpoint's sync could succeed with pages missing: every
+    /// later write is refused unwritten, saying to open the store again, rather than checkpoint
+    /// after pages that may be lost. Opened again, the store holds every acknowledged commit and
+    /// no other.
     @Test func afterACheckpointsSyncFailsNoWriteIsMadeUntilTheStoreIsOpenedAgain() throws {
         try withTemporaryDirectory { dir in
             let path = dir + "/demo"
@@ -113,9 +177,10 @@ import Testing
             let lines = run.stdout.split(separator: "\n")
             let failures = lines.indices.filter { lines[$0].hasPrefix("failed ") }
             #expect(acknowledged > 0)
-            #expect(failures.first.map { lines[$0].contains("Input/output error") } == true, "\(run.stdout)")
+            #expect(failures.first.map { lines[$0].contains("a sync of LMDB's file failed") && lines[$0].contains("Input/output error") } == true,
+                    "\(run.stdout)")
             // Every write after it was refused, none made.
-            #expect(failures.count > 1 && failures.dropFirst().allSatisfy { lines[$0].contains("open it again") }, "\(run.stdout)")
+            #expect(failures.count > 1 && failures.allSatisfy { lines[$0].contains("open it again") }, "\(run.stdout)")
             #expect(failures.first.map { !lines[($0 + 1)...].contains { $0.hasPrefix("committed ") } } == true, "\(run.stdout)")
             #expect(try Self.reopened(path) == acknowledged)
         }
@@ -169,7 +234,9 @@ import Testing
             #expect(failures.first.map { lines[$0].contains("Input/output error") } == true, "\(run.stdout)")
             #expect(failures.count > 1 && failures.dropFirst().allSatisfy { lines[$0].contains("close every handle of the store in this process and open it again") },
                     "\(run.stdout)")
-            #expect(failures.first.map { lines[$0...].allSatisfy { $0.hasPrefix("failed ") } } == true, "\(run.stdout)")
+            #expect(failures.first.map { !lines[$0...].contains { $0.hasPrefix("committed ") } } == true, "\(run.stdout)")
+            #expect(failures.first.map { lines[$0...].filter { $0.hasPrefix("reads ") }.allSatisfy { $0.hasPrefix("reads refused: ") } } == true,
+                    "\(run.stdout)")
             #expect(acknowledged > 0)
             #expect(try Self.reopened(path, commitLog: commitLog) == acknowledged)
             let again = try runTool(storectlURL, ["demo", "mutate", path, "--commits", "3", "--seed", "2"] + (commitLog ? ["--commit-log"] : []))

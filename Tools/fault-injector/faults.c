@@ -13,6 +13,8 @@
 //   "data-write:N+log:K" (or page-write, meta-write)  the same, and the K writes to the log
 //              after it fail too (a disk that fails for a while: the failed commit's record
 //              cannot be taken back at once)
+//   "sync:N+data-sync"  the Nth sync of the log fails, and so does the next sync of LMDB's data
+//              file (a commit that can be made durable neither in the log nor in LMDB's file)
 // Calls on other files, and the calls before the fault, go to the C library unchanged.
 // Each failure is noted on standard error ("feedstore-fault: ..."), so a test can tell it came.
 #define _GNU_SOURCE
@@ -37,6 +39,8 @@ static int count;
 static long syncs, writes, dataSyncs, dataWrites;
 // Writes to the log still to fail after the data file's ("+log:K").
 static long failingLogWrites;
+// Syncs of the data file still to fail after the log's ("+data-sync").
+static long failingDataSyncs;
 
 static int endsWith(const char *path, const char *name) {
     size_t n = strlen(path), m = strlen(name);
@@ -84,7 +88,10 @@ static int fails(int fd, const char *kind, off_t offset) {
             if (result && more) failingLogWrites = atol(more + 5);
         }
         else if (dataSync) result = ++dataSyncs == n;
-        else if (strcmp(kind, "sync") == 0) result = ++syncs == n;
+        else if (strcmp(kind, "sync") == 0) {
+            result = ++syncs == n;
+            if (result && strstr(fault, "+data-sync")) failingDataSyncs = 1;
+        }
         else result = ++writes >= n;
     }
     pthread_mutex_unlock(&lock);
@@ -135,6 +142,16 @@ static int failsAfterData(int fd) {
     return result;
 }
 
+// Whether this sync of the data file is one that fails after the log's ("+data-sync").
+static int dataSyncFailsAfterLog(int fd) {
+    pthread_mutex_lock(&lock);
+    int result = failingDataSyncs > 0 && kindOf(fd) == DATA;
+    if (result) failingDataSyncs--;
+    pthread_mutex_unlock(&lock);
+    if (result) note("a sync of data.mdb fails");
+    return result;
+}
+
 // Whether this write on `fd` at `offset` fails: to the log ("write", "+log:K") or to the data
 // file ("data-write", "page-write", "meta-write").
 static int writeFails(int fd, off_t offset) {
@@ -180,13 +197,13 @@ ssize_t writev(int fd, const struct iovec *vectors, int n) {
 int fdatasync(int fd) {
     static int (*real)(int);
     if (!real) real = dlsym(RTLD_NEXT, "fdatasync");
-    if (fails(fd, "sync", 0) || fails(fd, "data-sync", 0)) { errno = EIO; return -1; }
+    if (fails(fd, "sync", 0) || fails(fd, "data-sync", 0) || dataSyncFailsAfterLog(fd)) { errno = EIO; return -1; }
     return real(fd);
 }
 
 int fsync(int fd) {
     static int (*real)(int);
     if (!real) real = dlsym(RTLD_NEXT, "fsync");
-    if (fails(fd, "sync", 0) || fails(fd, "data-sync", 0)) { errno = EIO; return -1; }
+    if (fails(fd, "sync", 0) || fails(fd, "data-sync", 0) || dataSyncFailsAfterLog(fd)) { errno = EIO; return -1; }
     return real(fd);
 }

@@ -234,7 +234,8 @@ struct DemoMutate: ParsableCommand {
     var commitLogCheckpointPages: Int?
 
     /// The fault tests' writer that meets a failing disk: a commit that fails is reported
-    /// (`failed <error>`, in order with the commits) and the next one made.
+    /// (`failed <error>`, in order with the commits), then what a read sees (`reads through
+    /// <sequence>`, or `reads refused: <error>`), and the next one made.
     @Flag(help: .hidden)
     var goesOnAfterFailures = false
 
@@ -275,6 +276,9 @@ struct DemoMutate: ParsableCommand {
                 }
             } catch where goesOnAfterFailures {
                 FileHandle.standardOutput.write(Data("failed \(error)\n".utf8))
+                let reads: String
+                do { reads = "reads through \(try store.read { try $0.journalBounds().last })" } catch { reads = "reads refused: \(error)" }
+                FileHandle.standardOutput.write(Data("\(reads)\n".utf8))
                 continue
             }
             if !quiet, let sequence {

@@ -22,7 +22,7 @@ final class CommitLogKeeper: @unchecked Sendable {
     static let checkpointPages = 128 << 20
     private let checkpointPages: Int
     /// A record of at least this many bytes (a group commit of a dozen rows or more) is synced
-    /// on ``syncer``'s thread while LMDB commits; a smaller one after the commit, on the
+    /// on ``syncer``'s thread while LMDB commits; a smaller one before the commit, on the
     /// writer's. Handing the sync over and back costs two thread wakeups, about 45 µs here:
     /// more than LMDB takes to write the pages of a commit of a few rows.
     static let syncAsideBytes = 8_192
@@ -44,6 +44,9 @@ final class CommitLogKeeper: @unchecked Sendable {
     /// make that commit again, so nothing else commits until one of the two succeeds (and the
     /// next commit's record would follow the failed one's, as the same LMDB transaction).
     private var recordOfFailedCommit = false
+    /// Set when a commit was made in LMDB but could not be made durable
+    /// (``stopAfterUnkeptCommit(_:_:)``): every transaction, a read's too, begins by checking it.
+    let stop = Protected<FeedstoreError?>(nil)
 
     /// Takes over the log of the store at `path`, whose environment is open, and checkpoints.
     init(log: CommitLog, environment: LMDBEnvironment, path: String, checkpointPages: Int = CommitLogKeeper.checkpointPages) throws {
@@ -67,40 +70,112 @@ final class CommitLogKeeper: @unchecked Sendable {
         LMDBMutationLog(environment: environment, limit: Self.recordLimit)
     }
 
-    /// Commits `txn` (LMDB does not sync it) and makes it durable: its record is appended to
-    /// the log, and the log is synced, on ``syncer``'s thread while LMDB writes the commit's
-    /// pages when the record is large enough to gain by it (``syncAsideBytes``), else after the
-    /// commit. A transaction too large to log, or one that brings the log or the pages written
-    /// since the checkpoint to their limits, is made durable by a checkpoint after it instead.
-    /// When the commit fails, its record is taken back.
+    /// Commits `txn` and makes it durable. Its record is appended to the log and synced: before
+    /// LMDB commits (which does not sync), or, when the record is large enough to gain by it
+    /// (``syncAsideBytes``), on ``syncer``'s thread while LMDB writes the commit's pages. A
+    /// transaction too large to log, or whose record the log does not take, is synced by LMDB's
+    /// own commit, and a checkpoint follows it. So does a commit that brings the log or the
+    /// pages written since the checkpoint to their limits; a logged commit is durable whatever
+    /// that checkpoint meets. When the commit fails, its record is taken back.
+    ///
+    /// A commit made in LMDB that can be made durable neither way (its record's sync aside
+    /// failed, then the checkpoint did) stops the store in this process (``stop``).
     func commit(_ txn: consuming LMDBTransaction, mutations: LMDBMutationLog) throws {
         let transaction = txn.id
-        var checkpoints = try mutations.overflowed || log.recordBytes >= Self.checkpointBytes || pagesWrittenSinceCheckpoint() >= checkpointPages
-        var logged = false
-        let syncsAside = mutations.bytes.count >= Self.syncAsideBytes
-        if !checkpoints && !mutations.isEmpty {
+        let checkpoints = try mutations.overflowed || log.recordBytes >= Self.checkpointBytes || pagesWrittenSinceCheckpoint() >= checkpointPages
+        let record = mutations.overflowed ? Record.notLogged : mutations.isEmpty ? .none : try logRecord(mutations, transaction: transaction)
+        if record == .notLogged {
+            try commitSyncedByLMDB(txn)
             do {
-                try log.append(mutations.nameTable, mutations.bytes, transaction: transaction)
-                logged = true
-                if syncsAside { syncer.start() }
+                try checkpoint()
             } catch {
-                // The commit goes to LMDB's page cache all the same: sync it there instead.
-                checkpoints = true
+                // LMDB's file holds the commit, but a recovery would put back the checkpoint
+                // before it, and the log does not hold it.
+                throw stopAfterUnkeptCommit(transaction, error)
             }
+            return
         }
         do {
             try txn.commit()
         } catch {
-            if logged {
-                if syncsAside { try? syncer.wait() }
-                try? takeBackRecord()
-            }
+            if record == .syncingAside { try? syncer.wait() }
+            if record != .none { try? takeBackRecord() }
             throw error
         }
-        if logged {
-            do { try syncsAside ? syncer.wait() : log.sync() } catch { checkpoints = true }
+        if record == .syncingAside {
+            do {
+                try syncer.wait()
+            } catch {
+                // The record may not be on the disk: LMDB's file must hold the commit instead.
+                do {
+                    try checkpoint()
+                } catch {
+                    // A recovery after a machine restart must not make it again, as far as the disk lets.
+                    try? log.takeBackLastRecord()
+                    throw stopAfterUnkeptCommit(transaction, error)
+                }
+                return
+            }
         }
-        if checkpoints { try checkpoint() }
+        // Durable: a checkpoint that fails now is the next write's concern (a failed sync of
+        // LMDB's file refuses it; anything else is tried again at the next commit).
+        if checkpoints { try? checkpoint() }
+    }
+
+    /// What the log holds of a commit about to be made.
+    private enum Record { case none, notLogged, synced, syncingAside }
+
+    /// Appends the record of `transaction` and syncs it, or starts its sync aside. A record the
+    /// log does not take, or whose sync fails, is taken back (``notLogged``: LMDB syncs the
+    /// commit instead); should taking it back fail too, the transaction is not committed.
+    private func logRecord(_ mutations: LMDBMutationLog, transaction: UInt64) throws -> Record {
+        do {
+            try log.append(mutations.nameTable, mutations.bytes, transaction: transaction)
+        } catch {
+            return .notLogged
+        }
+        if mutations.bytes.count >= Self.syncAsideBytes {
+            syncer.start()
+            return .syncingAside
+        }
+        do {
+            try log.sync()
+            return .synced
+        } catch {
+            // It could be on the disk all the same, and made again after a machine restart.
+            try takeBackRecord()
+            return .notLogged
+        }
+    }
+
+    /// Commits `txn` with LMDB's syncs of its pages, then its meta page: a failed sync fails the
+    /// commit, with nothing of it visible. A failure also refuses every later write, as after a
+    /// checkpoint's failed sync (``dataFileSyncFailure``): the pages of the logged commits
+    /// before it may not be on the disk.
+    private func commitSyncedByLMDB(_ txn: consuming LMDBTransaction) throws {
+        try environment.setFlags(.noSync, on: false)
+        defer { try? environment.setFlags(.noSync, on: true) }
+        do {
+            try txn.commit()
+        } catch {
+            // A system call's failure (LMDB's own codes are negative, and leave the file alone).
+            if error.code > 0 { dataFileSyncFailure = error }
+            throw error
+        }
+    }
+
+    /// Stops the store in this process after commit `transaction` was made in LMDB (readers here
+    /// could see it) but could not be made durable: every later transaction, reads included, is
+    /// refused until the store is opened again, which puts the last checkpoint back and makes
+    /// the logged commits again, without this one. (A recovery is made only by a process alone
+    /// with the store: another one's page cache holds every commit LMDB made, this one too.)
+    private func stopAfterUnkeptCommit(_ transaction: UInt64, _ failure: any Error) -> FeedstoreError {
+        let error = FeedstoreError.commitLogFailed(
+            path: path, reason: "commit \(transaction) was made in LMDB's file but could not be made durable (\(failure)), so the store takes no more "
+                + "transactions in this process, reads included: close every handle of the store in this process and open it again, "
+                + "which keeps every acknowledged commit and drops this one (unless another process keeps the store open throughout)")
+        stop.withLock { $0 = error }
+        return error
     }
 
     /// Bytes of pages the commits since the checkpoint have written, as LMDB's file tells: LMDB
@@ -112,11 +187,14 @@ final class CommitLogKeeper: @unchecked Sendable {
     }
 
     /// Before a write transaction begins: takes a failed commit's record out of the log, if one
-    /// was left there (``takeBackRecord()``); throws while the disk still refuses, and after a
+    /// was left there (``takeBackRecord()``), and pins a checkpoint, if the last one failed after
+    /// the pin was let go (``releasePin()``); throws while the disk still refuses, and after a
     /// sync of LMDB's file failed (``dataFileSyncFailure``).
     func makeReadyToWrite() throws {
         if let dataFileSyncFailure { throw dataFileUnsynced(dataFileSyncFailure) }
         if recordOfFailedCommit { try takeBackRecord() }
+        // Without the pin, a commit could write over the pages a recovery puts back.
+        if pin == nil { try checkpoint() }
     }
 
     private func dataFileUnsynced(_ failure: any Error) -> FeedstoreError {

@@ -100,7 +100,8 @@ final class StoreCore: @unchecked Sendable {
     func begin(readOnly: Bool, log: LMDBMutationLog? = nil) throws -> LMDBTransaction {
         // A commit whose sync failed is synced, and a failed commit's record taken out of the
         // commit log, before another commit can follow; none follows a failed sync of LMDB's
-        // file under the commit log.
+        // file under the commit log, and no transaction a commit it could not make durable.
+        if let commitLog, let stop = commitLog.stop.current { throw stop }
         if !readOnly {
             try syncCommitIfUnsynced()
             try commitLog?.makeReadyToWrite()

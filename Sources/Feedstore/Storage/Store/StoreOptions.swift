@@ -75,10 +75,18 @@ public struct StoreOptions: Sendable {
     ///   writes no file size, and grows by 4 MiB at a time up to about 68 MiB for a store that
     ///   commits much between checkpoints.
     /// - A checkpoint makes its commit wait for LMDB's sync of everything since the one before.
-    ///   When that sync fails, the commit fails, and so does every later write, unwritten, with
-    ///   ``FeedstoreError/commitLogFailed(path:reason:)`` saying to open the store again: the
-    ///   kernel reports a failed write of a file's pages to one sync only, so a later checkpoint
-    ///   could pass with pages missing. Opened again, the store makes the logged commits again.
+    ///   When that sync fails, the commit stands (the log holds it), and every later write fails,
+    ///   unwritten, with ``FeedstoreError/commitLogFailed(path:reason:)`` saying to open the
+    ///   store again: the kernel reports a failed write of a file's pages to one sync only, so a
+    ///   later checkpoint could pass with pages missing. Opened again, the store makes the logged
+    ///   commits again.
+    /// - A commit the log cannot take is synced by LMDB's own commit, then a checkpoint. A commit
+    ///   LMDB has made that can be made durable neither way (the disk refuses the log and the
+    ///   checkpoint) stops the store in the process: that commit, and every later transaction,
+    ///   reads included, throws ``FeedstoreError/commitLogFailed(path:reason:)`` saying to open
+    ///   the store again, which keeps every acknowledged commit and drops that one. (Another
+    ///   process reading the store can see that commit until then; one that keeps the store open
+    ///   throughout keeps it in the store, as its page cache holds every commit.)
     /// - Between checkpoints LMDB uses no page freed since the last one (the checkpoint's pages
     ///   must stay whole), so the data file holds up to about 128 MiB beyond the store's pages.
     /// - The first handle that opens the store in a process decides; later handles share its
