@@ -221,8 +221,10 @@ final class CommitLogKeeper: @unchecked Sendable {
         recordOfFailedCommit = false
     }
 
-    /// Syncs LMDB's file, pins its newest commit and starts the log again after it.
+    /// Syncs LMDB's file, pins its newest commit and starts the log again after it. Refused
+    /// once the store stopped (``stop``): the checkpoint would keep the commit it could not.
     func checkpoint() throws {
+        if let stopped = stop.current { throw stopped }
         if let dataFileSyncFailure { throw dataFileUnsynced(dataFileSyncFailure) }
         do {
             try environment.sync(force: true)
