@@ -23,7 +23,7 @@ import Testing
             var rng = SeededGenerator(seed: seed)
             var outcomes: [Int32: Int] = [:]
             var crashedScans = 0
-            let copies = TestSize.choose(quick: 50, long: 120)
+            let copies = TestSize.choose(quick: 25, long: 120)
             for copy in 0..<copies {
                 let path = dir + "/c\(copy)"
                 try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)

@@ -13,7 +13,7 @@ import Testing
     /// The body of ``killedWritersLoseNothingAcknowledged(seed:)``, on a thread of its own (``onOwnThread(_:)``).
     func killedWritersLoseNothingAcknowledgedOnItsThread(seed: UInt64) throws {
         try withTemporaryDirectory { dir in
-            let cycles = TestSize.choose(quick: 60, long: 200)
+            let cycles = TestSize.choose(quick: 30, long: 200)
             let report = try CrashLoop(path: dir + "/s", storectl: storectlURL, seed: seed).run(cycles: cycles)
             #expect(report.cycles == cycles)
             // Most kills land while the writer is committing, so the checks saw real crashes.

@@ -56,10 +56,12 @@ import Testing
     @Test func everyExampleRunsAsPrintedAndGivesOutput() throws {
         // Every command and subcommand, and its examples.
         var commands: [[String]] = []
+        var helps: [[String]: String] = [:]
         var queue = Self.subcommands(in: try Self.help([])).map { [$0] }
         while let command = queue.first {
             queue.removeFirst()
             let help = try Self.help(command)
+            helps[command] = help
             // What the commands write (overview, discussion, examples) fits the terminal; the
             // usage line after it is the argument parser's.
             let written = help.components(separatedBy: "USAGE:").first ?? help
@@ -72,8 +74,8 @@ import Testing
         #expect(commands.count >= 17, "\(commands)")
         var examples: [Example] = []
         for command in commands {
-            let found = Self.examples(in: try Self.help(command), command: command.joined(separator: " "))
-            let runsSubcommands = !Self.subcommands(in: try Self.help(command)).isEmpty
+            let found = Self.examples(in: helps[command]!, command: command.joined(separator: " "))
+            let runsSubcommands = !Self.subcommands(in: helps[command]!).isEmpty
             #expect(!found.isEmpty || runsSubcommands, "storectl \(command.joined(separator: " ")) has no example")
             examples += found
         }

@@ -14,7 +14,7 @@ import Testing
 
     /// The body of ``aKilledMigrationOfAMillionRecordsResumesAndFinishes()``, on a thread of its own (``onOwnThread(_:)``).
     func aKilledMigrationOfAMillionRecordsResumesAndFinishesOnItsThread() throws {
-        let messages = TestSize.choose(quick: 100_000, long: 1_000_000)
+        let messages = TestSize.choose(quick: 40_000, long: 1_000_000)
         // A hundred steps, so that the kill after 25 of them lands a quarter of the way.
         let step = messages / 100
         try withTemporaryDirectory { dir in

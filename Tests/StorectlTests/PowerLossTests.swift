@@ -8,6 +8,9 @@ import Testing
 /// recorder, and file states a power loss could leave at points of its run are built and checked.
 /// `crash-loop --power-loss` runs the long soaks.
 @Suite(.serialized) struct PowerLossTests {
+    /// Crash states to check: `long` in the long run, half as many in the quick one.
+    static func states(_ long: Int) -> Int { TestSize.choose(quick: long / 2, long: long) }
+
     static func run(_ durability: Durability, states: Int, seed: UInt64) throws -> PowerLoss.Report {
         try withTemporaryDirectory { dir in
             let report = try PowerLoss(durability: durability, seed: seed, storectl: storectlURL, directory: dir).run(states: states)
@@ -34,8 +37,8 @@ import Testing
 
     /// The body of ``fullDurabilityLosesNothingAcknowledged(seed:)``, on a thread of its own (``onOwnThread(_:)``).
     func fullDurabilityLosesNothingAcknowledgedOnItsThread(seed: UInt64) throws {
-        let report = try Self.run(.full, states: 90, seed: seed)
-        #expect(report.states >= 90)
+        let report = try Self.run(.full, states: Self.states(90), seed: seed)
+        #expect(report.states >= Self.states(90))
         #expect(PowerLoss.Workload.all.allSatisfy { report.statesByWorkload[$0.name, default: 0] > 0 }, "\(report.statesByWorkload)")
         #expect(report.acknowledgedLost == 0 && report.failedVerify == 0, "seed \(seed): \(report.problems)")
     }
@@ -49,8 +52,8 @@ import Testing
 
     /// The body of ``relaxedDurabilityStaysConsistent(seed:)``, on a thread of its own (``onOwnThread(_:)``).
     func relaxedDurabilityStaysConsistentOnItsThread(seed: UInt64) throws {
-        let report = try Self.run(.relaxed, states: 90, seed: seed)
-        #expect(report.states >= 90)
+        let report = try Self.run(.relaxed, states: Self.states(90), seed: seed)
+        #expect(report.states >= Self.states(90))
         #expect(report.acknowledgedLost == 0 && report.failedVerify == 0, "seed \(seed): \(report.problems)")
     }
 
@@ -62,7 +65,7 @@ import Testing
 
     /// The body of ``withoutSyncsAPowerLossDamagesTheStore()``, on a thread of its own (``onOwnThread(_:)``).
     func withoutSyncsAPowerLossDamagesTheStoreOnItsThread() throws {
-        let report = try Self.run(.none, states: 90, seed: 2)
+        let report = try Self.run(.none, states: Self.states(90), seed: 2)
         #expect(report.failedVerify > 0)
         #expect(report.problems.contains { $0.contains("damaged") || $0.contains("truncated") || $0.contains("verify") })
     }
@@ -73,8 +76,8 @@ import Testing
     /// the last.
     @Test(arguments: testSeeds(TestSize.choose(quick: 1, long: 4), base: 81))
     func commitsPublishedBeforeTheirSyncsRollBackToAWholeCommit(seed: UInt64) throws {
-        let report = try Self.run(.publishedBeforeSync, .relaxed, seed: seed, states: 80, name: "published before sync, seed \(seed)")
-        #expect(report.states >= 40)
+        let report = try Self.run(.publishedBeforeSync, .relaxed, seed: seed, states: Self.states(80), name: "published before sync, seed \(seed)")
+        #expect(report.states >= Self.states(80) / 2)
         #expect(report.acknowledgedLost == 0 && report.failedVerify == 0, "seed \(seed): \(report.problems)")
     }
 
@@ -93,8 +96,8 @@ import Testing
     /// acknowledged commit and cursor position, and verifies clean.
     @Test(arguments: [PowerLoss.Workload.loggedCommits, .loggedGroups, .loggedMapGrowth])
     func commitsThroughACommitLogSurviveAPowerLoss(workload: PowerLoss.Workload) throws {
-        let report = try Self.run(workload, .full, seed: 9, states: 40, name: "\(workload)")
-        #expect(report.states >= 30)
+        let report = try Self.run(workload, .full, seed: 9, states: Self.states(40), name: "\(workload)")
+        #expect(report.states >= Self.states(40) * 3 / 4)
         #expect(report.acknowledgedLost == 0 && report.failedVerify == 0, "\(report.problems)")
     }
 
@@ -102,7 +105,7 @@ import Testing
     @Test func withoutItsSyncsACommitLogLosesAcknowledgedCommits() throws {
         var unsynced = PowerLoss.Workload.loggedCommits
         unsynced.withoutSyncs = true
-        let report = try Self.run(unsynced, .full, seed: 9, states: 30, name: "commits through a commit log without syncs")
+        let report = try Self.run(unsynced, .full, seed: 9, states: Self.states(30), name: "commits through a commit log without syncs")
         #expect(report.acknowledgedLost > 0, "\(report.problems)")
     }
 
@@ -112,7 +115,7 @@ import Testing
     /// a whole one (a whole one once reported).
     @Test(arguments: [PowerLoss.Workload.formatOneUpgrade, .formatTwoUpgrade, .compaction, .creation])
     func upgradesAndCompactionsSurviveAPowerLoss(workload: PowerLoss.Workload) throws {
-        let report = try Self.run(workload, .full, seed: 5, states: 40, name: "\(workload)")
+        let report = try Self.run(workload, .full, seed: 5, states: Self.states(40), name: "\(workload)")
         #expect(report.states >= 10)
         #expect(report.acknowledgedLost == 0 && report.failedVerify == 0, "\(report.problems)")
     }
@@ -123,7 +126,7 @@ import Testing
     func withoutSyncsUpgradesAndCompactionsBreak(workload: PowerLoss.Workload) throws {
         var unsynced = workload
         unsynced.withoutSyncs = true
-        let report = try Self.run(unsynced, .full, seed: 5, states: 40, name: "\(workload) without syncs")
+        let report = try Self.run(unsynced, .full, seed: 5, states: Self.states(40), name: "\(workload) without syncs")
         #expect(report.acknowledgedLost + report.failedVerify > 0, "\(report.problems)")
     }
 
@@ -134,7 +137,7 @@ import Testing
     @Test func aNewStoreNeedsItsDirectoryEntriesSynced() throws {
         var unsynced = PowerLoss.Workload.creation
         unsynced.withoutDirectorySyncs = true
-        let report = try Self.run(unsynced, .full, seed: 7, states: 40, name: "store creation without directory syncs")
+        let report = try Self.run(unsynced, .full, seed: 7, states: Self.states(40), name: "store creation without directory syncs")
         #expect(report.acknowledgedLost > 0, "\(report.problems)")
         #expect(report.problems.contains { $0.contains("lost with") }, "\(report.problems)")
     }

@@ -127,7 +127,7 @@ import Testing
         }
     }
 
-    @Test(arguments: testSeeds(3))
+    @Test(arguments: testSeeds(TestSize.choose(quick: 1, long: 3)))
     func randomOperationsMatchTheModel(seed: UInt64) throws {
         try withTemporaryDirectory { dir in
             let store = try Store(path: dir + "/s", entities: [Item.self, Note.self], options: StoreOptions(durability: .none))
