@@ -144,6 +144,26 @@ import Testing
         }
     }
 
+    /// When the checkpoint after a map growth fails, the pin it let go stays let go: the next
+    /// write checkpoints first, so that no commit writes over the pages a recovery puts back.
+    @Test func aWriteAfterThePinWasLetGoCheckpointsFirst() throws {
+        try withTemporaryDirectory { dir in
+            var random = RandomValues(seed: 13)
+            let store = try Store(path: dir + "/s", entities: [Item.self], options: Self.options)
+            defer { store.close() }
+            try Self.write(store, commits: 10, &random)
+            let keeper = try #require(store.core.commitLog)
+            let checkpointBefore = try #require(try store.inspect().commitLog?.checkpointTransaction)
+            let newest = UInt64(try store.core.environment.info().lastTransactionID)
+            #expect(checkpointBefore < newest)
+            // What a growth whose checkpoint failed leaves: the map grown, no pin.
+            try store.core.mapLock.withExclusive { keeper.releasePin() }
+            try Self.write(store, commits: 1, &random)
+            #expect(try store.inspect().commitLog?.checkpointTransaction == newest)
+            #expect(try store.verify().isEmpty)
+        }
+    }
+
     /// Between checkpoints LMDB uses no page freed since the last one; a checkpoint once the
     /// commits since it have written a bounded amount of pages lets it use them again, so the
     /// data file stops growing while the store does not.
