@@ -313,8 +313,10 @@ final class WriteQueue: @unchecked Sendable {
         // upper nodes of a counted tree are patched once per group, not once per closure.
         var deferredCounts: WriteTransaction.DeferredCounts = []
         for (i, request) in batch.enumerated() where failures[i] == nil {
+            // Handed over, not shared: a second reference would make each closure's first count
+            // change copy every change the group has deferred.
             let tx = WriteTransaction(core: core, transaction: txn, schema: schema, sequence: lastSequence + 1, kept: kept.take(),
-                                      deferredCounts: deferredCounts, buffers: spareBuffers.take())
+                                      deferredCounts: consume deferredCounts, buffers: spareBuffers.take())
             defer { spareBuffers = tx.takeRecordBuffers() }
             do {
                 try request.run(tx)
