@@ -36,6 +36,12 @@ import Testing
         return (run, acknowledged)
     }
 
+    /// The writer's output lines, and where among them the failed commits are (`failed <error>`).
+    static func failures(in stdout: String) -> (lines: [Substring], failures: [Int]) {
+        let lines = stdout.split(separator: "\n")
+        return (lines, lines.indices.filter { lines[$0].hasPrefix("failed ") })
+    }
+
     /// After each failed commit the writer reads (`reads through <sequence>`): a read sees the
     /// last acknowledged commit, not the one that failed, or is refused.
     static func expectReadsSeeTheLastAcknowledgedCommit(_ stdout: String, populated: UInt64) {
@@ -68,8 +74,7 @@ import Testing
             let (run, acknowledged) = try Self.mutate(path, fault: fault, in: dir, goingOn: true, commitLog: false)
             #expect(run.stderr.contains("feedstore-fault: a"), "the fault did not come: \(run.stderr)")
             #expect(run.status == 0, "\(run.stderr)")
-            let lines = run.stdout.split(separator: "\n")
-            let failures = lines.indices.filter { lines[$0].hasPrefix("failed ") }
+            let (lines, failures) = Self.failures(in: run.stdout)
             #expect(failures.count == 1 && lines[failures[0]].contains("Input/output error"), "\(run.stdout)")
             #expect(failures.first.map { lines[($0 + 1)...].contains { $0.hasPrefix("committed ") } } == true, "\(run.stdout)")
             #expect(try Self.reopened(path, commitLog: false) == acknowledged)
@@ -98,8 +103,7 @@ import Testing
             let (run, acknowledged) = try Self.mutate(path, fault: "write:12", in: dir, goingOn: true)
             #expect(run.stderr.contains("feedstore-fault"), "the fault did not come: \(run.stderr)")
             #expect(run.status == 0, "\(run.stderr)")
-            let lines = run.stdout.split(separator: "\n")
-            let failures = lines.indices.filter { lines[$0].hasPrefix("failed ") }
+            let (lines, failures) = Self.failures(in: run.stdout)
             #expect(failures.first.map { lines[$0].contains("the commit log of store") && lines[$0].contains("Input/output error") } == true,
                     "\(run.stdout)")
             #expect(failures.count > 1 && failures.allSatisfy { lines[$0].contains("could not be made durable") && lines[$0].contains("open it again") },
@@ -128,8 +132,7 @@ import Testing
                                                       arguments: ["--per-commit", "\(rowsPerCommit)"])
             #expect(run.stderr.contains("feedstore-fault: a sync of data.mdb fails"), "the fault did not come: \(run.stderr)")
             #expect(run.status == 0, "\(run.stderr)")
-            let lines = run.stdout.split(separator: "\n")
-            let failures = lines.indices.filter { lines[$0].hasPrefix("failed ") }
+            let (lines, failures) = Self.failures(in: run.stdout)
             #expect(failures.count > 1 && failures.allSatisfy { lines[$0].contains("Input/output error") }, "\(run.stdout)")
             #expect(failures.first.map { !lines[$0...].contains { $0.hasPrefix("committed ") } } == true, "\(run.stdout)")
             let reads = lines.filter { $0.hasPrefix("reads ") }
@@ -174,8 +177,7 @@ import Testing
                                                       arguments: ["--commit-log-checkpoint-pages", "65536"])
             #expect(run.stderr.contains("feedstore-fault: a"), "the fault did not come: \(run.stderr)")
             #expect(run.status == 0, "\(run.stderr)")
-            let lines = run.stdout.split(separator: "\n")
-            let failures = lines.indices.filter { lines[$0].hasPrefix("failed ") }
+            let (lines, failures) = Self.failures(in: run.stdout)
             #expect(acknowledged > 0)
             #expect(failures.first.map { lines[$0].contains("a sync of LMDB's file failed") && lines[$0].contains("Input/output error") } == true,
                     "\(run.stdout)")
@@ -209,8 +211,7 @@ import Testing
             let path = dir + "/demo"
             let (run, acknowledged) = try Self.mutate(path, fault: "page-write:20+log:4", in: dir, goingOn: true)
             #expect(run.status == 0, "\(run.stderr)")
-            let lines = run.stdout.split(separator: "\n")
-            let failures = lines.indices.filter { lines[$0].hasPrefix("failed ") }
+            let (lines, failures) = Self.failures(in: run.stdout)
             #expect(failures.count == 2, "\(run.stdout)")
             #expect(failures.last.map { lines[$0].contains("could not be taken back out of the log, so no commit is made until it can") } == true,
                     "\(run.stdout)")
@@ -229,8 +230,7 @@ import Testing
             let path = dir + "/demo"
             let (run, acknowledged) = try Self.mutate(path, fault: "meta-write:12", in: dir, goingOn: true, commitLog: commitLog)
             #expect(run.stderr.contains("feedstore-fault: a write to data.mdb fails"), "the fault did not come: \(run.stderr)")
-            let lines = run.stdout.split(separator: "\n")
-            let failures = lines.indices.filter { lines[$0].hasPrefix("failed ") }
+            let (lines, failures) = Self.failures(in: run.stdout)
             #expect(failures.first.map { lines[$0].contains("Input/output error") } == true, "\(run.stdout)")
             #expect(failures.count > 1 && failures.dropFirst().allSatisfy { lines[$0].contains("close every handle of the store in this process and open it again") },
                     "\(run.stdout)")

@@ -132,23 +132,14 @@ int close(int fd) {
     return real(fd);
 }
 
-// Whether this write to the log is one of those that fail after the data file's ("+log:K").
-static int failsAfterData(int fd) {
+// Whether this call on `fd` is one of the `*remaining` that fail after another fault, on a file
+// of `kind` ("+log:K" after a data file's write, "+data-sync" after a log's sync): noted as `what`.
+static int failsAfter(int fd, long *remaining, int kind, const char *what) {
     pthread_mutex_lock(&lock);
-    int result = failingLogWrites > 0 && kindOf(fd) == LOG;
-    if (result) failingLogWrites--;
+    int result = *remaining > 0 && kindOf(fd) == kind;
+    if (result) (*remaining)--;
     pthread_mutex_unlock(&lock);
-    if (result) note("a call on commits.log fails");
-    return result;
-}
-
-// Whether this sync of the data file is one that fails after the log's ("+data-sync").
-static int dataSyncFailsAfterLog(int fd) {
-    pthread_mutex_lock(&lock);
-    int result = failingDataSyncs > 0 && kindOf(fd) == DATA;
-    if (result) failingDataSyncs--;
-    pthread_mutex_unlock(&lock);
-    if (result) note("a sync of data.mdb fails");
+    if (result) note(what);
     return result;
 }
 
@@ -156,7 +147,13 @@ static int dataSyncFailsAfterLog(int fd) {
 // file ("data-write", "page-write", "meta-write").
 static int writeFails(int fd, off_t offset) {
     return fails(fd, "write", offset) || fails(fd, "data-write", offset) || fails(fd, "page-write", offset)
-        || fails(fd, "meta-write", offset) || failsAfterData(fd);
+        || fails(fd, "meta-write", offset) || failsAfter(fd, &failingLogWrites, LOG, "a call on commits.log fails");
+}
+
+// Whether this sync of `fd` fails: of the log ("sync") or of the data file ("data-sync",
+// "+data-sync").
+static int syncFails(int fd) {
+    return fails(fd, "sync", 0) || fails(fd, "data-sync", 0) || failsAfter(fd, &failingDataSyncs, DATA, "a sync of data.mdb fails");
 }
 
 ssize_t pwrite(int fd, const void *buffer, size_t count, off_t offset) {
@@ -197,13 +194,13 @@ ssize_t writev(int fd, const struct iovec *vectors, int n) {
 int fdatasync(int fd) {
     static int (*real)(int);
     if (!real) real = dlsym(RTLD_NEXT, "fdatasync");
-    if (fails(fd, "sync", 0) || fails(fd, "data-sync", 0) || dataSyncFailsAfterLog(fd)) { errno = EIO; return -1; }
+    if (syncFails(fd)) { errno = EIO; return -1; }
     return real(fd);
 }
 
 int fsync(int fd) {
     static int (*real)(int);
     if (!real) real = dlsym(RTLD_NEXT, "fsync");
-    if (fails(fd, "sync", 0) || fails(fd, "data-sync", 0) || dataSyncFailsAfterLog(fd)) { errno = EIO; return -1; }
+    if (syncFails(fd)) { errno = EIO; return -1; }
     return real(fd);
 }
