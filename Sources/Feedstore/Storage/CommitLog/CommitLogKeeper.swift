@@ -90,7 +90,8 @@ final class CommitLogKeeper: @unchecked Sendable {
                 try checkpoint()
             } catch {
                 // LMDB's file holds the commit, but a recovery would put back the checkpoint
-                // before it, and the log does not hold it.
+                // before it, and the log does not hold it. (No record to take back: the last
+                // one appended, if any, is an acknowledged commit's.)
                 throw stopAfterUnkeptCommit(transaction, error)
             }
             return
