@@ -79,7 +79,7 @@ func durableCommits(writers: [Int], commits: Int) async throws {
             + String(format: " | %.2f | ", (shared.first?.rowsPerSecond ?? 0) / r.grdb)
             + shared.map { Int($0.bytesPerRow).formatted() }.joined(separator: " | ") + " |")
     }
-    emit("\nDurable one-row commits per second by the shape of the calls: writers as tasks awaiting the async `write`, or as threads of their own calling the blocking `write` (Feedstore runs a blocking write on the calling thread when no other write is in the way; an async one goes to its writer thread)\n")
+    emit("\nDurable one-row commits per second by the shape of the calls: writers as tasks awaiting the async `write`, or as threads of their own calling the blocking `write` (Feedstore runs a write, blocking or async, on the caller's thread when no other write is in the way and no group commit of several writers has just ended; otherwise it joins its writer thread's group commit)\n")
     emit("| writers | Feedstore, commit log: tasks | Feedstore, commit log: threads | Feedstore, LMDB's syncs: tasks | Feedstore, LMDB's syncs: threads | GRDB (synchronous = FULL): tasks | GRDB: threads | commit log ÷ GRDB, tasks | commit log ÷ GRDB, threads |")
     emit("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in results {

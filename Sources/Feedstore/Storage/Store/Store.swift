@@ -162,7 +162,8 @@ public final class Store: Sendable {
                 done.signal()
             })
         }
-        // A commit's worth at a time, each on this thread when no other write is in the way.
+        // A commit's worth at a time, each on this thread when no other write is in the way
+        // (``WriteQueue/perform(_:wait:)``).
         for start in stride(from: 0, to: requests.count, by: WriteQueue.maximumBatch) {
             let group = Array(requests[start..<min(start + WriteQueue.maximumBatch, requests.count)])
             try core.writer.perform(group, wait: {})
@@ -188,8 +189,10 @@ public final class Store: Sendable {
     ///
     /// When no other write is running or waiting, the write runs on the task's own thread, as a
     /// blocking one does, with no hand-off to the writer thread and back (one writer committing
-    /// one change at a time, the common case, saves two thread wake-ups a commit). It never runs
-    /// on the caller's actor: the main actor is not held up by a commit.
+    /// one change at a time, the common case, saves two thread wake-ups a commit). Right after a
+    /// group commit of several writers, it goes to the writer thread all the same, which waits a
+    /// moment for the others to come back, so that they keep sharing commits. It never runs on
+    /// the caller's actor: the main actor is not held up by a commit.
     @concurrent
     public func write<R: Sendable>(_ body: @escaping @Sendable (WriteTransaction) throws -> R) async throws -> R {
         try checkOpen()

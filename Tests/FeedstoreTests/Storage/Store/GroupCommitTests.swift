@@ -277,4 +277,69 @@ import Testing
             store.close()  // also wakes the writer thread if it was left asleep
         }
     }
+
+    /// Right after the writer thread commits a group of several writers, a write that finds
+    /// nothing running or waiting joins the writer thread all the same (its writers may be
+    /// coming back, and should share the next commit); once the group's commit time has passed,
+    /// a lone write runs on its own thread again.
+    @Test func aWriteRightAfterAGroupJoinsTheWriterThread() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try Store(path: dir + "/s", entities: [Item.self], options: StoreOptions(durability: .none))
+            // Longer than the groups' commits below, so that a commit's time sets the window.
+            store.core.writer.comeBackWindow = 60_000_000_000
+            func insert(_ id: Int64) async throws -> pthread_t {
+                try await store.write { tx in
+                    try tx.insert(Self.item(id))
+                    return pthread_self()
+                }
+            }
+
+            var (writer, ended) = try await Self.groupOfTwo(in: store, ids: 1...3)
+            let next = try await insert(4)
+            // Meaningful only within the window: the group's commit took half a second.
+            if ContinuousClock.now - ended < .milliseconds(400) {
+                #expect(pthread_equal(next, writer) != 0, "a write right after a group joins the writer thread")
+            }
+
+            (writer, ended) = try await Self.groupOfTwo(in: store, ids: 5...7)
+            try await Task.sleep(until: ended + .milliseconds(600))
+            #expect(pthread_equal(try await insert(8), writer) == 0, "a lone write once the window has passed runs on its task's thread")
+            #expect(try await store.read { try $0.journalBounds().last } == 8)
+            store.close()
+        }
+    }
+
+    /// Holds an inline write (the first id) while two async writes (the next two) queue behind
+    /// it, then lets it go: the two share a commit on the writer thread, which takes half a
+    /// second. Returns the writer thread, and when the two returned.
+    static func groupOfTwo(in store: Store, ids: ClosedRange<Int64>) async throws -> (pthread_t, ContinuousClock.Instant) {
+        let inside = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+        let inline = Thread {
+            try! store.write { tx in
+                inside.signal()
+                release.wait()
+                try tx.insert(Self.item(ids.lowerBound))
+            }
+        }
+        inline.start()
+        await Task.detached { inside.wait() }.value
+        let group = ids.dropFirst().map { id in
+            Task {
+                try await store.write { tx in
+                    try tx.insert(Self.item(id))
+                    Thread.sleep(forTimeInterval: 0.25)
+                    return pthread_self()
+                }
+            }
+        }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while store.core.writer.queuedRequests < 2, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
+        #expect(store.core.writer.queuedRequests == 2)
+        release.signal()
+        var threads: [pthread_t] = []
+        for write in group { threads.append(try await write.value) }
+        let ended = ContinuousClock.now
+        #expect(pthread_equal(threads[0], threads[1]) != 0, "the two writes shared a commit on the writer thread")
+        return (threads[0], ended)
+    }
 }
