@@ -118,19 +118,18 @@ final class WriteQueue: @unchecked Sendable {
     }
 
     /// Whether the writers of the writer thread's last group, if it held more than one, may be
-    /// coming back now: it ended less than its own commit's time ago (at most
-    /// ``comeBackWindow``). The first of them to come back finds nothing running or waiting; run
-    /// inline, its write would commit alone, with a sync of its own, while the others queue
-    /// behind it (with 16 async writers, 10 rows a commit instead of 16). Through the writer
-    /// thread, it waits a little for them (``lingerShare``) and they share the commit. The
-    /// caller holds the lock.
+    /// coming back now (before ``comeBackUntil``). The first of them to come back finds nothing
+    /// running or waiting; run inline, its write would commit alone, with a sync of its own,
+    /// while the others queue behind it (with 16 async writers, 10 rows a commit instead of 16).
+    /// Through the writer thread, it waits a little for them (``lingerShare``) and they share
+    /// the commit. The caller holds the lock.
     private func writersComeBack() -> Bool {
-        guard lastGroup > 1 else { return false }
-        return DispatchTime.now().uptimeNanoseconds - lastGroupEnded < min(lastCommitNanoseconds, comeBackNanoseconds)
+        DispatchTime.now().uptimeNanoseconds < comeBackUntil
     }
 
-    /// When the writer thread's last group ended (uptime, ns).
-    private var lastGroupEnded: UInt64 = 0
+    /// Until when (uptime, ns) the writers of the writer thread's last group may be coming back:
+    /// its end plus its commit's time (at most ``comeBackWindow``), or 0 after a group of one.
+    private var comeBackUntil: UInt64 = 0
     /// The longest a write is sent to the writer thread after a group it did not belong to
     /// (``writersComeBack()``), in ns: a commit that took longer (a checkpoint's) does not
     /// make a lone writer give up its inline commits for as long. A test lengthens it.
@@ -220,7 +219,7 @@ final class WriteQueue: @unchecked Sendable {
                 lastCommitNanoseconds = elapsed
                 isBusy = false
                 lastWriteEnded = DispatchTime.now().uptimeNanoseconds
-                lastGroupEnded = lastWriteEnded
+                comeBackUntil = batch.count > 1 ? lastWriteEnded + min(elapsed, comeBackNanoseconds) : 0
                 condition.broadcast()
                 continue
             }
