@@ -201,8 +201,11 @@ import Testing
                 return false
             }
             let again = try LMDBEnvironment(path: dir + "/foreign", flags: .readOnly, mapSize: 1 << 20, maxDatabases: 4, maxReaders: 8, mode: 0o600)
-            let read = try LMDBTransaction(environment: again, readOnly: true)
-            #expect(try read.get(try read.openDatabase(named: "", create: false)!, key: Array("hello".utf8)) == Array("world".utf8))
+            // A transaction holds its environment unretained: `again` must outlive `read`.
+            try withExtendedLifetime(again) {
+                let read = try LMDBTransaction(environment: again, readOnly: true)
+                #expect(try read.get(try read.openDatabase(named: "", create: false)!, key: Array("hello".utf8)) == Array("world".utf8))
+            }
         }
     }
 
