@@ -49,4 +49,27 @@ import Testing
             #expect(try store.read { try $0.count(Message.self) } == 52)
         }
     }
+
+    @Test func linesThatAreNotRecordsSayWhyAndStopTheLoad() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir + "/demo"
+            try populatedDemoStore(at: path, seed: 3, messages: 50, contacts: 5).close()
+            let cases: [(String, String)] = [
+                (#"{"id": 1001, "folder": "#, "is not valid JSON (the text ends where a value should be at byte 23)"),
+                (record(1001) + " trailing", "is not valid JSON (text after the value at byte"),
+                ("[1, 2]", #"is an array, not a record (a JSON object with an "id", or dump's {"id", "record"})"#),
+                ("42", "is a number, not a record"),
+                (#"{"title": "hello"}"#, #"has no "id""#),
+                (#"{"record": {"title": "hello"}}"#, #"has a record but no "id""#),
+            ]
+            for (line, message) in cases {
+                let load = try runTool(storectlURL, ["load", path, "--entity", "Message", "--input", "-"], input: record(1000) + "\n" + line + "\n")
+                #expect(load.status == 2, "\(line)")
+                #expect(load.stderr.contains("line 2 ") && load.stderr.contains(message), "\(line): \(load.stderr)")
+            }
+            // The line before the bad one was in the same transaction: nothing was written.
+            let count = try runTool(storectlURL, ["count", path, "--entity", "Message"])
+            #expect(count.stdout.contains("50"), "\(count.stdout)")
+        }
+    }
 }

@@ -124,6 +124,8 @@ import Testing
                 (base + ["--index", "byFolderDate", "--section-by", "3"], "more than index byFolderDate's 2 components"),
                 (base + ["--index", "byFolderDate", "--prefix", "[1"], "JSON array"),
                 (base + ["--index", "byFolderDate", "--prefix", "[\"one\"]"], "field folder, stored as int"),
+                (base + ["--index", "byFolderDate", "--prefix", "[1]", "--from", "[\"2026-01-01\"]"],
+                 #"field date, stored as date (ISO 8601 text with a time and a zone, such as "2026-01-01T09:30:00Z"); got "2026-01-01""#),
                 (base + ["--index", "byFolderDate", "--offset", "3"], "--offset needs --limit"),
                 (base + ["--index", "byFolderDate", "--from", "[3]", "--to", "[1]"], "invalid range"),
             ]

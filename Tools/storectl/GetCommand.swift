@@ -49,8 +49,10 @@ struct GetCommand: ParsableCommand {
                 let given = (try? FieldValue(jsonText: word)) ?? .string(word)
                 do {
                     return try info.primaryKeyComponent(given)
+                } catch let FeedstoreError.invalidRange(_, _, reason) {
+                    StoreAccess.fail("\(entity) \(reason)")
                 } catch {
-                    StoreAccess.fail("\(entity) keys are stored as \(info.primaryKeyKind); \(given.jsonText) is not one")
+                    StoreAccess.fail("\(error)")
                 }
             }
             var missing: [FieldValue] = []

@@ -153,11 +153,12 @@ struct LoadCommand: ParsableCommand {
         while let line = lines.next() {
             lineNumber += 1
             if line.allSatisfy(\.isWhitespace) { continue }
-            guard let (id, fields) = Self.record(line) else {
-                StoreAccess.fail("line \(lineNumber) is not a record (a JSON object with an \"id\", or dump's {\"id\", \"record\"}); "
-                    + "\(loaded.formatted()) records were loaded in earlier transactions, the \(pending.count.formatted()) read since were not")
+            switch Self.record(line) {
+            case let .success((id, fields)): pending.append((id, fields, lineNumber))
+            case let .failure(problem):
+                StoreAccess.fail("line \(lineNumber) \(problem.reason); \(loaded.formatted()) records were loaded in earlier transactions, "
+                    + "the \(pending.count.formatted()) read since were not")
             }
-            pending.append((id, fields, lineNumber))
             if pending.count == recordsPerTransaction { try commit() }
         }
         try commit()
@@ -190,15 +191,38 @@ struct LoadCommand: ParsableCommand {
         if !quiet { FileHandle.standardError.write(Data("loaded \((loaded + records.count).formatted()) records (commit \(sequence))\n".utf8)) }
     }
 
-    /// A line's primary key and fields, or nil when it is not a record.
-    static func record(_ line: String) -> (id: FieldValue, fields: [String: FieldValue])? {
-        guard let value = try? FieldValue(jsonText: line), case let .object(object) = value else { return nil }
-        if case let .object(fields)? = object["record"] {
-            guard let id = object["id"] ?? fields["id"] else { return nil }
-            return (id, fields)
+    /// Why a line is not a record, completing "line N …".
+    struct NotARecord: Error {
+        var reason: String
+    }
+
+    /// A line's primary key and fields, or why it is not a record.
+    static func record(_ line: String) -> Result<(id: FieldValue, fields: [String: FieldValue]), NotARecord> {
+        let expected = #"a JSON object with an "id", or dump's {"id", "record"}"#
+        let value: FieldValue
+        do {
+            value = try FieldValue(jsonText: line)
+        } catch let FeedstoreError.corruptData(_, reason) {
+            return .failure(NotARecord(reason: "is not a record: \(reason)"))
+        } catch {
+            return .failure(NotARecord(reason: "is not a record: \(error)"))
         }
-        guard let id = object["id"] else { return nil }
-        return (id, object)
+        guard case let .object(object) = value else {
+            let found = switch value {
+            case .null: "null"
+            case .bool: "a boolean"
+            case .array: "an array"
+            case .string: "a string"
+            default: "a number"
+            }
+            return .failure(NotARecord(reason: "is \(found), not a record (\(expected))"))
+        }
+        if case let .object(fields)? = object["record"] {
+            guard let id = object["id"] ?? fields["id"] else { return .failure(NotARecord(reason: "has a record but no \"id\" (\(expected))")) }
+            return .success((id, fields))
+        }
+        guard let id = object["id"] else { return .failure(NotARecord(reason: "has no \"id\" (\(expected))")) }
+        return .success((id, object))
     }
 
     /// Declares the entity as `--like`'s store does, or from its first id.

@@ -25,8 +25,8 @@ extension CatalogEntity {
             let path = FieldPath(field)
             guard path.rest.isEmpty, let catalogField = self.field(named: path.head) else { continue }
             if !catalogField.accepts(value) {
-                throw FeedstoreError.invalidRange(entity: name, index: index,
-                                                  reason: "component \(offset + i + 1) is field \(field), stored as \(catalogField.kind); got \(value.jsonText)")
+                throw FeedstoreError.invalidRange(entity: name, index: index, reason: "component \(offset + i + 1) is field \(field), stored as "
+                    + "\(FieldValue.describingKind(catalogField.kind)); got \(value.jsonText)")
             }
         }
         return converted
@@ -37,7 +37,8 @@ extension CatalogEntity {
     public func primaryKeyComponent(_ value: FieldValue) throws -> FieldValue {
         let converted = coercePrimaryKey(value)
         guard converted.kindName == primaryKeyKind else {
-            throw FeedstoreError.invalidRange(entity: name, index: "primary key", reason: "keys are stored as \(primaryKeyKind); got \(value.jsonText)")
+            throw FeedstoreError.invalidRange(entity: name, index: "primary key",
+                                              reason: "keys are stored as \(FieldValue.describingKind(primaryKeyKind)); got \(value.jsonText)")
         }
         return converted
     }
@@ -52,6 +53,17 @@ extension CatalogEntity {
 }
 
 extension FieldValue {
+    /// A kind's name, and for the kinds JSON writes as strings, the text that converts to one:
+    /// for messages about a value given as JSON that is not of that kind.
+    static func describingKind(_ kind: String) -> String {
+        switch kind {
+        case "date": #"date (ISO 8601 text with a time and a zone, such as "2026-01-01T09:30:00Z")"#
+        case "uuid": #"uuid (text such as "6f1c2a9e-3b7d-4c1e-9a2b-5d8e7f6a4b3c")"#
+        case "bytes": "bytes (base64 text)"
+        default: kind
+        }
+    }
+
     static func coerce(_ value: FieldValue, to kind: String) -> FieldValue {
         switch (kind, value) {
         case let ("uint", .int(i)) where i >= 0: return .uint(UInt64(i))
