@@ -305,6 +305,44 @@ struct Everything: Entity, Equatable {
         }
     }
 
+    /// A reader that goes away (`storectl … 2>&1 | head -1`, a log collector that stops) ends
+    /// no command with a trap: a closed standard output ends it with status 0, as `head` wanted
+    /// no more; a closed standard error loses the messages, and the command ends as it would have.
+    @Test func aReaderThatGoesAwayEndsNoCommandWithATrap() throws {
+        /// Runs storectl with `closed` (1 or 2) a pipe no one reads; the other goes to /dev/null.
+        func run(_ arguments: [String], closing closed: Int32) throws -> (status: Int32, reason: Process.TerminationReason) {
+            let process = Process()
+            process.executableURL = storectlURL
+            process.arguments = arguments
+            let pipe = Pipe()
+            try pipe.fileHandleForReading.close()
+            let discard = FileHandle(forWritingAtPath: "/dev/null")!
+            process.standardOutput = closed == 1 ? pipe : discard
+            process.standardError = closed == 2 ? pipe : discard
+            try process.run()
+            try pipe.fileHandleForWriting.close()
+            process.waitUntilExit()
+            return (process.terminationStatus, process.terminationReason)
+        }
+        try withTemporaryDirectory { dir in
+            let path = dir + "/demo"
+            try populatedDemoStore(at: path, seed: 5, messages: 2_000, contacts: 20).close()
+            // An error to a closed standard error: status 2 still.
+            let missing = try run(["inspect", dir + "/missing"], closing: 2)
+            #expect(missing.reason == .exit && missing.status == 2, "\(missing)")
+            // Progress lines to a closed standard error: the load goes on to the end.
+            let lines = (1...300).map { #"{"id": \#(10_000 + $0), "folder": 1, "date": "2026-01-01T09:30:00Z", "title": "t", "isRead": false, "contactId": 2}"# }
+            try (lines.joined(separator: "\n") + "\n").write(toFile: dir + "/more.jsonl", atomically: true, encoding: .utf8)
+            let load = try run(["load", path, "--entity", "Message", "--input", dir + "/more.jsonl", "--batch", "10"], closing: 2)
+            #expect(load.reason == .exit && load.status == 0, "\(load)")
+            let count = try runTool(storectlURL, ["count", path, "--entity", "Message"])
+            #expect(count.stdout.contains("2300"), "\(count.stdout)")
+            // A dump whose reader went away.
+            let dump = try run(["dump", path, "--entity", "Message"], closing: 1)
+            #expect(dump.reason == .exit && dump.status == 0, "\(dump)")
+        }
+    }
+
     @Test(arguments: testSeeds(1, base: 23)) func loadIsTheInverseOfDumpForEveryFieldKind(seed: UInt64) throws {
         try withTemporaryDirectory { dir in
             let source = dir + "/source", copy = dir + "/copy"

@@ -275,18 +275,18 @@ struct DemoMutate: ParsableCommand {
                     return tx.commitSequence
                 }
             } catch where goesOnAfterFailures {
-                FileHandle.standardOutput.write(Data("failed \(error)\n".utf8))
+                Output.lineNow("failed \(error)")
                 let reads: String
                 do { reads = "reads through \(try store.read { try $0.journalBounds().last })" } catch { reads = "reads refused: \(error)" }
-                FileHandle.standardOutput.write(Data("\(reads)\n".utf8))
+                Output.lineNow(reads)
                 continue
             }
             if !quiet, let sequence {
-                FileHandle.standardOutput.write(Data("committed \(sequence)\n".utf8))
+                Output.lineNow("committed \(sequence)")
             }
             if let cursor, let sequence {
                 try cursor.acknowledge(through: sequence)
-                if !quiet { FileHandle.standardOutput.write(Data("cursor \(sequence)\n".utf8)) }
+                if !quiet { Output.lineNow("cursor \(sequence)") }
             }
             if pause > 0 { usleep(UInt32(pause) * 1_000) }
         }
@@ -330,7 +330,7 @@ struct DemoMigrate: ParsableCommand {
         let start = Date()
         let done = try store.migrate(MessageV2.self, name: name, recordsPerTransaction: recordsPerTransaction,
                                      progress: { step in
-                                         FileHandle.standardOutput.write(Data("migrated \(step.processed) of \(step.total)\n".utf8))
+                                         Output.lineNow("migrated \(step.processed) of \(step.total)")
                                      }, MessageV2.migrated)
         print(String(format: "finished: %d rewritten, %d deleted in %.2f s", done.rewritten, done.deleted, Date().timeIntervalSince(start)))
     }

@@ -77,13 +77,13 @@ struct FollowCommand: ParsableCommand {
             return "\(lag.commits.formatted()) commits behind the stream\(age)"
         }
         if !quiet {
-            FileHandle.standardError.write(Data("following stream \(nats.stream) into \(replica) (durability \(follower.durability.rawValue)), after commit \(applied()); \(try waiting())\n".utf8))
+            Output.diagnostic("following stream \(nats.stream) into \(replica) (durability \(follower.durability.rawValue)), after commit \(applied()); \(try waiting())\n")
         }
         var lastReport = Date()
         try follower.run(untilOriginSequence: nats.untilSequence) {
             if !quiet, Date().timeIntervalSince(lastReport) >= 1 {
                 let status = (try? waiting()) ?? "the server does not answer"
-                FileHandle.standardError.write(Data("applied through commit \(applied()); \(status)\n".utf8))
+                Output.diagnostic("applied through commit \(applied()); \(status)\n")
                 lastReport = Date()
             }
             return true

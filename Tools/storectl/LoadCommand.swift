@@ -148,7 +148,7 @@ struct LoadCommand: ParsableCommand {
             }
             loaded += pending.count
             pending.removeAll(keepingCapacity: true)
-            if !quiet { FileHandle.standardError.write(Data("loaded \(loaded.formatted()) records\n".utf8)) }
+            if !quiet { Output.diagnostic("loaded \(loaded.formatted()) records\n") }
         }
         while let line = lines.next() {
             lineNumber += 1
@@ -188,7 +188,7 @@ struct LoadCommand: ParsableCommand {
             }
             StoreAccess.fail("\(error); the \(records.count.formatted()) records of \(lines) \(outcome); \(loaded.formatted()) records were loaded before them")
         }
-        if !quiet { FileHandle.standardError.write(Data("loaded \((loaded + records.count).formatted()) records (commit \(sequence))\n".utf8)) }
+        if !quiet { Output.diagnostic("loaded \((loaded + records.count).formatted()) records (commit \(sequence))\n") }
     }
 
     /// Why a line is not a record, completing "line N …".

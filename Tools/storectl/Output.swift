@@ -22,6 +22,13 @@ enum Output {
         if isTerminal || buffer.count >= capacity { flush() }
     }
 
+    /// Writes `text` and a newline, and everything buffered, at once: for a reader that waits
+    /// for each line.
+    static func lineNow(_ text: String) {
+        line(text)
+        flush()
+    }
+
     /// Writes `text` as it is.
     static func text(_ text: String) {
         buffer.append(contentsOf: text.utf8)
@@ -43,6 +50,23 @@ enum Output {
             }
         }
         buffer.removeAll(keepingCapacity: true)
+    }
+
+    /// Writes `text` to standard error at once: errors, progress and status lines. A reader of
+    /// standard error that went away loses the text and nothing else: the command goes on, and
+    /// its exit status still tells how it ended (`FileHandle`'s write would stop the process
+    /// with a trap).
+    static func diagnostic(_ text: String) {
+        let bytes = Array(text.utf8)
+        var written = 0
+        while written < bytes.count {
+            let n = bytes.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress! + written, $0.count - written) }
+            if n >= 0 {
+                written += n
+            } else if errno != EINTR {
+                return
+            }
+        }
     }
 
     /// Lets a closed pipe show as EPIPE from `write` (handled above) instead of a signal that

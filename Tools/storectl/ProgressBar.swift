@@ -13,9 +13,9 @@ final class ProgressBar {
         let filled = Int(fraction * Double(width))
         let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
         let line = "\r[\(bar)] \(Int(fraction * 100))%  \(stage)  \(done.formatted())/\(total.formatted())"
-        FileHandle.standardError.write(Data((line + "\u{1B}[K").utf8))
+        Output.diagnostic(line + "\u{1B}[K")
     }
 
     /// Erases the bar so the results start on a clean line.
-    func clear() { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+    func clear() { Output.diagnostic("\r\u{1B}[K") }
 }

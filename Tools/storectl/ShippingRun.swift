@@ -56,7 +56,7 @@ enum ShippingRun {
     }
 
     static func progress(_ line: String) {
-        FileHandle.standardError.write(Data((line + "\n").utf8))
+        Output.diagnostic(line + "\n")
     }
 }
 

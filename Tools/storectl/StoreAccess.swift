@@ -25,7 +25,7 @@ enum StoreAccess {
 
     static func fail(_ message: String, status: Int32 = errorStatus) -> Never {
         Output.flush()
-        FileHandle.standardError.write(Data("storectl: \(message)\n".utf8))
+        Output.diagnostic("storectl: \(message)\n")
         exit(status)
     }
 

@@ -48,7 +48,7 @@ struct Storectl: ParsableCommand {
             let code = exitCode(for: error)
             // Help, --version and a command's own status (verify's 1) exit as they are.
             if code.isSuccess || error is ExitCode { exit(withError: error) }
-            FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+            Output.diagnostic(fullMessage(for: error) + "\n")
             Glibc.exit(StoreAccess.errorStatus)
         }
     }
