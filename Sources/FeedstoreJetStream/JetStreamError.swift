@@ -3,6 +3,9 @@ import Foundation
 /// Errors of shipping a journal to JetStream and following it. Messages never include
 /// credentials.
 public enum JetStreamError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// A stream's or bucket's name that JetStream does not take (`kind` says which): checked
+    /// before anything is sent or written.
+    case invalidName(kind: String, name: String, reason: String)
     /// The server could not be reached, or refused the connection (wrong credentials included).
     case connectionFailed(url: String, reason: String)
     /// The server did not answer in time.
@@ -80,6 +83,7 @@ public enum JetStreamError: Error, Sendable, Equatable, CustomStringConvertible 
 
     public var description: String {
         switch self {
+        case let .invalidName(kind, name, reason): "\"\(name)\" cannot name a JetStream \(kind): \(reason)"
         case let .connectionFailed(url, reason): "cannot connect to NATS at \(url): \(reason)"
         case let .timedOut(what): "NATS did not answer in time: \(what)"
         case let .serverUnavailable(what, reason): "NATS is unavailable for \(what): \(reason)"

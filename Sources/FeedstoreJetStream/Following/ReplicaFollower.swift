@@ -110,6 +110,8 @@ public final class ReplicaFollower {
     private init(path: String, connection: JetStreamConnection, stream: String, chosen: Durability?,
                  bucket: String?, reseed: Bool, onSeed: @escaping (SeedEvent) -> Void, logger: Logger) throws
     {
+        try JetStreamNames.checkStream(stream)
+        if let bucket { try JetStreamNames.checkBucket(bucket) }
         self.stream = stream
         self.path = path
         let metrics = ReplicationMetrics(stream: stream)

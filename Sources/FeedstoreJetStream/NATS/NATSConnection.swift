@@ -303,7 +303,22 @@ final class NATSConnection {
     static func error(_ status: natsStatus, _ what: String, code: jsErrCode = jsErrCode(0)) -> JetStreamError {
         if status == NATS_TIMEOUT { return .timedOut(what) }
         if isUnavailable(status) { return .serverUnavailable(what, reason: describe(status)) }
-        return .serverRefused(what, reason: describe(status) + (code.rawValue != 0 ? " (JetStream error \(code.rawValue))" : ""))
+        return .serverRefused(what, reason: refusal(status) + (code.rawValue != 0 ? " (JetStream error \(code.rawValue))" : ""))
+    }
+
+    /// Why a call failed with `status`: the server's own words, which the client keeps as this
+    /// thread's last error for a JetStream API call that the server refused ("subjects overlap
+    /// with an existing stream"), else the status's text ("Error"). The caller has made no other
+    /// call of the client since the one that failed.
+    private static func refusal(_ status: natsStatus) -> String {
+        var lastStatus = NATS_OK
+        if let text = nats_GetLastError(&lastStatus), lastStatus == status {
+            var said = Substring(String(cString: text))
+            // Without the client's source location: "(jsm.c:1033): subjects overlap …".
+            if said.hasPrefix("("), let end = said.range(of: "): ") { said = said[end.upperBound...] }
+            if !said.isEmpty { return String(said) }
+        }
+        return describe(status)
     }
 
     private func check(_ status: natsStatus, _ what: String, code: jsErrCode = jsErrCode(0)) throws {

@@ -80,6 +80,9 @@ public final class JournalShipper {
                 snapshots: SnapshotSchedule? = SnapshotSchedule(), onSnapshot: @escaping @Sendable (SnapshotEvent) -> Void = { _ in },
                 acceptWrites: ForwardedWrites? = nil, logger: Logger = Logger(label: "feedstore.jetstream")) throws
     {
+        try JetStreamNames.checkStream(stream)
+        // Before the stream is made: the bucket is made after it.
+        if let snapshots { try JetStreamNames.checkBucket(snapshots.bucket ?? SnapshotBucket.defaultName(forStream: stream)) }
         guard let identifier = try store.read({ try $0.storeIdentifier() }) else {
             throw FeedstoreError.readOnly(path: store.path, reason: "a store without an identifier (format 2, opened read-only) cannot be shipped")
         }

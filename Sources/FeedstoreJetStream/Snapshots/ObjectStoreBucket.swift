@@ -31,9 +31,7 @@ final class ObjectStoreBucket {
     /// - Throws: ``JetStreamError/serverRefused(_:reason:)`` when it does not exist and `create`
     ///   is false, or the name is not a bucket name (letters, digits, `-` and `_`).
     init(connection: NATSConnection, name: String, create: Bool) throws {
-        guard !name.isEmpty, name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else {
-            throw JetStreamError.serverRefused("bucket \(name)", reason: "a bucket's name holds only letters, digits, - and _")
-        }
+        try JetStreamNames.checkBucket(name)
         self.connection = connection
         self.name = name
         if try connection.streamInfo(streamName) == nil {
