@@ -6,7 +6,7 @@ import NATSTestServer
 import Testing
 
 /// Names of streams and buckets are checked before anything is sent or written, and a request
-/// the server refuses says what the server said.
+/// the server refuses says what the server said (and, for a subject another stream has, which).
 @Suite(.serialized) struct JetStreamNameTests {
     /// Expects `body` to refuse `name` as a name of a `kind` (stream or bucket).
     private func expectRefused(_ kind: String, _ name: String, _ body: () throws -> Any) {
@@ -49,7 +49,6 @@ import Testing
             let store = try ShipperTests.openStore(dir + "/store")
             defer { store.close() }
             let shipper = try JournalShipper(store: store, connection: connection, stream: "FIRST", snapshots: nil)
-            _ = shipper
             // A second stream for the same store's subject.
             do {
                 _ = try JournalShipper(store: store, connection: connection, stream: "SECOND", snapshots: nil)
@@ -58,6 +57,8 @@ import Testing
                 #expect(what.contains("SECOND"))
                 #expect(reason.hasPrefix("subjects overlap with an existing stream"), "\(reason)")
                 #expect(reason.contains("JetStream error 10065"), "\(reason)")
+                // And which stream has the subject.
+                #expect(reason.hasSuffix(": stream FIRST carries subject \(shipper.subject)"), "\(reason)")
             }
         }
     }

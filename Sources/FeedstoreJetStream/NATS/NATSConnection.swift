@@ -92,8 +92,30 @@ final class NATSConnection {
                 }
             }
         }
+        if status != NATS_OK, code == JSStreamSubjectOverlapErr, case let .serverRefused(what, reason) = Self.error(status, "creating stream \(name)", code: code) {
+            // Which stream has the subject already: the one to ship to, most likely.
+            let holders = (try? streamNames(holding: subject)) ?? []
+            throw JetStreamError.serverRefused(what, reason: reason + (holders.isEmpty ? "" : ": stream \(holders.joined(separator: ", ")) carries subject \(subject)"))
+        }
         try check(status, "creating stream \(name)", code: code)
         jsStreamInfo_Destroy(info)
+    }
+
+    /// The streams whose subjects take `subject`.
+    func streamNames(holding subject: String) throws -> [String] {
+        var options = jsOptions()
+        jsOptions_Init(&options)
+        var list: UnsafeMutablePointer<jsStreamNamesList>?
+        var code = jsErrCode(0)
+        let status = subject.withCString { cSubject in
+            options.Stream.Info.SubjectsFilter = cSubject
+            return js_StreamNames(&list, jetStream, &options, &code)
+        }
+        if status == NATS_NOT_FOUND { return [] }
+        try check(status, "listing the streams of subject \(subject)", code: code)
+        defer { jsStreamNamesList_Destroy(list) }
+        guard let list else { return [] }
+        return (0..<Int(list.pointee.Count)).compactMap { list.pointee.List[$0].map { String(cString: $0) } }
     }
 
     /// Creates a stream laid out as a NATS Object Store bucket holds its objects: on disk,
