@@ -160,6 +160,38 @@ import Testing
         }
     }
 
+    /// A store with commits of its own that is not a copy of the stream's origin (a primary
+    /// given by mistake) is refused, and stays as it was: writable, no replica.
+    @Test func aStoreThatIsNotACopyOfTheOriginIsNotMadeItsReplica() throws {
+        var rng = SeededGenerator(seed: 8)
+        try withTemporaryDirectory { dir in
+            let server = try NATSServer(directory: dir)
+            let connection = JetStreamConnection(url: server.url)
+            let primary = try ShipperTests.openStore(dir + "/primary")
+            let shipper = try JournalShipper(store: primary, connection: connection, stream: Self.stream, snapshots: nil)
+            // A second primary shipping to a stream that holds nothing yet.
+            let quiet = try ShipperTests.openStore(dir + "/quiet")
+            _ = try JournalShipper(store: quiet, connection: connection, stream: "QUIET", snapshots: nil)
+            try ShipperTests.commit(primary, 20, rng: &rng)
+            try shipper.run(until: try primary.read { try $0.journalBounds().last })
+            let other = try ShipperTests.openStore(dir + "/other")
+            try ShipperTests.commit(other, 10, rng: &rng)
+            let otherID = try #require(try other.read { try $0.storeIdentifier() })
+            other.close()
+
+            for (stream, origin) in [(Self.stream, primary), ("QUIET", quiet)] {
+                let originID = try #require(try origin.read { try $0.storeIdentifier() })
+                #expect { try ReplicaFollower(path: dir + "/other", connection: connection, stream: stream, durability: .none) } throws: { error in
+                    error as? JetStreamError == .streamHoldsAnotherStore(stream: stream, found: originID.uuidString.lowercased(), expected: otherID)
+                }
+            }
+            let reopened = try ShipperTests.openStore(dir + "/other")
+            defer { reopened.close() }
+            #expect(try reopened.read { try $0.replicaState() } == nil)
+            try ShipperTests.commit(reopened, 1, rng: &rng)
+        }
+    }
+
     /// While the server is down, the replica serves its last applied state and the follower waits;
     /// once the server is back, shipper and follower continue on their own connections.
     @Test func aReplicaServesItsLastStateDuringAPartitionAndCatchesUpAfter() throws {

@@ -419,6 +419,7 @@ public final class ReplicaFollower {
             }
             let through = try replica.read { try $0.journalBounds().last }
             let streamSequence = try Self.seedPosition(through: through, history: history)
+            try checkStreamCarries(origin, after: streamSequence, info: info)
             let seeded = ReplicaState(origin: origin, streamSequence: streamSequence, originSequence: through,
                                       originTime: try Self.lastCommitTime(of: replica))
             try replica.write { try $0.makeReplica(seeded) }
@@ -428,6 +429,30 @@ public final class ReplicaFollower {
             throw JetStreamError.replicaNeedsSeed(stream: stream, reason: "the stream starts at message \(info.firstSequence); the replica needs message \(state.streamSequence + 1)")
         }
         subscription = try connection.subscribe(stream: stream, subject: subject, from: (state?.streamSequence ?? 0) + 1)
+    }
+
+    /// Throws unless the stream carries the commits of `origin`, whose copy the replica is: a
+    /// store with commits of its own that is not a copy of the stream's origin (a primary given
+    /// by mistake) must not be made its replica, which would leave it read-only, waiting for
+    /// commits that are not its continuation. The message the replica continues after (or the
+    /// stream's first) must be `origin`'s, or be followed by the record of `origin`'s promotion
+    /// (a copy of a replica promoted right after that commit). An empty stream is checked by its
+    /// subject, when it is a shipper's own (`feedstore.<store>`).
+    private func checkStreamCarries(_ origin: UUID, after streamSequence: UInt64, info: (subjects: [String], lastSequence: UInt64, firstSequence: UInt64)) throws {
+        let own = origin.uuidString.lowercased()
+        let first = max(info.firstSequence, 1)
+        guard info.lastSequence >= first else {
+            if let subject = info.subjects.first, subject.hasPrefix("feedstore."), let carried = UUID(uuidString: String(subject.dropFirst("feedstore.".count))),
+               carried != origin
+            {
+                throw JetStreamError.streamHoldsAnotherStore(stream: stream, found: carried.uuidString.lowercased(), expected: origin)
+            }
+            return
+        }
+        let at = max(streamSequence, first)
+        guard let found = try history.id(at: at), found.store != own else { return }
+        if at < info.lastSequence, let next = try history.id(at: at + 1), next.isPromotion, next.store == own { return }
+        throw JetStreamError.streamHoldsAnotherStore(stream: stream, found: found.store, expected: origin)
     }
 
     /// A commit of the stream, checked and ready to write: its records' changes and the replica's
