@@ -165,10 +165,8 @@ import Testing
     @Test func aStoreThatIsNotACopyOfTheOriginIsNotMadeItsReplica() throws {
         var rng = SeededGenerator(seed: 8)
         try withTemporaryDirectory { dir in
-            let server = try NATSServer(directory: dir)
-            let connection = JetStreamConnection(url: server.url)
-            let primary = try ShipperTests.openStore(dir + "/primary")
-            let shipper = try JournalShipper(store: primary, connection: connection, stream: Self.stream, snapshots: nil)
+            let (server, connection, primary, shipper) = try ShipperTests.startPrimary(in: dir)
+            _ = server
             // A second primary shipping to a stream that holds nothing yet.
             let quiet = try ShipperTests.openStore(dir + "/quiet")
             _ = try JournalShipper(store: quiet, connection: connection, stream: "QUIET", snapshots: nil)
@@ -179,7 +177,7 @@ import Testing
             let otherID = try #require(try other.read { try $0.storeIdentifier() })
             other.close()
 
-            for (stream, origin) in [(Self.stream, primary), ("QUIET", quiet)] {
+            for (stream, origin) in [(ShipperTests.stream, primary), ("QUIET", quiet)] {
                 let originID = try #require(try origin.read { try $0.storeIdentifier() })
                 #expect { try ReplicaFollower(path: dir + "/other", connection: connection, stream: stream, durability: .none) } throws: { error in
                     error as? JetStreamError == .streamHoldsAnotherStore(stream: stream, found: originID.uuidString.lowercased(), expected: otherID)
