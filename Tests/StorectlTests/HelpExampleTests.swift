@@ -68,6 +68,17 @@ import Testing
             for line in written.split(separator: "\n") where line.count > 80 {
                 Issue.record("storectl help \(command.joined(separator: " ")) has a line wider than 80 columns: \(line)")
             }
+            // A trailing backslash continues an example's command line, never prose (a `\\` in
+            // the source prints one where `\` joins the lines).
+            var continuing = false
+            for line in written.split(separator: "\n") {
+                let text = line.trimmingCharacters(in: .whitespaces)
+                let inExample = continuing || text.hasPrefix("storectl ") || text.hasPrefix("Example: storectl ")
+                if text.hasSuffix("\\") && !inExample {
+                    Issue.record("storectl help \(command.joined(separator: " ")) ends a line of prose with a backslash: \(line)")
+                }
+                continuing = inExample && text.hasSuffix("\\")
+            }
             commands.append(command)
             queue += Self.subcommands(in: help).map { command + [$0] }
         }

@@ -8,16 +8,16 @@ struct PromoteCommand: ParsableCommand {
         commandName: "promote",
         abstract: "Make a replica the primary in its origin's place, then ship it on the same stream.",
         discussion: """
-        The replica first applies every commit the stream holds. It then publishes a promotion \\
-        record that the stream stores only if its last message is still the replica's last \\
-        commit (Nats-Expected-Last-Sequence), so no commit the stream acknowledged is lost and \\
-        one store ships at a time; if the old primary shipped meanwhile, those commits are \\
-        applied and the record tried again. The record tells the other replicas to follow the \\
-        promoted store. The old primary's shipper is refused from then on, naming its commits \\
-        that never reached the stream; it can rejoin only as a replica from a snapshot. The \\
-        promoted store then ships like storectl ship, taking a snapshot first. Stop the \\
-        replica's follower before promoting, and reopen the applications' handles afterwards \\
-        (those opened on the replica stay read-only). Running promote again after a crash \\
+        The replica first applies every commit the stream holds. It then publishes a promotion \
+        record that the stream stores only if its last message is still the replica's last \
+        commit (Nats-Expected-Last-Sequence), so no commit the stream acknowledged is lost and \
+        one store ships at a time; if the old primary shipped meanwhile, those commits are \
+        applied and the record tried again. The record tells the other replicas to follow the \
+        promoted store. The old primary's shipper is refused from then on, naming its commits \
+        that never reached the stream; it can rejoin only as a replica from a snapshot. The \
+        promoted store then ships like storectl ship, taking a snapshot first. Stop the \
+        replica's follower before promoting, and reopen the applications' handles afterwards \
+        (those opened on the replica stay read-only). Running promote again after a crash \
         finishes the same promotion.
 
         Example:
