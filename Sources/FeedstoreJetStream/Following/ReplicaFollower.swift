@@ -77,8 +77,11 @@ public final class ReplicaFollower {
     ///   - logger: where the follower logs (swift-log); it also reports its metrics through
     ///     swift-metrics (listed in the replication article).
     /// - Throws: ``JetStreamError`` when the stream does not exist or holds another store's
-    ///   commits, when the replica cannot continue from it, or a start from nothing finds no
-    ///   snapshot and a stream that does not begin with the origin's first commit.
+    ///   commits (a store with commits that is not a copy of its origin included), when the
+    ///   replica cannot continue from it, or a start from nothing finds no snapshot and a stream
+    ///   that does not begin with the origin's first commit;
+    ///   ``JetStreamError/invalidName(kind:name:reason:)`` for a stream or bucket name JetStream
+    ///   does not take.
     public convenience init(path: String, connection: JetStreamConnection, stream: String,
                             bucket: String? = nil, reseed: Bool = false, onSeed: @escaping (SeedEvent) -> Void = { _ in },
                             logger: Logger = Logger(label: "feedstore.jetstream")) throws

@@ -75,7 +75,9 @@ public final class JournalShipper {
     ///     swift-metrics (listed in the replication article).
     /// - Throws: ``JetStreamError`` when the server cannot be reached, the stream holds another
     ///   store's commits or commits this store lacks, another shipper runs, or a promotion
-    ///   replaced this store (``JetStreamError/supersededByPromotion(stream:promoted:through:unshipped:)``).
+    ///   replaced this store (``JetStreamError/supersededByPromotion(stream:promoted:through:unshipped:)``);
+    ///   ``JetStreamError/invalidName(kind:name:reason:)`` for a stream or bucket name JetStream
+    ///   does not take.
     public init(store: Store, connection: JetStreamConnection, stream: String, subject: String? = nil,
                 snapshots: SnapshotSchedule? = SnapshotSchedule(), onSnapshot: @escaping @Sendable (SnapshotEvent) -> Void = { _ in },
                 acceptWrites: ForwardedWrites? = nil, logger: Logger = Logger(label: "feedstore.jetstream")) throws

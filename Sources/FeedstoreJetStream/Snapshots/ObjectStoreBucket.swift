@@ -29,7 +29,8 @@ final class ObjectStoreBucket {
 
     /// The bucket `name`, created when `create` is true and it does not exist.
     /// - Throws: ``JetStreamError/serverRefused(_:reason:)`` when it does not exist and `create`
-    ///   is false, or the name is not a bucket name (letters, digits, `-` and `_`).
+    ///   is false; ``JetStreamError/invalidName(kind:name:reason:)`` when the name is not a
+    ///   bucket's (letters, digits, `-` and `_`).
     init(connection: NATSConnection, name: String, create: Bool) throws {
         try JetStreamNames.checkBucket(name)
         self.connection = connection
