@@ -444,7 +444,11 @@ public struct PowerLoss {
             defer { store.close() }
             _ = try store.journalCursor(named: "after-power-loss", start: .oldest)
             let issues = try store.verify()
-            if !issues.isEmpty { failed("verify after a write: \(issues.prefix(3))") }
+            if !issues.isEmpty {
+                // What the next one to look needs: how large the state's file was, and is.
+                let size = (try? FileManager.default.attributesOfItem(atPath: path + "/data.mdb")[.size] as? Int) ?? nil
+                failed("verify after a write: \(issues.prefix(3)) (data file \(image.count) bytes in the crash state, \(size.map(String.init) ?? "?") after the write)")
+            }
         } catch {
             failed("\(error)")
         }
