@@ -37,19 +37,10 @@ enum Output {
 
     /// Writes what is buffered.
     static func flush() {
-        var written = 0
-        while written < buffer.count {
-            let n = buffer.withUnsafeBytes { write(STDOUT_FILENO, $0.baseAddress! + written, $0.count - written) }
-            if n >= 0 {
-                written += n
-            } else if errno == EPIPE {
-                exit(0)
-            } else if errno != EINTR {
-                buffer.removeAll()
-                StoreAccess.fail("cannot write the output: \(String(cString: strerror(errno)))")
-            }
-        }
+        let failure = writeAll(buffer, to: STDOUT_FILENO)
         buffer.removeAll(keepingCapacity: true)
+        if failure == EPIPE { exit(0) }
+        if let failure { StoreAccess.fail("cannot write the output: \(String(cString: strerror(failure)))") }
     }
 
     /// Writes `text` to standard error at once: errors, progress and status lines. A reader of
@@ -57,16 +48,22 @@ enum Output {
     /// its exit status still tells how it ended (`FileHandle`'s write would stop the process
     /// with a trap).
     static func diagnostic(_ text: String) {
-        let bytes = Array(text.utf8)
+        _ = writeAll(Array(text.utf8), to: STDERR_FILENO)
+    }
+
+    /// Writes all of `bytes` to `descriptor` (again after an interrupted call); the `errno` of
+    /// a write that failed otherwise, or nil.
+    private static func writeAll(_ bytes: [UInt8], to descriptor: Int32) -> Int32? {
         var written = 0
         while written < bytes.count {
-            let n = bytes.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress! + written, $0.count - written) }
+            let n = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress! + written, $0.count - written) }
             if n >= 0 {
                 written += n
             } else if errno != EINTR {
-                return
+                return errno
             }
         }
+        return nil
     }
 
     /// Lets a closed pipe show as EPIPE from `write` (handled above) instead of a signal that

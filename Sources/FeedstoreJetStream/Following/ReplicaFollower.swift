@@ -440,14 +440,12 @@ public final class ReplicaFollower {
     /// commits that are not its continuation. The message the replica continues after (or the
     /// stream's first) must be `origin`'s, or be followed by the record of `origin`'s promotion
     /// (a copy of a replica promoted right after that commit). An empty stream is checked by its
-    /// subject, when it is a shipper's own (`feedstore.<store>`).
+    /// subject, when it is a shipper's own (``JournalShipper/defaultSubject(of:)``).
     private func checkStreamCarries(_ origin: UUID, after streamSequence: UInt64, info: (subjects: [String], lastSequence: UInt64, firstSequence: UInt64)) throws {
         let own = origin.uuidString.lowercased()
         let first = max(info.firstSequence, 1)
         guard info.lastSequence >= first else {
-            if let subject = info.subjects.first, subject.hasPrefix("feedstore."), let carried = UUID(uuidString: String(subject.dropFirst("feedstore.".count))),
-               carried != origin
-            {
+            if let carried = info.subjects.first.flatMap(JournalShipper.store(ofDefaultSubject:)), carried != origin {
                 throw JetStreamError.streamHoldsAnotherStore(stream: stream, found: carried.uuidString.lowercased(), expected: origin)
             }
             return

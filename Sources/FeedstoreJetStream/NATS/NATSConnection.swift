@@ -103,19 +103,25 @@ final class NATSConnection {
 
     /// The streams whose subjects take `subject`.
     func streamNames(holding subject: String) throws -> [String] {
-        var options = jsOptions()
-        jsOptions_Init(&options)
         var list: UnsafeMutablePointer<jsStreamNamesList>?
         var code = jsErrCode(0)
-        let status = subject.withCString { cSubject in
-            options.Stream.Info.SubjectsFilter = cSubject
-            return js_StreamNames(&list, jetStream, &options, &code)
-        }
+        let status = Self.withSubjectsFilter(subject) { js_StreamNames(&list, jetStream, &$0, &code) }
         if status == NATS_NOT_FOUND { return [] }
         try check(status, "listing the streams of subject \(subject)", code: code)
         defer { jsStreamNamesList_Destroy(list) }
         guard let list else { return [] }
         return (0..<Int(list.pointee.Count)).compactMap { list.pointee.List[$0].map { String(cString: $0) } }
+    }
+
+    /// Calls `call` with JetStream options that filter by subject `filter` (the streams that
+    /// hold it, or a stream's subjects that match it).
+    private static func withSubjectsFilter(_ filter: String, _ call: (inout jsOptions) -> natsStatus) -> natsStatus {
+        var options = jsOptions()
+        jsOptions_Init(&options)
+        return filter.withCString { cFilter in
+            options.Stream.Info.SubjectsFilter = cFilter
+            return call(&options)
+        }
     }
 
     /// Creates a stream laid out as a NATS Object Store bucket holds its objects: on disk,
@@ -148,14 +154,9 @@ final class NATSConnection {
     /// The subjects of a stream that match `filter`, with how many messages each holds; nil when
     /// there is no such stream.
     func subjects(of stream: String, matching filter: String) throws -> [String: UInt64]? {
-        var options = jsOptions()
-        jsOptions_Init(&options)
         var info: UnsafeMutablePointer<jsStreamInfo>?
         var code = jsErrCode(0)
-        let status = filter.withCString { cFilter in
-            options.Stream.Info.SubjectsFilter = cFilter
-            return js_GetStreamInfo(&info, jetStream, stream, &options, &code)
-        }
+        let status = Self.withSubjectsFilter(filter) { js_GetStreamInfo(&info, jetStream, stream, &$0, &code) }
         if status == NATS_NOT_FOUND || code == JSStreamNotFoundErr { return nil }
         try check(status, "reading stream \(stream)", code: code)
         defer { jsStreamInfo_Destroy(info) }

@@ -51,6 +51,14 @@ public final class JournalShipper {
     /// entity's entry the first time and whenever it changed.
     private var sentSchemas: [String: CatalogEntity] = [:]
 
+    /// The subject a shipper publishes the store `store`'s commits on unless given another.
+    static func defaultSubject(of store: UUID) -> String { "feedstore.\(store.uuidString.lowercased())" }
+
+    /// The store whose commits `subject` carries, when it is a ``defaultSubject(of:)``.
+    static func store(ofDefaultSubject subject: String) -> UUID? {
+        subject.hasPrefix("feedstore.") ? UUID(uuidString: String(subject.dropFirst("feedstore.".count))) : nil
+    }
+
     /// Connects, creates the stream when it does not exist, and finds where shipping resumes.
     ///
     /// The first shipper of a store makes its journal keep records
@@ -97,7 +105,7 @@ public final class JournalShipper {
         logger[metadataKey: "stream"] = "\(stream)"
         logger[metadataKey: "store"] = "\(identifier.uuidString.lowercased())"
         self.logger = logger
-        self.subject = subject ?? "feedstore.\(identifier.uuidString.lowercased())"
+        self.subject = subject ?? Self.defaultSubject(of: identifier)
         subjectGiven = subject != nil
         lock = try ExclusiveFileLock(path: store.path + "/jetstream-\(stream).lock",
                                      refusal: { .anotherShipper(stream: stream, reason: "a shipper of this store already runs: \($0)") })
