@@ -65,6 +65,34 @@ import Testing
         }
     }
 
+    /// Small commits with a trimmed journal, each process closing cleanly, leave a data file that
+    /// ends before free pages LMDB never wrote: every command opens it, and it takes writes.
+    @Test func aStoreEndingBeforeUnwrittenFreePagesOpensEverywhere() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir + "/t"
+            let populate = try runTool(storectlURL, ["demo", "populate", path, "--messages", "200", "--contacts", "10"])
+            #expect(populate.status == 0, "\(populate.stderr)")
+            for seed in 1701...1708 {
+                let mutate = try runTool(storectlURL, ["demo", "mutate", path, "--commits", "2", "--per-commit", "2", "--seed", String(seed),
+                                                       "--keep-commits", "10", "--quiet"])
+                #expect(mutate.status == 0, "seed \(seed): \(mutate.stderr)")
+            }
+            let inspect = try runTool(storectlURL, ["inspect", path, "--format", "json"])
+            #expect(inspect.status == 0, "\(inspect.stderr)")
+            // The state this test is about: the file is shorter than the pages counted in use.
+            let environment = try #require(try JSONSerialization.jsonObject(with: Data(inspect.stdout.utf8)) as? [String: Any])["environment"]
+                as? [String: Any]
+            let fileSize = try #require(environment?["fileSize"] as? Int)
+            let pagesUsed = try #require(environment?["pagesUsed"] as? Int), pageSize = try #require(environment?["pageSize"] as? Int)
+            #expect(fileSize < pagesUsed * pageSize, "the file holds every page: the recipe no longer makes the state")
+            let verify = try runTool(storectlURL, ["verify", path])
+            #expect(verify.status == 0 && verify.stdout.contains("consistent"), "\(verify.stdout)\(verify.stderr)")
+            let more = try runTool(storectlURL, ["demo", "mutate", path, "--commits", "3", "--per-commit", "3", "--seed", "1709", "--quiet"])
+            #expect(more.status == 0, "\(more.stderr)")
+            #expect(try runTool(storectlURL, ["verify", path]).status == 0)
+        }
+    }
+
     @Test func badArgumentsAndPathsFailWithAMessage() throws {
         try withTemporaryDirectory { dir in
             let bad = try runTool(storectlURL, ["demo", "mutate", dir + "/x", "--durability", "sometimes"])

@@ -49,7 +49,7 @@ struct LMDBPageCheck {
     private let pageSize: Int
     private let lastPage: UInt64
     /// Pages met so far, by page number.
-    private var seen: [Bool]
+    private(set) var seen: [Bool]
     private(set) var problems: [String] = []
     private let maximumProblems = 30
     private var progress: ((Int, Int) -> Void)?
@@ -90,6 +90,25 @@ struct LMDBPageCheck {
         let file = open(path, O_RDONLY | O_CLOEXEC)
         guard file >= 0 else { return ["data.mdb cannot be read: \(String(cString: strerror(errno)))"] }
         defer { close(file) }
+        switch snapshotMeta(file: file, environment: environment, in: txn) {
+        case nil: return nil
+        case .problem(let problem): return [problem]
+        case .meta(let free, let main, let lastPage):
+            var check = LMDBPageCheck(file: file, pageSize: environment.pageSize, lastPage: lastPage, progress: progress)
+            check.run(free: free, main: main, only: only)
+            return check.problems
+        }
+    }
+
+    /// The meta page of a read transaction's snapshot, or what is wrong with it.
+    enum SnapshotMeta {
+        case meta(free: TreeRecord, main: TreeRecord, lastPage: UInt64)
+        case problem(String)
+    }
+
+    /// Reads the meta page of `txn`'s snapshot from `file` (the data file). Nil when commits
+    /// since `txn` began overwrote it.
+    static func snapshotMeta(file: Int32, environment: LMDBEnvironment, in txn: borrowing LMDBTransaction) -> SnapshotMeta? {
         let snapshot = UInt64(mdb_txn_id(txn.handle))
         // The transaction's meta page, read first: a later commit may overwrite it, though not
         // the pages it points to.
@@ -108,21 +127,18 @@ struct LMDBPageCheck {
         guard let meta else {
             // Meta pages alternate, so two commits since the transaction began replace its own.
             if newest > snapshot + 1 { return nil }
-            return ["no meta page holds the snapshot being checked (transaction \(snapshot))"]
+            return .problem("no meta page holds the snapshot being checked (transaction \(snapshot))")
         }
         return meta.withUnsafeBytes { bytes in
-            let free = TreeRecord(bytes, at: 40), main = TreeRecord(bytes, at: 88)
             let lastPage = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: 136, as: UInt64.self))
             let pageSize = Int(UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: 40, as: UInt32.self)))
-            guard pageSize == environment.pageSize else { return ["the meta page says pages of \(pageSize) bytes"] }
-            guard lastPage >= 1, lastPage < 1 << 36 else { return ["the meta page says the last page is \(lastPage)"] }
-            var check = LMDBPageCheck(file: file, pageSize: pageSize, lastPage: lastPage, progress: progress)
-            check.run(free: free, main: main, only: only)
-            return check.problems
+            guard pageSize == environment.pageSize else { return .problem("the meta page says pages of \(pageSize) bytes") }
+            guard lastPage >= 1, lastPage < 1 << 36 else { return .problem("the meta page says the last page is \(lastPage)") }
+            return .meta(free: TreeRecord(bytes, at: 40), main: TreeRecord(bytes, at: 88), lastPage: lastPage)
         }
     }
 
-    private init(file: Int32, pageSize: Int, lastPage: UInt64, progress: ((Int, Int) -> Void)?) {
+    init(file: Int32, pageSize: Int, lastPage: UInt64, progress: ((Int, Int) -> Void)?) {
         self.file = file
         self.pageSize = pageSize
         self.lastPage = lastPage
@@ -175,11 +191,15 @@ struct LMDBPageCheck {
         return true
     }
 
-    private mutating func read(_ page: UInt64, count: Int = 1) -> [UInt8]? {
+    /// Reads `count` pages from `page` on, which `user` uses; nil (and a problem) when the file
+    /// ends before them.
+    private mutating func read(_ page: UInt64, count: Int = 1, user: String) -> [UInt8]? {
         var bytes = [UInt8](repeating: 0, count: pageSize * count)
         let got = pread(file, &bytes, bytes.count, off_t(page) * off_t(pageSize))
         guard got == bytes.count else {
-            report("page \(page) lies past the end of the file")
+            var status = stat()
+            let size = fstat(file, &status) == 0 ? " (\(status.st_size) bytes)" : ""
+            report("page \(page), which \(user) uses, lies past the end of the file\(size)")
             return nil
         }
         pagesRead += count
@@ -189,7 +209,7 @@ struct LMDBPageCheck {
 
     // MARK: Trees
 
-    private mutating func walk(_ record: TreeRecord, name: String, integerKeys: Bool) {
+    mutating func walk(_ record: TreeRecord, name: String, integerKeys: Bool) {
         if record.root == Self.noPage {
             if record.entries != 0 || record.depth != 0 { report("\(name) has no root but claims \(record.entries) entries") }
             return
@@ -210,7 +230,7 @@ struct LMDBPageCheck {
     private mutating func walkPage(_ page: UInt64, level: Int, depth: Int, low: [UInt8]?, high: [UInt8]?, name: String,
                                    integerKeys: Bool, tally: inout Tally)
     {
-        guard problems.isEmpty, claim(page, name), let bytes = read(page) else { return }
+        guard problems.isEmpty, claim(page, name), let bytes = read(page, user: name) else { return }
         let place = "\(name), page \(page)"
         let (number, flags, lower, upper) = bytes.withUnsafeBytes { raw in
             (UInt64(littleEndian: raw.loadUnaligned(as: UInt64.self)),
@@ -306,7 +326,7 @@ struct LMDBPageCheck {
             report("\(name) points to overflow page \(first), outside 2…\(lastPage)")
             return nil
         }
-        guard let head = read(first) else { return nil }
+        guard let head = read(first, user: name) else { return nil }
         let (number, flags, pages) = head.withUnsafeBytes { raw in
             (UInt64(littleEndian: raw.loadUnaligned(as: UInt64.self)),
              UInt16(littleEndian: raw.loadUnaligned(fromByteOffset: 10, as: UInt16.self)),
@@ -323,7 +343,7 @@ struct LMDBPageCheck {
         for page in first..<(first + UInt64(pages)) { guard claim(page, name) else { return nil } }
         tally.overflowPages += UInt64(pages)
         guard pages > 1 else { return Array(head[Self.pageHeaderSize..<(Self.pageHeaderSize + size)]) }
-        guard let all = read(first, count: pages) else { return nil }
+        guard let all = read(first, count: pages, user: name) else { return nil }
         return Array(all[Self.pageHeaderSize..<(Self.pageHeaderSize + size)])
     }
 

@@ -217,15 +217,17 @@ enum StoreOpener {
     }
 
     /// LMDB maps the file: reading a page past the end of a truncated file would kill the
-    /// process (SIGBUS). Refuse a file shorter than the pages its meta page says are in use.
+    /// process (SIGBUS). Refuse a file that ends before a page in use; pages that only the free
+    /// list names may lie past the end, unwritten (``LMDBPageCheck/FileEnd``).
     private static func checkNotTruncated(_ environment: LMDBEnvironment, path: String) throws {
-        let info = try environment.info()
-        let needed = (info.lastPageNumber + 1) * environment.pageSize
-        let attributes = try? FileManager.default.attributesOfItem(atPath: path + "/data.mdb")
-        let size = (attributes?[.size] as? NSNumber)?.intValue ?? 0
-        if size < needed {
-            throw FeedstoreError.notAStore(path: path, reason: "data.mdb is truncated: \(size) bytes, but \(needed) are in use")
+        for _ in 0..<100 {
+            switch try LMDBPageCheck.fileEnd(environment, in: try LMDBTransaction(environment: environment, readOnly: true)) {
+            case nil: continue
+            case .whole, .unwrittenFreePages: return
+            case .truncated(let reason): throw FeedstoreError.notAStore(path: path, reason: reason)
+            }
         }
+        throw LMDBPageCheck.busy(environment)
     }
 
     private static func openSystemDatabases(environment: LMDBEnvironment, path: String, readOnly: Bool) throws -> SystemDatabases {
