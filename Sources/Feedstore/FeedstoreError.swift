@@ -52,8 +52,8 @@ public enum FeedstoreError: Error, Sendable, Equatable, CustomStringConvertible 
     /// present where it had to be absent, or not equal to the value expected. Nothing of the
     /// transaction is written.
     case preconditionFailed(entity: String, id: FieldValue, reason: String)
-    /// The entity has no index with this name.
-    case unknownIndex(entity: String, index: String)
+    /// The entity has no index with this name; `indexes` lists the ones it has.
+    case unknownIndex(entity: String, index: String, indexes: [String])
     /// A name used by `usedBy` (an index, its condition, a watcher's options) is not a field of the
     /// entity; `fields` lists the entity's fields.
     case unknownField(entity: String, field: String, usedBy: String, fields: [String])
@@ -114,7 +114,9 @@ public enum FeedstoreError: Error, Sendable, Equatable, CustomStringConvertible 
         case let .unknownEntity(name): "no entity named \(name) in this store"
         case let .recordRefused(entity, id, field, reason): "\(entity) \(id.jsonText) was refused: \(reason.describing(field: field))"
         case let .preconditionFailed(entity, id, reason): "\(entity) \(id.jsonText) was not written: \(reason)"
-        case let .unknownIndex(entity, index): "entity \(entity) has no index named \(index)"
+        case let .unknownIndex(entity, index, indexes):
+            "entity \(entity) has no index named \(index)"
+                + (indexes.isEmpty ? "; it has no indexes" : "; its indexes are \(indexes.joined(separator: ", "))")
         case let .unknownField(entity, field, usedBy, fields):
             "\(usedBy) names \"\(field)\", which is not a field of \(entity); its fields are "
                 + (fields.isEmpty ? "unknown" : fields.joined(separator: ", "))

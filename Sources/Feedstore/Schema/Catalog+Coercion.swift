@@ -13,23 +13,47 @@ extension CatalogEntity {
     /// Converts a primary key given as JSON to the kind the entity's keys are stored as.
     public func coercePrimaryKey(_ value: FieldValue) -> FieldValue { FieldValue.coerce(value, to: primaryKeyKind) }
 
-    /// Like ``coerce(_:forIndex:startingAt:)``, but a value that is not of its field's stored kind
-    /// (and not null) is an error instead of a key that matches nothing: a tool given `["a"]` for
-    /// an integer field says so.
-    /// - Throws: ``FeedstoreError/invalidRange(entity:index:reason:)`` naming the component.
+    /// Like ``coerce(_:forIndex:startingAt:)``, but a value that is not of the kind its
+    /// component is stored as (and not null), and does not convert to it without loss, is an
+    /// error instead of a key that matches nothing: a tool given `["a"]` for an integer field,
+    /// or a query given `.int(5)` for a `UInt64` field's `.uint(5)`... which converts.
+    /// Queries, storectl and writes by name convert by one table (`FieldValue.coerce(_:to:)`).
+    /// - Throws: ``FeedstoreError/unknownIndex(entity:index:indexes:)``;
+    ///   ``FeedstoreError/invalidRange(entity:index:reason:)`` naming the component and both kinds.
     public func keyComponents(_ values: [FieldValue], forIndex index: String, startingAt offset: Int = 0) throws -> [FieldValue] {
-        guard let definition = self.index(named: index)?.definition else { throw FeedstoreError.unknownIndex(entity: name, index: index) }
-        let converted = coerce(values, forIndex: index, startingAt: offset)
-        for (i, value) in converted.enumerated() where offset + i < definition.components.count {
+        guard let definition = self.index(named: index)?.definition else { throw unknownIndex(index) }
+        return try keyComponents(values, for: definition, startingAt: offset)
+    }
+
+    /// ``keyComponents(_:forIndex:startingAt:)`` for an index's definition.
+    func keyComponents(_ values: [FieldValue], for definition: IndexDefinition, startingAt offset: Int) throws -> [FieldValue] {
+        var converted = values
+        for (i, value) in values.enumerated() where offset + i < definition.components.count {
             let field = definition.components[offset + i].field
-            let path = FieldPath(field)
-            guard path.rest.isEmpty, let catalogField = self.field(named: path.head) else { continue }
-            if !catalogField.accepts(value) {
-                throw FeedstoreError.invalidRange(entity: name, index: index, reason: "component \(offset + i + 1) is field \(field), stored as "
-                    + "\(FieldValue.describingKind(catalogField.kind)); got \(value.jsonText)")
+            guard let kind = keyKind(ofField: field), value.kindRank != 0 else { continue }
+            let component = FieldValue.coerce(value, to: kind)
+            guard component.kindName == kind else {
+                throw FeedstoreError.invalidRange(entity: name, index: definition.name, reason: "component \(offset + i + 1) is field \(field), "
+                    + "stored as \(FieldValue.describingKind(kind)); got \(value.jsonText) (\(value.kindName)), which does not convert to it")
             }
+            converted[i] = component
         }
         return converted
+    }
+
+    /// The one kind index keys hold for `field` (plain or dotted): the kind the entity's type
+    /// declares, else the one kind its records have held; nil when values of several kinds may
+    /// be there (a field declared `any`, a nested field, a field of mixed kinds) or none is known.
+    func keyKind(ofField field: String) -> String? {
+        let declared = declaredKinds?[field].map { $0.hasSuffix("?") ? String($0.dropLast()) : $0 }
+        let kind = declared ?? self.field(named: field)?.kind
+        guard let kind, FieldValue.keyKindNames.contains(kind) else { return nil }
+        return kind
+    }
+
+    /// ``FeedstoreError/unknownIndex(entity:index:indexes:)`` for `index`, listing the entity's indexes.
+    func unknownIndex(_ index: String) -> FeedstoreError {
+        .unknownIndex(entity: name, index: index, indexes: indexes.map(\.definition.name))
     }
 
     /// Like ``coercePrimaryKey(_:)``, but a value not of the primary key's kind is an error.
@@ -64,12 +88,17 @@ extension FieldValue {
         }
     }
 
+    /// The kinds a key component holds one of.
+    static let keyKindNames: Set<String> = ["bool", "int", "uint", "double", "date", "string", "bytes", "uuid"]
+
+    /// `value` converted to `kind` where nothing is lost, else `value` as it is: the one table
+    /// by which queries, storectl's keys and ranges, and writes by name convert values.
     static func coerce(_ value: FieldValue, to kind: String) -> FieldValue {
         switch (kind, value) {
         case let ("uint", .int(i)) where i >= 0: return .uint(UInt64(i))
         case let ("int", .uint(u)) where u <= UInt64(Int64.max): return .int(Int64(u))
-        case let ("double", .int(i)): return .double(Double(i))
-        case let ("double", .uint(u)): return .double(Double(u))
+        case let ("double", .int(i)): return Double(exactly: i).map { .double($0) } ?? value
+        case let ("double", .uint(u)): return Double(exactly: u).map { .double($0) } ?? value
         // Integral doubles (JSON writers that print 3.0) convert when the integer is exact.
         case let ("int", .double(d)) where d.rounded() == d: return Int64(exactly: d).map { .int($0) } ?? value
         case let ("uint", .double(d)) where d.rounded() == d: return UInt64(exactly: d).map { .uint($0) } ?? value

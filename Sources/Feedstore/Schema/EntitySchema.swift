@@ -29,7 +29,7 @@ final class EntitySchema: Sendable {
 
     func index(named name: String) throws -> IndexSchema {
         guard let index = indexes.first(where: { $0.definition.name == name }) else {
-            throw FeedstoreError.unknownIndex(entity: catalog.name, index: name)
+            throw catalog.unknownIndex(name)
         }
         return index
     }

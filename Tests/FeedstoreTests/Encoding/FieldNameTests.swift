@@ -160,7 +160,7 @@ import Testing
 
             let wrongIndex = WatchOptions(related: [RelatedRecords(Contact.self, through: "byContcat")])
             #expect { _ = try store.watch(inbox, options: wrongIndex).poll() } throws: { error in
-                if case FeedstoreError.unknownIndex("Message", "byContcat") = error { return true }
+                if case FeedstoreError.unknownIndex("Message", "byContcat", _) = error { return true }
                 return false
             }
             let unregistered = WatchOptions(related: [RelatedRecords(Person.self, through: "byContact")])

@@ -49,7 +49,10 @@ extension ReadTransaction {
     private func resolveAnew(entity name: String, index indexName: String, range: IndexRange) throws -> ResolvedQuery {
         let entity = try entity(name)
         let index = try entity.index(named: indexName)
-        let keys = try KeyRange.resolve(range, descending: index.definition.components.map(\.descending), entity: name, index: indexName)
+        // Components of another kind convert where nothing is lost, or are refused: a query
+        // never answers a component of the wrong kind with an empty result.
+        let converted = try entity.catalog.keyRange(range, for: index.definition)
+        let keys = try KeyRange.resolve(converted, descending: index.definition.components.map(\.descending), entity: name, index: indexName)
         if keys.isEmpty { return ResolvedQuery(entity: entity, index: index, keys: keys, start: 0, count: 0) }
         let (start, end) = try ranks(in: index, from: keys.lower, to: keys.upper)
         return ResolvedQuery(entity: entity, index: index, keys: keys, start: start, count: max(0, end - start))
@@ -112,6 +115,7 @@ extension ReadTransaction {
                          of id: FieldValue) throws -> Int?
     {
         let resolved = try resolve(entity: name, index: indexName, range: range)
+        let id = try resolved.entity.catalog.primaryKeyComponent(id)
         guard let fields = try record(entity: name, id: id),
               let key = try resolved.index.key(of: fields, primaryKey: try KeyEncoding.encode([id])),
               key.withUnsafeBytes({ resolved.keys.contains($0) })
@@ -137,8 +141,9 @@ extension ReadTransaction {
     /// How many entries of an index sort before `key` (components, possibly only the leading ones).
     /// - Complexity: O(log n).
     public func rank(entity name: String, index indexName: String, before key: [FieldValue]) throws -> Int {
-        let index = try entity(name).index(named: indexName)
-        let bytes = try index.encodePrefix(key)
+        let entity = try entity(name)
+        let index = try entity.index(named: indexName)
+        let bytes = try index.encodePrefix(try entity.catalog.keyComponents(key, for: index.definition, startingAt: 0))
         return try accessCounts(of: index) { try $0.rank(of: bytes, in: $1) }
     }
 

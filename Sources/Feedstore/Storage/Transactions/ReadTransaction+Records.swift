@@ -22,15 +22,20 @@ extension ReadTransaction {
 
     /// The fields of the record with `id`, read without the application's types.
     /// - Complexity: O(log n).
+    /// - Throws: ``FeedstoreError/invalidRange(entity:index:reason:)`` for an id that is not of
+    ///   the primary key's kind and does not convert to it without loss.
     public func record(entity name: String, id: FieldValue) throws -> [String: FieldValue]? {
-        try withRecord(entity: name, id: id) { try decodeFields($0, of: &$1, id: id) }
+        let id = try entity(name).catalog.primaryKeyComponent(id)
+        return try withRecord(entity: name, id: id) { try decodeFields($0, of: &$1, id: id) }
     }
 
     /// The fields of the record with `id` as JSON text (``FieldValue/jsonText`` of the fields
     /// as one object), written straight from the stored bytes, or nil.
     /// - Complexity: O(log n).
+    /// - Throws: ``FeedstoreError/invalidRange(entity:index:reason:)`` for an id of the wrong kind.
     public func recordJSON(entity name: String, id: FieldValue) throws -> String? {
-        try withRecord(entity: name, id: id) { try recordJSON($0, of: &$1, id: id) }
+        let id = try entity(name).catalog.primaryKeyComponent(id)
+        return try withRecord(entity: name, id: id) { try recordJSON($0, of: &$1, id: id) }
     }
 
     /// Reads the records stored under `keys` in one pass, in their order, with the entity looked
@@ -238,7 +243,7 @@ extension ReadTransaction {
             }
         } else {
             database = entity.records
-            keyRange = try KeyRange.resolve(range, descending: [false], entity: name, index: "primary key")
+            keyRange = try KeyRange.resolve(try entity.catalog.primaryKeyRange(range), descending: [false], entity: name, index: "primary key")
         }
         guard offset >= 0, (limit ?? 0) >= 0 else {
             throw FeedstoreError.invalidRange(entity: name, index: index ?? "primary key", reason: "negative offset or limit")

@@ -50,7 +50,7 @@ import Testing
 
             store = try Store(path: path, entities: [PlainV1.self])
             #expect(try store.catalog.entities["Person"]?.indexes.isEmpty == true)
-            #expect(throws: FeedstoreError.unknownIndex(entity: "Person", index: "byAge")) {
+            #expect(throws: FeedstoreError.unknownIndex(entity: "Person", index: "byAge", indexes: [])) {
                 try store.read { try $0.query(PlainV1.self, index: "byAge") }
             }
             #expect(try store.read { try $0.count(PlainV1.self) } == 30)
