@@ -39,9 +39,17 @@ public final class Store: Sendable {
     ///   cannot be built from existing records (the store is left unchanged).
     public init(path: String, entities: [any Entity.Type] = [], options: StoreOptions = StoreOptions()) throws {
         self.path = path
-        let canonical = try StoreOpener.prepareDirectory(path, options: options)
-        let core = try StoreRegistry.acquire(path: canonical, options: options) {
-            try StoreOpener.openCore(path: canonical, options: options)
+        let directory = try StoreOpener.prepareDirectory(path, options: options)
+        let canonical = directory.path
+        let core: StoreCore
+        do {
+            core = try StoreRegistry.acquire(path: canonical, options: options) {
+                try StoreOpener.openCore(path: canonical, options: options)
+            }
+        } catch {
+            // An open that fails makes nothing: not the store, not its directory.
+            directory.undo()
+            throw error
         }
         self.core = core
         do {
@@ -49,6 +57,7 @@ public final class Store: Sendable {
             try StoreOpener.register(entities, in: core, options: options, readOnlyReason: readOnlyReason)
         } catch {
             StoreRegistry.release(core)
+            directory.undo()
             throw error
         }
     }

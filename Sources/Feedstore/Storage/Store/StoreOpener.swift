@@ -6,10 +6,37 @@ enum StoreOpener {
     /// Named databases an environment may hold: system ones, one per entity, one per index.
     static let maximumDatabases: UInt32 = 126
 
-    /// Checks that `path` is a store directory (or a place to create one) and returns its
-    /// canonical path.
-    static func prepareDirectory(_ path: String, options: StoreOptions) throws -> String {
+    /// A store directory checked for opening: its canonical path, and what opening it is about
+    /// to make, so that an open that fails leaves nothing behind.
+    struct PreparedDirectory {
+        var path: String
+        /// The directories this open made, outermost first.
+        var madeDirectories: [String] = []
+        /// Whether the directory held no store (no data.mdb).
+        var isNew: Bool
+
+        /// Removes what the failed open made: the store's files when it was new, and the
+        /// directories it made. Left alone when another process has the new store open.
+        func undo() {
+            guard isNew else { return }
+            let fm = FileManager.default
+            do {
+                try LMDBLockFile.withNoOtherProcess(directory: path) { () throws(LMDBError) in
+                    for file in ["data.mdb", CommitLog.fileName] { try? fm.removeItem(atPath: path + "/" + file) }
+                }
+            } catch {
+                return
+            }
+            try? fm.removeItem(atPath: path + "/lock.mdb")
+            for directory in madeDirectories.reversed() { rmdir(directory) }
+        }
+    }
+
+    /// Checks that `path` is a store directory (or a place to create one), making it when it is
+    /// missing.
+    static func prepareDirectory(_ path: String, options: StoreOptions) throws -> PreparedDirectory {
         let fm = FileManager.default
+        var made: [String] = []
         var isDirectory: ObjCBool = false
         if fm.fileExists(atPath: path, isDirectory: &isDirectory) {
             guard isDirectory.boolValue else {
@@ -30,7 +57,6 @@ enum StoreOpener {
             // Directory permissions follow the file mode, plus search permission where readable.
             let mode = options.fileMode | ((options.fileMode & 0o444) >> 2)
             // The directories about to be made, outermost first.
-            var made: [String] = []
             var missing = URL(fileURLWithPath: path).standardizedFileURL.path
             while !missing.isEmpty, missing != "/", !fm.fileExists(atPath: missing) {
                 made.insert(missing, at: 0)
@@ -45,7 +71,8 @@ enum StoreOpener {
             // Their names survive a power loss before the store's first commit is acknowledged.
             try DirectorySync.syncParents(of: made)
         }
-        return URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path
+        return PreparedDirectory(path: URL(fileURLWithPath: path).standardizedFileURL.resolvingSymlinksInPath().path,
+                                 madeDirectories: made, isNew: !fm.fileExists(atPath: path + "/data.mdb"))
     }
 
     /// Opens the environment, checks or initializes the store's metadata, and resolves the schema.

@@ -209,6 +209,37 @@ import Testing
         }
     }
 
+    /// An index naming a field its type lacks.
+    struct MisIndexed: Entity {
+        var id: Int64
+        var name: String
+        static let indexes = [IndexDefinition("byNmae", ["nmae"])]
+    }
+
+    /// An open that fails makes nothing: not the store's files, not the directories it made.
+    @Test func aFailedOpenLeavesNothingBehind() throws {
+        try withTemporaryDirectory { dir in
+            let fm = FileManager.default
+            // A store in directories that do not exist yet: refused at registration, after LMDB
+            // made its files.
+            #expect { try Store(path: dir + "/a/b/s", entities: [MisIndexed.self]) } throws: { error in
+                if case FeedstoreError.unknownField(_, "nmae", _, _) = error { return true }
+                return false
+            }
+            #expect(try fm.contentsOfDirectory(atPath: dir).isEmpty)
+            // In an empty directory that exists: the directory stays, empty.
+            try fm.createDirectory(atPath: dir + "/empty", withIntermediateDirectories: false)
+            #expect(throws: FeedstoreError.self) { try Store(path: dir + "/empty", entities: [MisIndexed.self]) }
+            #expect(try fm.contentsOfDirectory(atPath: dir + "/empty").isEmpty)
+            // A store that exists keeps everything.
+            try Store(path: dir + "/kept", entities: [Item.self]).close()
+            let before = try fm.contentsOfDirectory(atPath: dir + "/kept").sorted()
+            #expect(throws: FeedstoreError.self) { try Store(path: dir + "/kept", entities: [MisIndexed.self]) }
+            #expect(try fm.contentsOfDirectory(atPath: dir + "/kept").sorted() == before)
+            #expect(try Store(path: dir + "/kept", entities: [Item.self]).read { try $0.count(Item.self) } == 0)
+        }
+    }
+
     @Test func aNewerFormatVersionIsRefusedAndTheDataKept() throws {
         try withTemporaryDirectory { dir in
             let store = try seeded(dir)
