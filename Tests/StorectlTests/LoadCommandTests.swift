@@ -47,6 +47,8 @@ import Testing
             let raw = try store.read { try $0.record(entity: "Message", id: .uint(1004)) }
             #expect(raw?["extra"] == .object(["a": 1]))
             #expect(try store.read { try $0.count(Message.self) } == 52)
+            // Kept on request, the field is part of the record: verify agrees.
+            #expect(try runTool(storectlURL, ["verify", path]).status == 0)
         }
     }
 

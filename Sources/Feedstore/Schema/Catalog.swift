@@ -62,8 +62,9 @@ public struct CatalogEntity: Sendable, Codable, Equatable {
     public var declaredFields: [String]?
     /// The kind the entity's Swift type reads each declared field as (`"int"`, `"date"`,
     /// `"object"`, `"any"`), with a trailing `"?"` where the field may be absent or null: what
-    /// writes by name and `verify` hold records to. Nil when the type declared its fields by name
-    /// only, or they could not be learned.
+    /// writes by name and `verify` hold records to. Empty when the type declared its fields by
+    /// name only (``Entity/fieldNames``); nil when they could not be learned, or the store was
+    /// never opened with the type (or by a version that recorded them).
     public var declaredKinds: [String: String]?
     var nextFieldID: UInt32
 

@@ -20,7 +20,9 @@ extension Store {
     /// Checks every invariant of the store against a full scan: LMDB's page structure is sound
     /// (checked first: the other checks run only on a sound structure); every record decodes and
     /// holds the fields its entity's type declares, in their kinds (``CatalogEntity/declaredKinds``;
-    /// records an unfinished migration has not reached yet are exempt); every
+    /// records an unfinished migration has not reached yet are exempt; where the catalog holds
+    /// no declared kinds, ``entitiesWithUncheckedTypes``, no field may hold values of several
+    /// kinds, nor a field the type does not declare); every
     /// index holds exactly the entries its records and condition call for, in order, with unique
     /// indexes unique; every index's counts agree with its entries at every position; the
     /// journal's commits are contiguous and complete. Returns every issue
@@ -43,6 +45,15 @@ extension Store {
             if let issues { return issues }
         }
         throw LMDBPageCheck.busy(core.environment)
+    }
+
+    /// The entities whose records ``verify(progress:)`` cannot hold to the kinds their type
+    /// reads: the catalog holds no declared kinds for them (the store was last opened without
+    /// the application's types, or by a version that did not record them). Verify still finds
+    /// fields of such an entity that hold several kinds, and fields its type does not declare.
+    /// Opening the store once with the application's types records the kinds.
+    public var entitiesWithUncheckedTypes: [String] {
+        get throws { try catalog.sortedEntities.filter { $0.declaredKinds == nil }.map(\.name) }
     }
 }
 
@@ -85,6 +96,11 @@ struct StoreVerifier {
         var members = [Int](repeating: 0, count: entity.indexes.count)
         let unmigrated = try tx.unmigratedRecordsStart(of: name)
         var scanned = 0
+        // An entity whose type's field names are known but not their kinds: its records are
+        // held to one kind per field, and to the fields the type declares. (With declared kinds,
+        // the shape check holds the kinds; fields kept on purpose, `keepingUndeclaredFields`,
+        // and a replica's copies of them, are then part of the record.)
+        var tally = entity.catalog.declaredKinds == nil ? entity.catalog.declaredFields.map { FieldKindTally(declared: DeclaredFields(stored: $0)) } : nil
         try tx.scan(entity: name, index: nil, range: .all, reverse: false, offset: 0, limit: nil) { key, value in
             scanned += 1
             reportProgress(entity.catalog.recordsDatabaseName, scanned, recordCount)
@@ -108,8 +124,14 @@ struct StoreVerifier {
                                                         + "so the entity's type cannot read it"))
                 }
             }
+            if migrated, tally != nil { tally!.add(fields, primaryKey: primaryKey) }
             for (i, index) in entity.indexes.enumerated() where (try? index.key(of: fields, primaryKey: primaryKey)) != nil {
                 members[i] += 1
+            }
+        }
+        if let tally {
+            issues += tally.problems(entity: name).prefix(maximumPerCheck).map {
+                VerificationIssue(location: entity.catalog.recordsDatabaseName, problem: $0)
             }
         }
         if refused > maximumPerCheck {

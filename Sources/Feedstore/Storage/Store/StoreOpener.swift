@@ -434,7 +434,9 @@ enum StoreOpener {
         }
         return Declaration(name: name, primaryKeyKind: primaryKeyKind(of: type), indexes: type.indexes,
                            fields: fields.isComplete ? fields.stored : nil,
-                           kinds: fields.isComplete && !fields.kinds.isEmpty ? fields.kinds : nil)
+                           // A type that names its fields (`fieldNames`) declares no kinds: an
+                           // empty table, not nil, which means the kinds were never learned.
+                           kinds: fields.isComplete ? fields.kinds : nil)
     }
 
     private static func apply(_ declared: Declaration, in tx: WriteTransaction,
