@@ -6,6 +6,9 @@ public enum JetStreamError: Error, Sendable, Equatable, CustomStringConvertible 
     /// A stream's or bucket's name that JetStream does not take (`kind` says which): checked
     /// before anything is sent or written.
     case invalidName(kind: String, name: String, reason: String)
+    /// A server URL that is not one (``JetStreamConnection/url``): checked before connecting.
+    /// Not transient: the same URL never connects.
+    case invalidURL(url: String, reason: String)
     /// The server could not be reached, or refused the connection (wrong credentials included).
     case connectionFailed(url: String, reason: String)
     /// The server did not answer in time.
@@ -84,6 +87,7 @@ public enum JetStreamError: Error, Sendable, Equatable, CustomStringConvertible 
     public var description: String {
         switch self {
         case let .invalidName(kind, name, reason): "\"\(name)\" cannot name a JetStream \(kind): \(reason)"
+        case let .invalidURL(url, reason): "\"\(url)\" is not a NATS server URL: \(reason)"
         case let .connectionFailed(url, reason): "cannot connect to NATS at \(url): \(reason)"
         case let .timedOut(what): "NATS did not answer in time: \(what)"
         case let .serverUnavailable(what, reason): "NATS is unavailable for \(what): \(reason)"

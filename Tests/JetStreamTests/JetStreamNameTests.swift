@@ -42,6 +42,32 @@ import Testing
         }
     }
 
+    /// A URL that is not one is refused as such (not as a server that is unavailable, which a
+    /// caller would retry), before anything connects; every form the NATS client takes passes.
+    @Test func serverURLsThatAreNotURLsAreRefusedBeforeConnecting() throws {
+        try withTemporaryDirectory { dir in
+            let store = try ShipperTests.openStore(dir + "/store")
+            defer { store.close() }
+            for url in ["bogus url", "", " ", "nats://host:port", "nats://host:70000", "nats://a:1,,nats://b:2", "nats://[::1:4222",
+                        "nats://ho\tst:4222", "1nats://host:4222", "na ts://host:4222"] {
+                for make in [{ _ = try JournalShipper(store: store, connection: JetStreamConnection(url: url), stream: "FEED", snapshots: nil) },
+                             { _ = try ReplicaFollower(path: dir + "/replica", connection: JetStreamConnection(url: url), stream: "FEED") },
+                             { _ = try ReplicaWriter(replica: store, connection: JetStreamConnection(url: url), stream: "FEED") }] {
+                    #expect("\(url.debugDescription)") { try make() } throws: { error in
+                        guard case let JetStreamError.invalidURL(_, reason) = error else { return false }
+                        return !reason.isEmpty && !(error as! JetStreamError).isTransient
+                    }
+                }
+            }
+            #expect(try FileManager.default.contentsOfDirectory(atPath: dir) == ["store"])
+            for url in ["nats://127.0.0.1:4222", "tls://demo.nats.io:4443", "localhost:4222", "localhost", "nats://user:pa ss@host:4222",
+                        "nats://u:p@host:4222/path", "nats://[::1]:4222", "[::1]:4222", "nats://a:1, nats://b:2", "  nats://x:1  ", "nats://",
+                        "NATS://host:1"] {
+                #expect(throws: Never.self, "\(url.debugDescription)") { try JetStreamConnection(url: url).checkURL() }
+            }
+        }
+    }
+
     @Test func aRefusalSaysWhatTheServerSaid() throws {
         try withTemporaryDirectory { dir in
             let server = try NATSServer(directory: dir)

@@ -113,6 +113,7 @@ public final class ReplicaFollower {
     private init(path: String, connection: JetStreamConnection, stream: String, chosen: Durability?,
                  bucket: String?, reseed: Bool, onSeed: @escaping (SeedEvent) -> Void, logger: Logger) throws
     {
+        try connection.checkURL()
         try JetStreamNames.checkStream(stream)
         if let bucket { try JetStreamNames.checkBucket(bucket) }
         self.stream = stream

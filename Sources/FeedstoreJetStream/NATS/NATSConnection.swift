@@ -13,6 +13,7 @@ final class NATSConnection {
     let timeout: Duration
 
     init(_ options: JetStreamConnection) throws {
+        try options.checkURL()
         timeout = options.timeout
         var natsOptions: OpaquePointer?
         try check(natsOptions_Create(&natsOptions), "creating connection options")

@@ -90,6 +90,7 @@ public final class JournalShipper {
                 snapshots: SnapshotSchedule? = SnapshotSchedule(), onSnapshot: @escaping @Sendable (SnapshotEvent) -> Void = { _ in },
                 acceptWrites: ForwardedWrites? = nil, logger: Logger = Logger(label: "feedstore.jetstream")) throws
     {
+        try connection.checkURL()
         try JetStreamNames.checkStream(stream)
         // Before the stream is made: the bucket is made after it.
         if let snapshots { try JetStreamNames.checkBucket(snapshots.bucket ?? SnapshotBucket.defaultName(forStream: stream)) }

@@ -49,6 +49,7 @@ public final class ReplicaWriter: @unchecked Sendable {
     public init(replica: Store, connection: JetStreamConnection, stream: String, attemptTimeout: Duration = .seconds(1),
                 logger: Logger = Logger(label: "feedstore.jetstream")) throws
     {
+        try connection.checkURL()
         try JetStreamNames.checkStream(stream)
         self.replica = replica
         self.stream = stream
