@@ -14,7 +14,8 @@ public func populatedDemoStore(at path: String, feed: inout DemoFeed, messages: 
 
 /// Runs `body` on a demo store in a temporary directory: `messages` messages and `contacts`
 /// contacts from a feed of `seed`, then `commits` commits of `perCommit` changes each, synced.
-public func withChangedDemoStore(seed: UInt64, messages: Int, contacts: Int, commits: Int, perCommit: Int,
+/// (The defaults: the store storectl's read tests use.)
+public func withChangedDemoStore(seed: UInt64 = 3, messages: Int = 500, contacts: Int = 20, commits: Int = 10, perCommit: Int = 3,
                                  _ body: (_ path: String, _ store: Store) throws -> Void) throws
 {
     try withTemporaryDirectory { dir in
@@ -42,4 +43,15 @@ public func scenarioMessage(_ id: UInt64, folder: Int64 = 1, minute: Double, rea
 {
     Message(id: id, folder: folder, date: Date(timeIntervalSinceReferenceDate: minute * 60), title: title ?? "m\(id)", isRead: read,
             contactId: contact)
+}
+
+/// Message `id` with what follows from its id: a minute of `id` seconds, read when even, contact
+/// `id % 3`, titled `"m<id>"` unless `title` says otherwise.
+public func numberedMessage(_ id: UInt64, folder: Int64 = 1, title: String? = nil) -> Message {
+    scenarioMessage(id, folder: folder, minute: Double(id) / 60, read: id % 2 == 0, contact: id % 3, title: title)
+}
+
+/// The value of JSON `text` (an object, an array or a single value).
+public func parseJSON(_ text: some StringProtocol) throws -> Any {
+    try JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed])
 }

@@ -49,16 +49,10 @@ struct Everything: Entity, Equatable {
 /// journal's tail, timestamps and keys, a full inspect, compact's file modes, exit statuses, and
 /// load as dump's inverse. Each output is checked against the library.
 @Suite struct DailyUseTests {
-    func withDemoStore(_ body: (String, Store) throws -> Void) throws {
-        try withChangedDemoStore(seed: 11, messages: 600, contacts: 20, commits: 12, perCommit: 4, body)
-    }
-
-    func json(_ text: some StringProtocol) throws -> Any { try JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed]) }
-
     func lines(_ text: String) -> [String] { text.split(separator: "\n").map(String.init) }
 
     @Test func countsComeFromTheLibrarysCounts() throws {
-        try withDemoStore { path, store in
+        try withChangedDemoStore { path, store in
             let all = try runTool(storectlURL, ["count", path, "--entity", "Message"])
             let messages = try store.read { try $0.count(Message.self) }
             #expect(all.status == 0 && all.stdout == "\(messages)\n", "\(all)")
@@ -71,18 +65,26 @@ struct Everything: Entity, Equatable {
             #expect(want > 0 && want < inFolder)
             let unindexed = try runTool(storectlURL, ["count", path, "--entity", "Message", "--prefix", "[2]"])
             #expect(unindexed.status == 2 && unindexed.stderr.contains("need --index"), "\(unindexed)")
+            // One count in JSON is one object.
+            let json = try runTool(storectlURL, ["count", path, "--entity", "Message", "--index", "byFolderDate", "--prefix", "[2]",
+                                                 "--format", "json"])
+            let object = try #require(try parseJSON(json.stdout) as? [String: Any], "\(json.stdout)")
+            #expect(object["count"] as? Int == inFolder && object["entity"] as? String == "Message" && object["index"] as? String == "byFolderDate")
+            let whole = try #require(try parseJSON(try runTool(storectlURL, ["count", path, "--entity", "Message", "--format", "json"]).stdout)
+                as? [String: Any])
+            #expect(whole["count"] as? Int == messages && whole["index"] is NSNull)
         }
     }
 
     @Test func dumpPrintsEveryFormatFromTheSameRecords() throws {
-        try withDemoStore { path, store in
+        try withChangedDemoStore { path, store in
             let arguments = ["dump", path, "--entity", "Message", "--index", "byFolderDate", "--prefix", "[1]", "--offset", "5", "--limit", "40"]
             let want = try store.read { try $0.entries(entity: "Message", index: "byFolderDate", range: .prefix(1), offset: 5, limit: 40) }
             #expect(want.count == 40)
 
             let jsonl = try runTool(storectlURL, arguments + ["--format", "jsonl"])
             #expect(jsonl.status == 0, "\(jsonl.stderr)")
-            let objects = try lines(jsonl.stdout).map { try #require(try json($0) as? [String: Any]) }
+            let objects = try lines(jsonl.stdout).map { try #require(try parseJSON($0) as? [String: Any]) }
             #expect(objects.count == want.count)
             for (object, entry) in zip(objects, want) {
                 #expect(object["id"] as? Int == Int(entry.id.jsonText))
@@ -93,7 +95,7 @@ struct Everything: Entity, Equatable {
 
             let array = try runTool(storectlURL, arguments + ["--format", "json"])
             #expect(array.status == 0)
-            let parsed = try #require(try json(array.stdout) as? [[String: Any]])
+            let parsed = try #require(try parseJSON(array.stdout) as? [[String: Any]])
             #expect(parsed.map { $0["id"] as? Int } == objects.map { $0["id"] as? Int })
 
             let columns = ["key", "id", "contactId", "date", "folder", "isRead", "title"]
@@ -120,17 +122,17 @@ struct Everything: Entity, Equatable {
             // Primary-key order with an offset walks; it agrees with the library too.
             let byID = try runTool(storectlURL, ["dump", path, "--entity", "Message", "--offset", "100", "--limit", "3", "--format", "jsonl"])
             let ids = try store.read { try $0.entries(entity: "Message", index: nil, offset: 100, limit: 3) }.map { Int($0.id.jsonText) }
-            #expect(try lines(byID.stdout).map { try (json($0) as? [String: Any])?["id"] as? Int } == ids)
+            #expect(try lines(byID.stdout).map { try (parseJSON($0) as? [String: Any])?["id"] as? Int } == ids)
         }
     }
 
     @Test func journalShowsItsTailTimesAndIndexKeys() throws {
-        try withDemoStore { path, store in
+        try withChangedDemoStore { path, store in
             let newest = try store.read { try $0.journal(newest: 3) }
             #expect(newest.count == 3 && newest.map(\.sequence) == newest.map(\.sequence).sorted(by: >))
             let tail = try runTool(storectlURL, ["journal", path, "--tail", "3", "--keys", "--format", "jsonl"])
             #expect(tail.status == 0, "\(tail.stderr)")
-            let objects = try lines(tail.stdout).map { try #require(try json($0) as? [String: Any]) }
+            let objects = try lines(tail.stdout).map { try #require(try parseJSON($0) as? [String: Any]) }
             // Oldest first, as tail prints, each commit's entries in order.
             let entries = newest.reversed().flatMap { commit in commit.entries.map { (commit.timestamp, $0) } }
             #expect(objects.count == entries.count)
@@ -142,8 +144,8 @@ struct Everything: Entity, Equatable {
                 for (shown, change) in zip(indexes, entry.indexChanges) {
                     let before = try change.before.map { try FieldValue.array($0.components()).jsonText } ?? "null"
                     let after = try change.after.map { try FieldValue.array($0.components()).jsonText } ?? "null"
-                    #expect(try canonical(shown["before"]!) == canonical(json(before)))
-                    #expect(try canonical(shown["after"]!) == canonical(json(after)))
+                    #expect(try canonical(shown["before"]!) == canonical(parseJSON(before)))
+                    #expect(try canonical(shown["after"]!) == canonical(parseJSON(after)))
                 }
             }
             // The readable form: the newest commit first, each line with its commit's time.
@@ -155,7 +157,7 @@ struct Everything: Entity, Equatable {
             let first = try store.read { try $0.journal(after: 0, limit: 2) }
             let two = try runTool(storectlURL, ["journal", path, "--limit", "2", "--format", "jsonl"])
             #expect(two.status == 0 && lines(two.stdout).count == first.map(\.entries.count).reduce(0, +), "\(two.stdout)")
-            #expect(Set(try lines(two.stdout).map { try (json($0) as? [String: Any])?["sequence"] as? Int }) == Set(first.map { Int($0.sequence) }))
+            #expect(Set(try lines(two.stdout).map { try (parseJSON($0) as? [String: Any])?["sequence"] as? Int }) == Set(first.map { Int($0.sequence) }))
         }
     }
 
@@ -176,19 +178,26 @@ struct Everything: Entity, Equatable {
             #expect(bounds.first > 1)
             let result = try runTool(storectlURL, ["journal", path, "--format", "jsonl"])
             #expect(result.status == 0, "\(result.stderr)")
-            let sequences = try lines(result.stdout).map { try (json($0) as? [String: Any])?["sequence"] as? Int }
+            let sequences = try lines(result.stdout).map { try (parseJSON($0) as? [String: Any])?["sequence"] as? Int }
             #expect(sequences.first == Int(bounds.first) && sequences.last == Int(bounds.last))
             let behind = try runTool(storectlURL, ["journal", path, "--after", "0"])
             #expect(behind.status == 2 && behind.stderr.contains("trimmed"), "\(behind)")
+            // Past the end: nothing to print, and standard error says where the journal ends.
+            let past = try runTool(storectlURL, ["journal", path, "--after", String(bounds.last + 100)])
+            #expect(past.status == 0 && past.stdout.isEmpty, "\(past)")
+            #expect(past.stderr == "storectl: the journal ends at commit \(bounds.last) (it holds commits \(bounds.first)…\(bounds.last)); "
+                + "nothing follows commit \(bounds.last + 100)\n", "\(past.stderr)")
+            let atEnd = try runTool(storectlURL, ["journal", path, "--after", String(bounds.last)])
+            #expect(atEnd.status == 0 && atEnd.stdout.isEmpty && atEnd.stderr.isEmpty, "\(atEnd)")
         }
     }
 
     @Test func inspectJSONHoldsRealValuesOnly() throws {
-        try withDemoStore { path, store in
+        try withChangedDemoStore { path, store in
             let result = try runTool(storectlURL, ["inspect", path, "--json"])
             #expect(result.status == 0, "\(result.stderr)")
             #expect(!result.stdout.contains("\\/") && !result.stdout.contains("no active readers"))
-            let report = try #require(try json(result.stdout) as? [String: Any])
+            let report = try #require(try parseJSON(result.stdout) as? [String: Any])
             let library = try store.inspect()
             #expect(report["path"] as? String == path)
             let environment = try #require(report["environment"] as? [String: Any])

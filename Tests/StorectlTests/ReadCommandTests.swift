@@ -6,12 +6,6 @@ import Testing
 
 /// End-to-end runs of storectl's read-only commands on a populated store.
 @Suite struct ReadCommandTests {
-    func withDemoStore(_ body: (String, Store) throws -> Void) throws {
-        try withChangedDemoStore(seed: 3, messages: 500, contacts: 20, commits: 10, perCommit: 3, body)
-    }
-
-    func json(_ text: String) throws -> Any { try JSONSerialization.jsonObject(with: Data(text.utf8)) }
-
     @Test func versionNamesTheLibraryAndStoreFormat() throws {
         let result = try runTool(storectlURL, ["--version"])
         #expect(result.status == 0)
@@ -19,10 +13,10 @@ import Testing
     }
 
     @Test func inspectReportsEntitiesIndexesAndJournal() throws {
-        try withDemoStore { path, store in
+        try withChangedDemoStore { path, store in
             let result = try runTool(storectlURL, ["inspect", path, "--json"])
             #expect(result.status == 0, "\(result.stderr)")
-            let report = try #require(try json(result.stdout) as? [String: Any])
+            let report = try #require(try parseJSON(result.stdout) as? [String: Any])
             let journal = try #require(report["journal"] as? [String: Any])
             #expect(journal["lastSequence"] as? Int == Int(try store.read { try $0.journalBounds().last }))
             let entities = try #require(report["entities"] as? [[String: Any]])
@@ -41,7 +35,7 @@ import Testing
     }
 
     @Test func dumpFollowsAnIndexRangeLikeTheLibrary() throws {
-        try withDemoStore { path, store in
+        try withChangedDemoStore { path, store in
             let result = try runTool(storectlURL, ["dump", path, "--entity", "Message", "--index", "byFolderDate", "--prefix", "[2]",
                                                    "--offset", "3", "--limit", "7", "--jsonl"])
             #expect(result.status == 0, "\(result.stderr)")
@@ -49,7 +43,7 @@ import Testing
             let want = try store.read { try $0.query(Message.self, index: "byFolderDate", range: .prefix(2), offset: 3, limit: 7) }
             #expect(lines.count == 7)
             for (line, message) in zip(lines, want) {
-                let object = try #require(try json(line) as? [String: Any])
+                let object = try #require(try parseJSON(line) as? [String: Any])
                 #expect(object["id"] as? Int == Int(message.id))
                 #expect((object["key"] as? [Any])?.first as? Int == 2)
                 #expect((object["record"] as? [String: Any])?["title"] as? String == message.title)
@@ -59,23 +53,23 @@ import Testing
             #expect(contact.stdout.split(separator: "\n").count == (try store.read { try $0.count(Message.self, index: "byContact", range: .prefix(.uint(7))) }))
             // Primary-key order, with bounds.
             let ids = try runTool(storectlURL, ["dump", path, "--entity", "Message", "--from", "[10]", "--to", "[14]", "--jsonl"])
-            let got = try ids.stdout.split(separator: "\n").map { try #require((try json(String($0)) as? [String: Any])?["id"] as? Int) }
+            let got = try ids.stdout.split(separator: "\n").map { try #require((try parseJSON(String($0)) as? [String: Any])?["id"] as? Int) }
             #expect(got == Array(10...14).filter { id in (try? store.read { try $0.get(Message.self, id: UInt64(id)) }) != nil })
         }
     }
 
     @Test func getAndJournal() throws {
-        try withDemoStore { path, store in
+        try withChangedDemoStore { path, store in
             let got = try runTool(storectlURL, ["get", path, "--entity", "Contact", "7", "--json"])
             #expect(got.status == 0, "\(got.stderr)")
-            let object = try #require(try json(got.stdout) as? [String: Any])
+            let object = try #require(try parseJSON(got.stdout) as? [String: Any])
             #expect((object["record"] as? [String: Any])?["name"] as? String == (try store.read { try $0.get(Contact.self, id: 7) })?.name)
             let journal = try runTool(storectlURL, ["journal", path, "--after", "1", "--limit", "5", "--jsonl"])
             let lines = journal.stdout.split(separator: "\n")
             let want = try store.read { try $0.journal(after: 1, limit: 5) }.flatMap(\.entries)
             #expect(lines.count == want.count)
             for (line, entry) in zip(lines, want) {
-                let o = try #require(try json(String(line)) as? [String: Any])
+                let o = try #require(try parseJSON(String(line)) as? [String: Any])
                 #expect(o["sequence"] as? Int == Int(entry.sequence) && o["kind"] as? String == entry.kind.rawValue)
                 #expect(o["entity"] as? String == entry.entity && o["changedFields"] as? [String] == entry.changedFields)
             }
@@ -83,7 +77,7 @@ import Testing
     }
 
     @Test func verifyFindsACorruptedIndexEntry() throws {
-        try withDemoStore { path, store in
+        try withChangedDemoStore { path, store in
             let clean = try runTool(storectlURL, ["verify", path, "--json"])
             #expect(clean.status == 0 && clean.stdout.contains("\"consistent\":true"), "\(clean.stdout)\(clean.stderr)")
             // Remove one index entry behind the store's back, through the LMDB layer.
@@ -103,7 +97,7 @@ import Testing
     }
 
     @Test func damagedRecordsAndNewerFormatsAreReportedNotCrashedOn() throws {
-        try withDemoStore { path, store in
+        try withChangedDemoStore { path, store in
             // Garbage in place of message 1's record, written through the LMDB layer.
             let records = try store.core.schema.entity("Message").records
             try store.core.mapLock.withShared {
@@ -156,13 +150,13 @@ import Testing
             #expect(again.stdout == "\(path) is already in format \(Catalog.currentFormatVersion); nothing to upgrade\n", "\(again.stdout)")
             let inspect = try runTool(storectlURL, ["inspect", path, "--json"])
             #expect(inspect.status == 0, "\(inspect.stderr)")
-            #expect((try json(inspect.stdout) as? [String: Any])?["formatVersion"] as? Int == Int(Catalog.currentFormatVersion))
+            #expect((try parseJSON(inspect.stdout) as? [String: Any])?["formatVersion"] as? Int == Int(Catalog.currentFormatVersion))
             #expect(try runTool(storectlURL, ["verify", path]).status == 0)
         }
     }
 
     @Test func compactWritesAVerifiedCopyWithTheSameRecords() throws {
-        try withDemoStore { path, store in
+        try withChangedDemoStore { path, store in
             let copy = path + "-compact"
             let result = try runTool(storectlURL, ["compact", path, copy])
             #expect(result.status == 0, "\(result.stderr)")
@@ -180,7 +174,7 @@ import Testing
     }
 
     @Test func errorsAreClearAndNonZero() throws {
-        try withDemoStore { path, _ in
+        try withChangedDemoStore { path, _ in
             let cases: [([String], String)] = [
                 (["inspect", path + "-missing"], "does not exist"),
                 (["dump", path, "--entity", "Nope"], "no entity named Nope"),

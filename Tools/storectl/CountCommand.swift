@@ -9,8 +9,8 @@ struct CountCommand: ParsableCommand {
         discussion: """
         Counts come from LMDB's statistics (a whole entity) or from the index's counted tree (a \
         range), so they take microseconds on any size of store. A range needs --index: the \
-        primary-key order has no counts. With --format, the count prints as a row of entity, \
-        index and count.
+        primary-key order has no counts. With --format json, the count prints as one object \
+        {"entity", "index", "count"}; with jsonl, table or csv, as a row of entity, index and count.
 
         Examples:
           storectl count ./demo-store --entity Message
@@ -51,7 +51,13 @@ struct CountCommand: ParsableCommand {
     }
 
     private func show(_ count: Int) {
-        guard output.chosen != .text else { return Output.line(String(count)) }
+        switch output.chosen {
+        case .text: return Output.line(String(count))
+        // One count is one object, not an array of one.
+        case .json: return Output.line(FieldValue.object(["entity": .string(entity), "index": index.map { .string($0) } ?? .null,
+                                                          "count": .int(Int64(count))]).jsonText)
+        default: break
+        }
         let printer = RowPrinter(format: output.chosen, columns: ["entity", "index", "count"])
         printer.row([Cell(.string(entity)), Cell(index.map { .string($0) } ?? .null), Cell(.int(Int64(count)))])
         printer.finish()

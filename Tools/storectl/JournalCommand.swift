@@ -79,6 +79,14 @@ struct JournalCommand: ParsableCommand {
         }
         try StoreAccess.withReadOnlyStore(path, immutable: access.immutable) { store in
             var position = try after ?? store.read { tx in max(try tx.journalBounds().first, 1) - 1 }
+            // Nothing follows a sequence past the journal's end: say where it ends, rather than
+            // print nothing as if the journal were empty there.
+            let bounds = try store.read { try $0.journalBounds() }
+            if let after, !follow, after > bounds.last {
+                Output.diagnostic("storectl: " + (bounds.last >= bounds.first
+                    ? "the journal ends at commit \(bounds.last) (it holds commits \(bounds.first)…\(bounds.last)); nothing follows commit \(after)\n"
+                    : "the journal holds no commit (the next is \(bounds.last + 1)); nothing follows commit \(after)\n"))
+            }
             if let tail {
                 // The newest N commits, printed from the oldest of them as the walk below does.
                 let newest = try store.read { try $0.journal(newest: tail) }

@@ -7,26 +7,22 @@ import Testing
 
 /// Single-record observation, related records, and the adapters (CollectionDifference, LiveResults).
 @Suite struct WatcherAdapterTests {
-    static func message(_ id: UInt64, folder: Int64 = 1, minute: Double, contact: UInt64, title: String? = nil) -> Message {
-        scenarioMessage(id, folder: folder, minute: minute, contact: contact, title: title)
-    }
-
     @Test func observingOneRecord() throws {
         try withTemporaryDirectory { dir in
             let store = try Store(path: dir + "/s", entities: DemoFeed.entities)
-            try store.write { tx in for i in 1...3 { try tx.put(Self.message(UInt64(i), minute: Double(i), contact: 1)) } }
+            try store.write { tx in for i in 1...3 { try tx.put(scenarioMessage(UInt64(i), minute: Double(i), contact: 1)) } }
             let observer = store.observe(Message.self, id: 2)
             guard case let .initial(value)? = try observer.poll() else { Issue.record("no initial value"); return }
             #expect(value?.title == "m2")
             #expect(try observer.poll() == nil)
-            try store.write { tx in try tx.put(Self.message(3, minute: 9, contact: 1)) }
+            try store.write { tx in try tx.put(scenarioMessage(3, minute: 9, contact: 1)) }
             #expect(try observer.poll() == nil, "another record changed")
-            try store.write { tx in try tx.put(Self.message(2, minute: 2, contact: 1, title: "renamed")) }
+            try store.write { tx in try tx.put(scenarioMessage(2, minute: 2, contact: 1, title: "renamed")) }
             guard case let .updated(updated, fields)? = try observer.poll() else { Issue.record("no update"); return }
             #expect(updated.title == "renamed" && fields == ["title"])
             try store.write { tx in try tx.delete(Message.self, id: 2) }
             guard case .deleted? = try observer.poll() else { Issue.record("no delete"); return }
-            try store.write { tx in try tx.put(Self.message(2, minute: 2, contact: 1)) }
+            try store.write { tx in try tx.put(scenarioMessage(2, minute: 2, contact: 1)) }
             guard case .inserted? = try observer.poll() else { Issue.record("no insert"); return }
         }
     }
@@ -37,7 +33,7 @@ import Testing
             let store = try Store(path: dir + "/s", entities: DemoFeed.entities)
             try store.write { tx in
                 for c in 1...3 { try tx.put(Contact(id: UInt64(c), name: "c\(c)")) }
-                for i in 1...9 { try tx.put(Self.message(UInt64(i), folder: i == 9 ? 2 : 1, minute: Double(i), contact: UInt64(i % 3 + 1))) }
+                for i in 1...9 { try tx.put(scenarioMessage(UInt64(i), folder: i == 9 ? 2 : 1, minute: Double(i), contact: UInt64(i % 3 + 1))) }
             }
             let query = Query(Message.self, index: "byFolderDate", range: .prefix(1))
             let watcher = store.watch(query, options: WatchOptions(window: window, related: [RelatedRecords(Contact.self, through: "byContact")]))

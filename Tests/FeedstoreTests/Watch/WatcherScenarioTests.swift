@@ -7,17 +7,13 @@ import Testing
 /// Named situations that break other live-query systems, each checked for the exact batch and
 /// against a fresh query.
 @Suite struct WatcherScenarioTests {
-    static func message(_ id: UInt64, folder: Int64 = 1, minute: Double, read: Bool = false, title: String? = nil) -> Message {
-        scenarioMessage(id, folder: folder, minute: minute, read: read, title: title)
-    }
-
     /// A store with messages 1...6 in folder 1 (newest first: 6, 5, 4, 3, 2, 1), one in folder 3.
     func withFeed(_ body: (Store) throws -> Void) throws {
         try withTemporaryDirectory { dir in
             let store = try Store(path: dir + "/s", entities: DemoFeed.entities, options: StoreOptions(durability: .none))
             try store.write { tx in
-                for i in 1...6 { try tx.put(Self.message(UInt64(i), minute: Double(i))) }
-                try tx.put(Self.message(7, folder: 3, minute: 7))
+                for i in 1...6 { try tx.put(scenarioMessage(UInt64(i), minute: Double(i))) }
+                try tx.put(scenarioMessage(7, folder: 3, minute: 7))
             }
             try body(store)
         }
@@ -42,16 +38,16 @@ import Testing
             let query = Query(Message.self, index: "byFolderDate", range: .prefix(1))
             var (watcher, mirror) = try start(store, query)
             try store.write { tx in
-                try tx.put(Self.message(3, minute: 4))
-                try tx.put(Self.message(4, minute: 3))
+                try tx.put(scenarioMessage(3, minute: 4))
+                try tx.put(scenarioMessage(4, minute: 3))
             }
             var batch = try #require(try watcher.poll())
             #expect(batch.moves.count == 1 && batch.updates.count == 1 && batch.inserts.isEmpty && batch.deletes.isEmpty)
             try mirror.apply(batch)
             try expectMatches(mirror, store, query)
             try store.write { tx in
-                try tx.put(Self.message(2, minute: 5))
-                try tx.put(Self.message(5, minute: 2))
+                try tx.put(scenarioMessage(2, minute: 5))
+                try tx.put(scenarioMessage(5, minute: 2))
             }
             batch = try #require(try watcher.poll())
             #expect(batch.moves.count == 2 && batch.updates.isEmpty && batch.inserts.isEmpty && batch.deletes.isEmpty)
@@ -64,7 +60,7 @@ import Testing
         try withFeed { store in
             let query = Query(Message.self, index: "byFolderDate", range: .prefix(1))
             var (watcher, mirror) = try start(store, query)
-            try store.write { tx in try tx.put(Self.message(1, minute: 60, title: "now newest")) }
+            try store.write { tx in try tx.put(scenarioMessage(1, minute: 60, title: "now newest")) }
             let batch = try #require(try watcher.poll())
             #expect(batch.moves.count == 1 && batch.updates.isEmpty)
             #expect(batch.moves.first?.fields == ["date", "title"])
@@ -81,7 +77,7 @@ import Testing
             var (watcher, mirror) = try start(store, query)
             try store.write { tx in
                 try tx.delete(Message.self, id: 3)
-                try tx.insert(Self.message(3, minute: 3, title: "again"))
+                try tx.insert(scenarioMessage(3, minute: 3, title: "again"))
             }
             let batch = try #require(try watcher.poll())
             #expect(batch.inserts.isEmpty && batch.deletes.isEmpty && batch.moves.isEmpty)
@@ -96,7 +92,7 @@ import Testing
             let query = Query(Message.self, index: "byFolderDate")
             var (watcher, mirror) = try start(store, query, WatchOptions(sectionBy: 1))
             #expect(mirror.sections.map(\.key) == [[1], [3]])
-            try store.write { tx in try tx.put(Self.message(7, folder: 9, minute: 7)) }
+            try store.write { tx in try tx.put(scenarioMessage(7, folder: 9, minute: 7)) }
             let batch = try #require(try watcher.poll())
             #expect(batch.sectionDeletes == [1] && batch.sectionInserts.map(\.index) == [1] && batch.sectionInserts.first?.key == [9])
             #expect(batch.moves.count == 1 && batch.moves.first?.from == RowPath(section: 1, row: 0))
@@ -110,12 +106,12 @@ import Testing
     @Test func aRecordNewlyEnteringAPartialIndexFromASecondHandle() throws {
         try withTemporaryDirectory { dir in
             let store = try Store(path: dir + "/s", entities: DemoFeed.entities)
-            try store.write { tx in for i in 1...4 { try tx.put(Self.message(UInt64(i), minute: Double(i), read: true)) } }
+            try store.write { tx in for i in 1...4 { try tx.put(scenarioMessage(UInt64(i), minute: Double(i), read: true)) } }
             let query = Query(Message.self, index: "unreadByDate")
             var (watcher, mirror) = try start(store, query)
             #expect(mirror.rows.isEmpty)
             let other = try Store(path: dir + "/s", entities: DemoFeed.entities)
-            try other.write { tx in try tx.put(Self.message(2, minute: 2, read: false)) }
+            try other.write { tx in try tx.put(scenarioMessage(2, minute: 2, read: false)) }
             let batch = try #require(try watcher.poll())
             #expect(batch.inserts.map(\.id) == [2])
             try mirror.apply(batch)
@@ -130,14 +126,14 @@ import Testing
             var (watcher, mirror) = try start(store, query, options)
             #expect(mirror.rows.map(\.id) == [4, 3, 2])
             // A new newest message pushes every row down one place.
-            try store.write { tx in try tx.put(Self.message(10, minute: 100)) }
+            try store.write { tx in try tx.put(scenarioMessage(10, minute: 100)) }
             let batch = try #require(try watcher.poll())
             #expect(batch.inserts.map(\.id) == [5] && batch.inserts.first?.path == RowPath(section: 0, row: 0))
             #expect(batch.deletes.map(\.id) == [2] && batch.deletes.first?.path == RowPath(section: 0, row: 2))
             try mirror.apply(batch)
             #expect(mirror.rows.map(\.id) == [5, 4, 3])
             // A change after the window changes nothing shown.
-            try store.write { tx in try tx.put(Self.message(1, minute: 1, title: "far away")) }
+            try store.write { tx in try tx.put(scenarioMessage(1, minute: 1, title: "far away")) }
             #expect(try watcher.poll() == nil)
         }
     }
@@ -163,7 +159,7 @@ import Testing
             let start = watcher.sequence
             for i in 0..<10_000 {
                 let id = UInt64(i % 7 + 1)
-                try store.write { tx in try tx.put(Self.message(id, folder: Int64(i % 3), minute: Double(i), title: "t\(i)")) }
+                try store.write { tx in try tx.put(scenarioMessage(id, folder: Int64(i % 3), minute: Double(i), title: "t\(i)")) }
             }
             let head = try store.read { try $0.journalBounds().last }
             #expect(head == start + 10_000)
@@ -179,9 +175,9 @@ import Testing
         try withFeed { store in
             let query = Query(Message.self, index: "byFolderDate", range: .prefix(1))
             var (watcher, mirror) = try start(store, query, WatchOptions(fields: ["title"]))
-            try store.write { tx in try tx.put(Self.message(4, minute: 4, read: true)) }
+            try store.write { tx in try tx.put(scenarioMessage(4, minute: 4, read: true)) }
             #expect(try watcher.poll() == nil, "only isRead changed")
-            try store.write { tx in try tx.put(Self.message(4, minute: 4, read: true, title: "renamed")) }
+            try store.write { tx in try tx.put(scenarioMessage(4, minute: 4, read: true, title: "renamed")) }
             let batch = try #require(try watcher.poll())
             #expect(batch.updates.map(\.fields) == [["title"]])
             try mirror.apply(batch)

@@ -40,22 +40,18 @@ import Testing
     @Test func recordsInAnyIdOrderAreStoredOnce() throws {
         try withTemporaryDirectory { dir in
             let store = try Store(path: dir + "/s", entities: DemoFeed.entities)
-            func message(_ id: UInt64, _ title: String = "m") -> Message {
-                Message(id: id, folder: Int64(id % 3), date: epoch.addingTimeInterval(Double(id)), title: "\(title)\(id)",
-                        isRead: false, contactId: 1)
-            }
             // Ascending ids, then lower ones, then a new last one, in one transaction.
             try store.write { tx in
-                for id: UInt64 in [10, 20, 30, 5, 25, 40] { try tx.insert(message(id)) }
+                for id: UInt64 in [10, 20, 30, 5, 25, 40] { try tx.insert(numberedMessage(id)) }
             }
             // The last id again, and a lower taken one: refused, and the store is unchanged.
             for taken: UInt64 in [40, 20] {
-                #expect(throws: FeedstoreError.self) { try store.write { tx in try tx.insert(message(taken, "again")) } }
+                #expect(throws: FeedstoreError.self) { try store.write { tx in try tx.insert(numberedMessage(taken, title: "again\(taken)")) } }
             }
             #expect(try store.read { try $0.get(Message.self, id: 40)?.title } == "m40")
             // A put of the last id replaces it; later transactions append again.
-            try store.write { tx in try tx.put(message(40, "again")) }
-            try store.write { tx in for id: UInt64 in [50, 60] { try tx.insert(message(id)) } }
+            try store.write { tx in try tx.put(numberedMessage(40, title: "again40")) }
+            try store.write { tx in for id: UInt64 in [50, 60] { try tx.insert(numberedMessage(id)) } }
             let stored = try store.read { try $0.entries(entity: "Message", index: nil) }
             #expect(stored.map(\.id) == [5, 10, 20, 25, 30, 40, 50, 60].map { FieldValue.uint($0) })
             #expect(try store.read { try $0.get(Message.self, id: 40)?.title } == "again40")

@@ -9,14 +9,10 @@ import Testing
 /// mix entity types, key types, failures and nested reads in one transaction, and read through
 /// write transactions whose counts change between reads.
 @Suite struct TypedReadTests {
-    func message(_ id: UInt64, folder: Int64 = 1, title: String? = nil) -> Message {
-        scenarioMessage(id, folder: folder, minute: Double(id) / 60, read: id % 2 == 0, contact: id % 3, title: title)
-    }
-
     @Test func recordsOfSeveralTypesDecodeInTurnInOneTransaction() throws {
         try withTemporaryDirectory { dir in
             let store = try Store(path: dir + "/s", entities: DemoFeed.entities + [TwoKeyed.self])
-            let messages = (1...20).map { message($0) }
+            let messages = (1...20).map { numberedMessage($0) }
             let contacts = (0...2).map { Contact(id: $0, name: "c\($0)") }
             let twoKeyed = (1...5).map { TwoKeyed(id: $0, name: "t\($0)", extra: Int64($0) * 10) }
             try store.write { tx throws in
@@ -40,7 +36,7 @@ import Testing
     @Test func aFailedDecodeDoesNotAffectTheNext() throws {
         try withTemporaryDirectory { dir in
             let store = try Store(path: dir + "/s", entities: DemoFeed.entities)
-            try store.write { tx in for id: UInt64 in 1...6 { try tx.insert(message(id, title: id == 3 ? "" : nil)) } }
+            try store.write { tx in for id: UInt64 in 1...6 { try tx.insert(numberedMessage(id, title: id == 3 ? "" : nil)) } }
             try store.read { tx throws in
                 for id: UInt64 in 1...6 {
                     if id == 3 {
@@ -48,7 +44,7 @@ import Testing
                     } else {
                         #expect(try tx.get(NonEmptyTitle.self, id: id)?.title == "m\(id)")
                     }
-                    #expect(try tx.get(Message.self, id: id) == message(id, title: id == 3 ? "" : nil))
+                    #expect(try tx.get(Message.self, id: id) == numberedMessage(id, title: id == 3 ? "" : nil))
                 }
             }
         }
@@ -60,7 +56,7 @@ import Testing
         try withTemporaryDirectory { dir in
             let store = try Store(path: dir + "/s", entities: DemoFeed.entities)
             try store.write { tx throws in
-                for id: UInt64 in 1...4 { try tx.insert(message(id)) }
+                for id: UInt64 in 1...4 { try tx.insert(numberedMessage(id)) }
                 for id: UInt64 in 0...2 { try tx.insert(Contact(id: id, name: "c\(id)")) }
             }
             try store.read { tx throws in
@@ -109,11 +105,11 @@ import Testing
             let store = try Store(path: dir + "/s", entities: DemoFeed.entities)
             let folder = Query(Message.self, index: "byFolderDate", range: .prefix(1))
             try store.write { tx throws in
-                for id: UInt64 in 1...10 { try tx.insert(message(id)) }
+                for id: UInt64 in 1...10 { try tx.insert(numberedMessage(id)) }
                 #expect(try tx.count(folder) == 10)
                 #expect(try tx.object(at: 0, in: folder)?.id == 10)
-                try tx.insert(message(11))
-                try tx.insert(message(12, folder: 2))
+                try tx.insert(numberedMessage(11))
+                try tx.insert(numberedMessage(12, folder: 2))
                 #expect(try tx.count(folder) == 11)
                 #expect(try tx.object(at: 0, in: folder)?.id == 11)
                 #expect(try tx.object(at: 10, in: folder)?.id == 1)
