@@ -1,2 +1,2 @@
 /// This library's version (semantic versioning), as `storectl --version` prints it.
-public let feedstoreVersion = "0.2.0"
+public let feedstoreVersion = "0.3.0"
