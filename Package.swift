@@ -3,13 +3,24 @@ import PackageDescription
 
 let package = Package(
     name: "Feedstore",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v14), .iOS(.v17), .tvOS(.v17), .watchOS(.v10), .visionOS(.v1)],
     products: [
         .library(name: "Feedstore", targets: ["Feedstore"]),
         .library(name: "FeedstoreJetStream", targets: ["FeedstoreJetStream"]),
         .executable(name: "storectl", targets: ["storectl"]),
     ],
+    // Where LMDB comes from: the system's library (the default: Linux, and macOS with Homebrew),
+    // or compiled into the package from ordo-one/swift-lmdb, for apps on Apple platforms, which
+    // have no system LMDB. An app picks the second in its own manifest:
+    // `.package(url: …, from: …, traits: ["BundledLMDB"])`. SwiftPM resolves swift-lmdb only
+    // when that trait is on.
+    traits: [
+        .trait(name: "SystemLMDB", description: "Link the system's LMDB (Debian's liblmdb-dev, Homebrew's lmdb)."),
+        .trait(name: "BundledLMDB", description: "Compile LMDB 0.9.70 into the package (ordo-one/swift-lmdb), for Apple platforms."),
+        .default(enabledTraits: ["SystemLMDB"]),
+    ],
     dependencies: [
+        .package(url: "https://github.com/ordo-one/swift-lmdb", from: "1.2.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         // How replication reports: logs and metrics through the server-side Swift interfaces,
         // whose backends the application chooses; storectl serves the metrics to Prometheus.
@@ -18,8 +29,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
-        // The system's LMDB (Debian's liblmdb-dev, Homebrew's lmdb); only Sources/Feedstore/LMDB/
-        // imports it, and with `internal import`, so it never shows in the library's interface.
+        // The system's LMDB (Debian's liblmdb-dev, Homebrew's lmdb), or the bundled one's module
+        // CLMDB: only Sources/Feedstore/LMDB/ imports either, and with `internal import`, so
+        // neither shows in the library's interface.
         .systemLibrary(
             name: "CFeedstoreLMDB",
             pkgConfig: "lmdb",
@@ -27,7 +39,10 @@ let package = Package(
         ),
         .target(
             name: "Feedstore",
-            dependencies: ["CFeedstoreLMDB"],
+            dependencies: [
+                .target(name: "CFeedstoreLMDB", condition: .when(traits: ["SystemLMDB"])),
+                .product(name: "CLMDB", package: "swift-lmdb", condition: .when(traits: ["BundledLMDB"])),
+            ],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // The NATS C client (Debian's libnats-dev, Homebrew's cnats), for the JetStream module

@@ -1,4 +1,8 @@
+#if BundledLMDB
+internal import CLMDB
+#else
 internal import CFeedstoreLMDB
+#endif
 
 /// A cursor over one database, alive only inside ``LMDBTransaction/withCursor(_:_:)``.
 ///

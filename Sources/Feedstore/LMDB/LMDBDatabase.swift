@@ -1,4 +1,8 @@
+#if BundledLMDB
+internal import CLMDB
+#else
 internal import CFeedstoreLMDB
+#endif
 
 /// A named database inside an environment (an `MDB_dbi`). Valid for the environment's lifetime
 /// once the transaction that opened it has committed.

@@ -1,4 +1,8 @@
+#if BundledLMDB
+internal import CLMDB
+#else
 internal import CFeedstoreLMDB
+#endif
 import Foundation
 
 /// An open LMDB environment (the `data.mdb` and `lock.mdb` files of one store directory).

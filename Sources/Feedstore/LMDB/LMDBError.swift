@@ -1,4 +1,8 @@
+#if BundledLMDB
+internal import CLMDB
+#else
 internal import CFeedstoreLMDB
+#endif
 import Foundation
 
 /// An error returned by LMDB, with the operation that returned it.

@@ -1,4 +1,8 @@
+#if BundledLMDB
+internal import CLMDB
+#else
 internal import CFeedstoreLMDB
+#endif
 
 /// Every change one write transaction makes, as LMDB operations on named databases: what a log of
 /// commits ahead of LMDB keeps so that the commit can be made again, exactly, on the snapshot the

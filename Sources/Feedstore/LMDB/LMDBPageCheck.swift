@@ -1,4 +1,8 @@
+#if BundledLMDB
+internal import CLMDB
+#else
 internal import CFeedstoreLMDB
+#endif
 import Foundation
 
 /// A structural check of LMDB's data file that reads pages with `pread`, never through the

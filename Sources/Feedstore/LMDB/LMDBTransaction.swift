@@ -1,4 +1,8 @@
+#if BundledLMDB
+internal import CLMDB
+#else
 internal import CFeedstoreLMDB
+#endif
 import Foundation
 
 /// One LMDB transaction. It is `~Copyable`: it ends exactly once, by the consuming ``commit()``

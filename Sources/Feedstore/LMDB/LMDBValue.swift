@@ -1,4 +1,8 @@
+#if BundledLMDB
+internal import CLMDB
+#else
 internal import CFeedstoreLMDB
+#endif
 import Foundation
 
 /// Lends `bytes` to LMDB as an `MDB_val` for the duration of `body` only.
