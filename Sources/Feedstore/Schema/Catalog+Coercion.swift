@@ -13,11 +13,11 @@ extension CatalogEntity {
     /// Converts a primary key given as JSON to the kind the entity's keys are stored as.
     public func coercePrimaryKey(_ value: FieldValue) -> FieldValue { FieldValue.coerce(value, to: primaryKeyKind) }
 
-    /// Like ``coerce(_:forIndex:startingAt:)``, but a value that is not of the kind its
-    /// component is stored as (and not null), and does not convert to it without loss, is an
-    /// error instead of a key that matches nothing: a tool given `["a"]` for an integer field,
-    /// or a query given `.int(5)` for a `UInt64` field's `.uint(5)`... which converts.
-    /// Queries, storectl and writes by name convert by one table (`FieldValue.coerce(_:to:)`).
+    /// The values of an index's components from `offset` on, each converted to the kind its
+    /// field is stored as where nothing is lost (`.int(5)` for a `UInt64` field is `.uint(5)`).
+    /// A value that does not convert (and is not null) is an error instead of a key that matches
+    /// nothing: a tool given `["a"]` for an integer field says so. Queries, storectl and writes
+    /// by name convert by this one table.
     /// - Throws: ``FeedstoreError/unknownIndex(entity:index:indexes:)``;
     ///   ``FeedstoreError/invalidRange(entity:index:reason:)`` naming the component and both kinds.
     public func keyComponents(_ values: [FieldValue], forIndex index: String, startingAt offset: Int = 0) throws -> [FieldValue] {

@@ -3,29 +3,27 @@
 extension CatalogEntity {
     /// `range` with its prefix and bounds converted by ``keyComponents(_:for:startingAt:)``.
     func keyRange(_ range: IndexRange, for definition: IndexDefinition) throws -> IndexRange {
-        if range == .all { return range }
-        func bound(_ bound: IndexRange.Bound?) throws -> IndexRange.Bound? {
-            switch bound {
-            case nil: nil
-            case let .inclusive(values)?: .inclusive(try keyComponents(values, for: definition, startingAt: range.prefix.count))
-            case let .exclusive(values)?: .exclusive(try keyComponents(values, for: definition, startingAt: range.prefix.count))
-            }
-        }
-        return IndexRange(prefix: try keyComponents(range.prefix, for: definition, startingAt: 0),
-                          from: try bound(range.lower), to: try bound(range.upper))
+        try range.converting { values, offset in try keyComponents(values, for: definition, startingAt: offset) }
     }
 
     /// `range` of primary keys with each value converted by ``primaryKeyComponent(_:)``.
     func primaryKeyRange(_ range: IndexRange) throws -> IndexRange {
-        if range == .all { return range }
-        func convert(_ values: [FieldValue]) throws -> [FieldValue] { try values.map { $0.kindRank == 0 ? $0 : try primaryKeyComponent($0) } }
-        func bound(_ bound: IndexRange.Bound?) throws -> IndexRange.Bound? {
+        try range.converting { values, _ in try values.map { $0.kindRank == 0 ? $0 : try primaryKeyComponent($0) } }
+    }
+}
+
+extension IndexRange {
+    /// The range with `convert` applied to its prefix and to each bound's values, given with
+    /// the position of their first component in the index.
+    func converting(_ convert: (_ values: [FieldValue], _ offset: Int) throws -> [FieldValue]) throws -> IndexRange {
+        if self == .all { return self }
+        func bound(_ bound: Bound?) throws -> Bound? {
             switch bound {
             case nil: nil
-            case let .inclusive(values)?: .inclusive(try convert(values))
-            case let .exclusive(values)?: .exclusive(try convert(values))
+            case let .inclusive(values)?: .inclusive(try convert(values, prefix.count))
+            case let .exclusive(values)?: .exclusive(try convert(values, prefix.count))
             }
         }
-        return IndexRange(prefix: try convert(range.prefix), from: try bound(range.lower), to: try bound(range.upper))
+        return IndexRange(prefix: try convert(prefix, 0), from: try bound(lower), to: try bound(upper))
     }
 }
