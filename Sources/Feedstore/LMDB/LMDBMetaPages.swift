@@ -54,7 +54,7 @@ enum LMDBMetaPages {
         guard pwrite(file, body, body.count, off_t(newerOffset + bodyOffset)) == body.count else {
             throw LMDBError(code: errno, operation: "pwrite(\(dataFile))")
         }
-        guard fsync(file) == 0 else { throw LMDBError(code: errno, operation: "fsync(\(dataFile))") }
+        guard FileSync.all(file) else { throw LMDBError(code: errno, operation: "fsync(\(dataFile))") }
         return RollBack(dropped: max(firstID, secondID), kept: min(firstID, secondID))
     }
 
@@ -93,7 +93,7 @@ enum LMDBMetaPages {
                     throw LMDBError(code: errno, operation: "pwrite(\(dataFile))")
                 }
             }
-            guard fsync(file) == 0 else { throw LMDBError(code: errno, operation: "fsync(\(dataFile))") }
+            guard FileSync.all(file) else { throw LMDBError(code: errno, operation: "fsync(\(dataFile))") }
         }
     }
 

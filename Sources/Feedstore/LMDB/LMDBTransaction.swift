@@ -43,8 +43,17 @@ struct LMDBTransaction: ~Copyable {
 
     consuming func commit() throws(LMDBError) {
         let txn = handle
+        #if canImport(Darwin)
+        // A commit LMDB syncs (full durability) is flushed from the drive's cache before it
+        // counts as done: LMDB's own sync there is fsync.
+        let environment = isReadOnly ? nil : self.environment
         discard self
         try lmdbCheck(mdb_txn_commit(txn), "mdb_txn_commit")
+        if let environment, environment.flags.isDisjoint(with: [.noSync, .noMetaSync, .readOnly]) { try environment.flushDriveCache() }
+        #else
+        discard self
+        try lmdbCheck(mdb_txn_commit(txn), "mdb_txn_commit")
+        #endif
     }
 
     consuming func abort() {

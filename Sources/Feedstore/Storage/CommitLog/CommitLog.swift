@@ -178,7 +178,7 @@ final class CommitLog {
 
     /// Makes every record appended so far durable (`fdatasync`: the blocks are allocated already).
     func sync() throws {
-        guard fdatasync(descriptor) == 0 else { throw failure("syncing \(path): \(String(cString: strerror(errno)))") }
+        guard FileSync.data(descriptor) else { throw failure("syncing \(path): \(String(cString: strerror(errno)))") }
     }
 
     /// Starts a new epoch after a checkpoint of LMDB transaction `transaction`, whose meta page
@@ -233,7 +233,7 @@ final class CommitLog {
             try zeros.withUnsafeBytes { try write(UnsafeRawBufferPointer(rebasing: $0.prefix(count)), at: at) }
             at += count
         }
-        guard fsync(descriptor) == 0 else { throw failure("syncing \(path): \(String(cString: strerror(errno)))") }
+        guard FileSync.all(descriptor) else { throw failure("syncing \(path): \(String(cString: strerror(errno)))") }
         allocated = target
     }
 

@@ -79,7 +79,7 @@ extension Store {
             // open(2) applies the umask; the copy's mode is the store's, whatever the umask.
             fchmod(descriptor, fileMode)
             try core.environment.copy(toFile: descriptor, compact: compact)
-            guard !synced || fsync(descriptor) == 0 else { throw FeedstoreError.diskFull(path: destination) }
+            guard !synced || FileSync.all(descriptor) else { throw FeedstoreError.diskFull(path: destination) }
         } catch {
             unlink(partial)
             throw core.translate(error)

@@ -13,7 +13,7 @@ import Foundation
             throw FeedstoreError.accessDenied(path: path, reason: String(cString: strerror(errno)))
         }
         defer { close(descriptor) }
-        guard fsync(descriptor) == 0 else { throw FeedstoreError.diskFull(path: path) }
+        guard FileSync.all(descriptor) else { throw FeedstoreError.diskFull(path: path) }
     }
 
     /// Syncs the parent of each directory in `made` (outermost first), so that their names
