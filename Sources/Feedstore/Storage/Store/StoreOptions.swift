@@ -21,7 +21,22 @@ public struct StoreOptions: Sendable {
     /// The map size to start with; the map grows by itself when full.
     public var initialMapSize: Int = 64 << 20
     /// The largest the map may grow to; writes beyond it fail with ``FeedstoreError/mapFull(path:limit:)``.
-    public var maximumMapSize: Int? = nil
+    /// Defaults to ``platformMaximumMapSize``.
+    public var maximumMapSize: Int? = StoreOptions.platformMaximumMapSize
+    /// The map a store grows to at most unless told otherwise. LMDB maps the whole map into the
+    /// process's address space, and iOS, tvOS, visionOS and watchOS give a process far less of
+    /// it than Linux and macOS: there the default is 1 GiB (256 MiB on watchOS), so that the map
+    /// always fits. An app with the extended virtual addressing entitlement may set more. Nil (no
+    /// limit but the disk) on Linux and macOS.
+    public static let platformMaximumMapSize: Int? = {
+        #if os(watchOS)
+        256 << 20
+        #elseif os(iOS) || os(tvOS) || os(visionOS)
+        1 << 30
+        #else
+        nil
+        #endif
+    }()
     /// Permissions of files the store creates.
     public var fileMode: mode_t = 0o600
     /// Permissions of the lock file (`lock.mdb`) when the store is created; nil means
@@ -115,7 +130,7 @@ public struct StoreOptions: Sendable {
     var readOnlyReason: String? { immutable ? "it was opened immutable" : readOnly ? "it was opened read-only" : nil }
 
     /// Options with the given settings; unspecified ones keep their defaults.
-    public init(durability: Durability = .full, initialMapSize: Int = 64 << 20, maximumMapSize: Int? = nil,
+    public init(durability: Durability = .full, initialMapSize: Int = 64 << 20, maximumMapSize: Int? = StoreOptions.platformMaximumMapSize,
                 fileMode: mode_t = 0o600, readOnly: Bool = false, journalRetention: JournalRetention = JournalRetention())
     {
         self.durability = durability
