@@ -1,2 +1,6 @@
 /// This library's version (semantic versioning), as `storectl --version` prints it.
 public let feedstoreVersion = "0.3.0"
+
+/// The version of LMDB the library runs on: the system's, or the one compiled in with the
+/// `BundledLMDB` trait.
+public let lmdbVersion = LMDBEnvironment.libraryVersion

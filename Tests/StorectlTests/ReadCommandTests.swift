@@ -9,7 +9,18 @@ import Testing
     @Test func versionNamesTheLibraryAndStoreFormat() throws {
         let result = try runTool(storectlURL, ["--version"])
         #expect(result.status == 0)
-        #expect(result.stdout == "storectl \(feedstoreVersion) (store format \(Catalog.currentFormatVersion))\n")
+        #expect(result.stdout == "storectl \(feedstoreVersion) (store format \(Catalog.currentFormatVersion), LMDB \(lmdbVersion))\n")
+    }
+
+    /// The LMDB linked in is the one the build chose: compiled in with the BundledLMDB trait,
+    /// else the system's, as pkg-config describes it.
+    @Test func theLMDBLinkedInIsTheOneTheTraitChose() throws {
+        #if BundledLMDB
+        #expect(lmdbVersion == "0.9.70")
+        #else
+        let system = try runTool(URL(fileURLWithPath: "/usr/bin/env"), ["pkg-config", "--modversion", "lmdb"])
+        #expect(system.status == 0 && lmdbVersion == system.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "\(system)")
+        #endif
     }
 
     @Test func inspectReportsEntitiesIndexesAndJournal() throws {

@@ -43,8 +43,24 @@ final class LMDBEnvironment: @unchecked Sendable {
     let pageSize: Int
     private(set) var isClosed = false
 
+    /// The version of the LMDB library linked in (`mdb_version`), such as "0.9.24".
+    static let libraryVersion: String = {
+        var major: Int32 = 0, minor: Int32 = 0, patch: Int32 = 0
+        _ = mdb_version(&major, &minor, &patch)
+        return "\(major).\(minor).\(patch)"
+    }()
+
     /// Opens (creating if allowed) the environment in directory `path`.
     init(path: String, flags: Flags, mapSize: Int, maxDatabases: UInt32, maxReaders: UInt32, mode: mode_t) throws(LMDBError) {
+        #if BundledLMDB && !targetEnvironment(simulator) && (os(iOS) || os(tvOS) || os(watchOS) || os(visionOS))
+        // The bundled build (ordo-one/swift-lmdb) leaves LMDB to lock with System V semaphores
+        // here, which the app sandbox does not allow: the system stops the process (SIGSYS) in
+        // semget. Refused instead; the "Apple platforms" article tells the way out.
+        if !flags.contains(.noLock) {
+            throw LMDBError(code: ENOTSUP, operation: "mdb_env_open(\(path)): LMDB as bundled locks with System V semaphores on this "
+                + "platform, which the app sandbox does not allow")
+        }
+        #endif
         var env: OpaquePointer?
         try lmdbCheck(mdb_env_create(&env), "mdb_env_create")
         guard let env else { throw LMDBError(code: EINVAL, operation: "mdb_env_create") }
@@ -101,7 +117,21 @@ final class LMDBEnvironment: @unchecked Sendable {
 
     func sync(force: Bool) throws(LMDBError) {
         try lmdbCheck(mdb_env_sync(handle, force ? 1 : 0), "mdb_env_sync")
+        #if canImport(Darwin)
+        // LMDB's sync is fsync there, which leaves the bytes in the drive's cache.
+        if force { try flushDriveCache() }
+        #endif
     }
+
+    #if canImport(Darwin)
+    /// Flushes the data file from the drive's cache (``FileSync``): on Apple platforms, what
+    /// makes a commit LMDB synced with `fsync` survive a power loss.
+    func flushDriveCache() throws(LMDBError) {
+        var descriptor: Int32 = -1
+        try lmdbCheck(mdb_env_get_fd(handle, &descriptor), "mdb_env_get_fd")
+        guard FileSync.all(descriptor) else { throw LMDBError(code: errno, operation: "fcntl(F_FULLFSYNC) of \(path)/data.mdb") }
+    }
+    #endif
 
     func info() throws(LMDBError) -> Info {
         var raw = MDB_envinfo()

@@ -135,6 +135,14 @@ struct SampleCompiler {
         }
     }
 
+    /// Where the compiler finds the LMDB module the library was built with: the system's, or,
+    /// built with the BundledLMDB trait, the bundled one's, whose module map SwiftPM makes in
+    /// the build folder.
+    var lmdbModuleSearchPaths: [String] {
+        let bundled = buildProductsDirectory.appendingPathComponent("CLMDB.build").path
+        return ["-I", root.path + "/Sources/CFeedstoreLMDB"] + (FileManager.default.fileExists(atPath: bundled + "/module.modulemap") ? ["-I", bundled] : [])
+    }
+
     struct CompilerMissing: Error {}
     struct StandInFailed: Error { var output: String }
 
@@ -146,8 +154,8 @@ struct SampleCompiler {
         let probe = "\n@MainActor func probe(_ updates: TableUpdates, _ view: \(view)) { view.performBatchUpdates(updates) }\n"
         let path = "\(directory)/\(file)"
         try ("import Feedstore\n" + source + probe).write(toFile: path, atomically: true, encoding: .utf8)
-        let result = try runTool(swiftc, ["-typecheck", "-swift-version", "6", "-parse-as-library", "-I", modules, "-I", directory,
-                                          "-I", root.path + "/Sources/CFeedstoreLMDB", path], timeout: 300)
+        let result = try runTool(swiftc, ["-typecheck", "-swift-version", "6", "-parse-as-library", "-I", modules, "-I", directory]
+                                     + lmdbModuleSearchPaths + [path], timeout: 300)
         return result.status == 0 ? nil : result.stderr + result.stdout
     }
 
@@ -163,8 +171,8 @@ struct SampleCompiler {
             arguments += ["-I", api, "-package-description-version", "6.2", name + "/Package.swift"]
         } else {
             try sample.code.write(toFile: name + "/main.swift", atomically: true, encoding: .utf8)
-            arguments += ["-I", modules, "-I", directory, "-I", root.path + "/Sources/CFeedstoreLMDB", "-I", root.path + "/Sources/CFeedstoreNATS", "-I", root.path + "/Sources/CFeedstoreCrypto",
-                          name + "/main.swift"]
+            arguments += ["-I", modules, "-I", directory, "-I", root.path + "/Sources/CFeedstoreNATS", "-I", root.path + "/Sources/CFeedstoreCrypto"]
+                + lmdbModuleSearchPaths + [name + "/main.swift"]
             arguments += sample.contexts.map { root.path + "/Tests/Samples/Contexts/\($0).swift" }
             // Feedstore's UIKit adapter, compiled as it is where UIKit exists.
             let usesUIKit = ([sample.code] + (try sample.contexts.map { try String(contentsOfFile: root.path + "/Tests/Samples/Contexts/\($0).swift", encoding: .utf8) }))
