@@ -70,21 +70,26 @@ final class IndexSchema: Sendable {
     private let componentFieldIDs: [UInt32?]
     /// Copied out of the definition, which building a key would otherwise copy whole each time.
     private let componentDescending: [Bool]
+    /// Per component: the ``FieldValue/kindRank`` of the one kind its keys hold
+    /// (``CatalogEntity/keyKind(ofField:)``), or nil when that is not one kind.
+    let componentKindRanks: [Int?]
     private let condition: IndexCondition?
 
     var definition: IndexDefinition { catalog.definition }
     var id: UInt32 { catalog.id }
 
-    /// `fields` are the entity's catalog fields, which resolve the components' field numbers.
-    init(catalog: CatalogIndex, fields: [CatalogField], database: LMDBDatabase, counts: LMDBDatabase) {
+    /// `entity`'s catalog fields resolve the components' field numbers, and its kinds the
+    /// components' kinds.
+    init(catalog: CatalogIndex, of entity: CatalogEntity, database: LMDBDatabase, counts: LMDBDatabase) {
         self.catalog = catalog
         self.database = database
         self.counts = counts
         let components = catalog.definition.components
         componentPaths = components.map { FieldPath($0.field) }
         componentFieldIDs = componentPaths.map { path in
-            path.rest.isEmpty ? fields.first { $0.name == path.head }?.id : nil
+            path.rest.isEmpty ? entity.fields.first { $0.name == path.head }?.id : nil
         }
+        componentKindRanks = components.map { entity.keyKind(ofField: $0.field).flatMap(FieldValue.kindRank(ofKindName:)) }
         componentDescending = components.map(\.descending)
         condition = catalog.definition.condition
         fieldsRead = Set(componentPaths.map(\.head) + (condition?.fields ?? []).map { FieldPath($0).head })

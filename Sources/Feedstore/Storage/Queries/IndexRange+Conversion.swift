@@ -12,6 +12,23 @@ extension CatalogEntity {
     }
 }
 
+extension IndexSchema {
+    /// Whether every value of `range` already has the kind its component holds (or is null, or
+    /// its component holds no one kind): then converting the range changes nothing, and a
+    /// query skips it.
+    /// - Complexity: O(components), with no allocation.
+    func holdsItsKinds(_ range: IndexRange) -> Bool {
+        func holds(_ values: [FieldValue], from offset: Int) -> Bool {
+            for (i, value) in values.enumerated() where offset + i < componentKindRanks.count {
+                if let rank = componentKindRanks[offset + i], value.kindRank != rank, value.kindRank != 0 { return false }
+            }
+            return true
+        }
+        return holds(range.prefix, from: 0) && holds(range.lower?.values ?? [], from: range.prefix.count)
+            && holds(range.upper?.values ?? [], from: range.prefix.count)
+    }
+}
+
 extension IndexRange {
     /// The range with `convert` applied to its prefix and to each bound's values, given with
     /// the position of their first component in the index.

@@ -51,7 +51,7 @@ extension ReadTransaction {
         let index = try entity.index(named: indexName)
         // Components of another kind convert where nothing is lost, or are refused: a query
         // never answers a component of the wrong kind with an empty result.
-        let converted = try entity.catalog.keyRange(range, for: index.definition)
+        let converted = index.holdsItsKinds(range) ? range : try entity.catalog.keyRange(range, for: index.definition)
         let keys = try KeyRange.resolve(converted, descending: index.definition.components.map(\.descending), entity: name, index: indexName)
         if keys.isEmpty { return ResolvedQuery(entity: entity, index: index, keys: keys, start: 0, count: 0) }
         let (start, end) = try ranks(in: index, from: keys.lower, to: keys.upper)

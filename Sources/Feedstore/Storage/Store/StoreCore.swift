@@ -225,7 +225,7 @@ final class StoreCore: @unchecked Sendable {
                 else {
                     throw FeedstoreError.corruptData(what: "store \(path)", reason: "database \(index.databaseName) or its counts are missing")
                 }
-                indexes.append(IndexSchema(catalog: index, fields: entity.fields, database: db, counts: counts))
+                indexes.append(IndexSchema(catalog: index, of: entity, database: db, counts: counts))
             }
             entities[entity.name] = EntitySchema(catalog: entity, records: records, indexes: indexes)
         }

@@ -183,7 +183,7 @@ public final class WriteTransaction: ReadTransaction {
                 let known = old?.indexes.first(where: { $0.id == index.id })
                 guard let db = databases[index.databaseName] ?? known?.database,
                       let counts = databases[index.countsDatabaseName] ?? known?.counted.counts else { return nil }
-                return IndexSchema(catalog: index, fields: entity.fields, database: db, counts: counts)
+                return IndexSchema(catalog: index, of: entity, database: db, counts: counts)
             }
             entities[entity.name] = EntitySchema(catalog: entity, records: records, indexes: indexes)
         }
