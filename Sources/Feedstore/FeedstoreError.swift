@@ -57,6 +57,9 @@ public enum FeedstoreError: Error, Sendable, Equatable, CustomStringConvertible 
     /// A name used by `usedBy` (an index, its condition, a watcher's options) is not a field of the
     /// entity; `fields` lists the entity's fields.
     case unknownField(entity: String, field: String, usedBy: String, fields: [String])
+    /// A key path used by `usedBy` reads no stored field of the entity (a computed property, or
+    /// a value its decoding does not read); `reason` says what was found.
+    case unknownKeyPath(entity: String, keyPath: String, usedBy: String, reason: String)
     /// An index declaration cannot be used as written.
     case invalidIndexDefinition(entity: String, index: String, reason: String)
     /// A record migration cannot go on; its progress stays at the last step that committed.
@@ -120,6 +123,8 @@ public enum FeedstoreError: Error, Sendable, Equatable, CustomStringConvertible 
         case let .unknownField(entity, field, usedBy, fields):
             "\(usedBy) names \"\(field)\", which is not a field of \(entity); its fields are "
                 + (fields.isEmpty ? "unknown" : fields.joined(separator: ", "))
+        case let .unknownKeyPath(entity, keyPath, usedBy, reason):
+            "\(usedBy) uses the key path \(keyPath), which is not a stored field of \(entity): \(reason)"
         case let .invalidIndexDefinition(entity, index, reason): "index \(entity).\(index) is invalid: \(reason)"
         case let .migrationFailed(entity, name, reason): "migration \(name) of \(entity) stopped: \(reason)"
         case let .invalidRange(entity, index, reason): "invalid range on \(entity).\(index): \(reason)"

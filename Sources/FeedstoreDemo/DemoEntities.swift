@@ -30,11 +30,13 @@ public struct Message: Entity, Equatable {
         self.contactId = contactId
     }
 
-    public static let indexes: [IndexDefinition] = [
-        IndexDefinition("byFolderDate", [.ascending("folder"), .descending("date")]),
-        IndexDefinition("unreadByDate", [.descending("date")], where: .field("isRead") == false),
-        IndexDefinition("byContact", [.ascending("contactId")]),
-    ]
+    /// A folder's messages, newest first: one section per folder.
+    public static let byFolderDate = index(\.folder, \.date.descending)
+    /// Unread messages, newest first.
+    public static let unreadByDate = index("unreadByDate", \.date.descending, where: \.isRead == false)
+    /// Messages by contact: the foreign key that related-record watchers follow.
+    public static let byContact = index("byContact", \.contactId)
+    public static let indexes = [byFolderDate.definition, unreadByDate.definition, byContact.definition]
 }
 
 /// Messages read their stored fields directly; ``CodableMessage`` reads the same records

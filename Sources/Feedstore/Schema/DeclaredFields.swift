@@ -48,6 +48,20 @@ struct DeclaredFields: Sendable, Equatable {
         return DeclaredFields(paths: recording.paths, openPaths: recording.openPaths, isComplete: complete, kinds: complete ? kinds : [:])
     }
 
+    /// Values of `type` made up by the same decoder: a base one, and per field path one that
+    /// differs from it in that field (nested fields, arrays and open members included), so that
+    /// reading a key path from each tells which field it reads (``KeyPathFields``). Nil when the
+    /// type's decoding cannot run on made-up values.
+    static func prototypes<T: Decodable>(of type: T.Type) -> (base: T, variants: [(path: String, value: T)])? {
+        let recording = FieldRecording()
+        guard let base = try? FieldRecordingDecoder(recording: recording, path: "", depth: 0).placeholder(T.self) else { return nil }
+        let variants = recording.paths.sorted().compactMap { path -> (path: String, value: T)? in
+            let value = try? FieldRecordingDecoder(recording: FieldRecording(variant: path), path: "", depth: 0).placeholder(T.self)
+            return value.map { (path, $0) }
+        }
+        return (base, variants)
+    }
+
     /// The top-level field names, sorted (for messages).
     var topLevel: [String] { paths.filter { !$0.contains(".") }.sorted() }
 
@@ -94,12 +108,17 @@ struct DeclaredFields: Sendable, Equatable {
 // MARK: The recording decoder
 
 private final class FieldRecording {
+    /// The path whose value is made different from the usual placeholder (a prototype that
+    /// differs from the base one in this field alone), or nil.
+    let variant: String?
     var paths: Set<String> = []
     var openPaths: Set<String> = []
     /// The kind each path was decoded as ("any" once two kinds were asked for).
     var kinds: [String: String] = [:]
     /// Paths that may be absent or null.
     var optional: Set<String> = []
+
+    init(variant: String? = nil) { self.variant = variant }
 
     func record(_ kind: String, at path: String) {
         guard !path.isEmpty else { return }
@@ -151,8 +170,12 @@ private struct FieldRecordingDecoder: Decoder {
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
         recording.record("array", at: path)
+        if isVariant { return OneElementContainer(decoder: member("0")) }
         return EmptyUnkeyedContainer(codingPath: codingPath)
     }
+
+    /// Whether this value is the one a variant prototype changes.
+    var isVariant: Bool { !path.isEmpty && path == recording.variant }
 
     /// A value that reads itself as a single value (a wrapper, a dynamic value) may hold any
     /// members: its path is open.
@@ -172,13 +195,14 @@ private struct FieldRecordingDecoder: Decoder {
     /// decoder.
     func placeholder<T: Decodable>(_ type: T.Type) throws -> T {
         if let kind = Self.leafKind(of: type) { recording.record(kind, at: path) }
+        if isVariant, let value = Self.variantValue(type) { return value }
         switch type {
         case is FieldValue.Type:
             // A dynamic value may hold any members.
             if !path.isEmpty { recording.openPaths.insert(path) }
             return FieldValue.null as! T
         case is Date.Type: return Date(timeIntervalSinceReferenceDate: 0) as! T
-        case is UUID.Type: return UUID() as! T
+        case is UUID.Type: return UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)) as! T
         case is URL.Type: return URL(string: "feedstore:placeholder")! as! T
         case is Data.Type: return Data() as! T
         case is Decimal.Type: return Decimal(0) as! T
@@ -202,14 +226,47 @@ private struct FieldRecordingDecoder: Decoder {
             if !path.isEmpty { recording.optional.insert(path) }
             return try optional.placeholder(from: self) as! T
         }
-        if let cases = type as? any CaseIterable.Type, let first = firstCase(of: cases) as? T {
+        if let cases = type as? any CaseIterable.Type, let value = someCase(of: cases, second: isVariant) as? T {
             recording.record((type as? any RawRepresentable.Type).flatMap { Self.rawValueKind($0) } ?? "any", at: path)
-            return first
+            return value
         }
         return try T(from: self)
     }
 
-    private func firstCase<C: CaseIterable>(of type: C.Type) -> Any? { C.allCases.first }
+    /// The first case of an enum, or its second one for a variant (the first when it has one).
+    private func someCase<C: CaseIterable>(of type: C.Type, second: Bool) -> Any? {
+        var cases = C.allCases.makeIterator()
+        let first = cases.next()
+        return second ? cases.next() ?? first : first
+    }
+
+    /// A leaf value other than the usual placeholder, for a variant prototype.
+    private static func variantValue<T>(_ type: T.Type) -> T? {
+        let value: Any? = switch type {
+        case is FieldValue.Type: FieldValue.int(1)
+        case is Date.Type: Date(timeIntervalSinceReferenceDate: 1)
+        case is UUID.Type: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1))
+        case is URL.Type: URL(string: "feedstore:variant")!
+        case is Data.Type: Data([1])
+        case is Decimal.Type: Decimal(1)
+        case is String.Type: "variant"
+        case is Bool.Type: true
+        case is Double.Type: 1.0
+        case is Float.Type: Float(1)
+        case is Int.Type: 1
+        case is Int64.Type: Int64(1)
+        case is Int32.Type: Int32(1)
+        case is Int16.Type: Int16(1)
+        case is Int8.Type: Int8(1)
+        case is UInt.Type: UInt(1)
+        case is UInt64.Type: UInt64(1)
+        case is UInt32.Type: UInt32(1)
+        case is UInt16.Type: UInt16(1)
+        case is UInt8.Type: UInt8(1)
+        default: nil
+        }
+        return value as? T
+    }
 
     /// The stored kind of a leaf type's values, as ``FieldValueEncoder`` writes them; nil for
     /// types that are not leaves.
@@ -236,10 +293,11 @@ private struct RecordingKeyedContainer<Key: CodingKey>: KeyedDecodingContainerPr
     let decoder: FieldRecordingDecoder
     var codingPath: [any CodingKey] { decoder.codingPath }
 
-    /// Asking for every key means the members are not fixed (a dictionary).
+    /// Asking for every key means the members are not fixed (a dictionary). A variant holds one
+    /// member.
     var allKeys: [Key] {
         decoder.recording.openPaths.insert(decoder.path)
-        return []
+        return decoder.isVariant ? [Key(stringValue: "variant")].compactMap { $0 } : []
     }
 
     /// A member whose presence is asked about may be absent (`decodeIfPresent` asks first).
@@ -311,6 +369,33 @@ private struct RecordingSingleValue: SingleValueDecodingContainer {
     func decode(_ type: UInt16.Type) throws -> UInt16 { try decoder.placeholder(type) }
     func decode(_ type: UInt32.Type) throws -> UInt32 { try decoder.placeholder(type) }
     func decode(_ type: UInt64.Type) throws -> UInt64 { try decoder.placeholder(type) }
+}
+
+/// The array of a variant prototype: one placeholder element.
+private struct OneElementContainer: UnkeyedDecodingContainer {
+    let decoder: FieldRecordingDecoder
+    var codingPath: [any CodingKey] { decoder.codingPath }
+    var count: Int? { 1 }
+    var isAtEnd: Bool { currentIndex > 0 }
+    var currentIndex = 0
+
+    private func end() -> DecodingError {
+        .valueNotFound(Any.self, .init(codingPath: codingPath, debugDescription: "one element"))
+    }
+
+    mutating func decodeNil() throws -> Bool { false }
+    mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        guard !isAtEnd else { throw end() }
+        currentIndex += 1
+        return try decoder.placeholder(type)
+    }
+    mutating func nestedContainer<N: CodingKey>(keyedBy type: N.Type) throws -> KeyedDecodingContainer<N> {
+        guard !isAtEnd else { throw end() }
+        currentIndex += 1
+        return try decoder.container(keyedBy: type)
+    }
+    mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer { throw end() }
+    mutating func superDecoder() throws -> any Decoder { throw end() }
 }
 
 /// Arrays decode as empty: their elements are not fields a path can name.

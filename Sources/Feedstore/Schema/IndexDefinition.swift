@@ -37,11 +37,19 @@ public struct IndexDefinition: Sendable, Hashable, Codable {
     /// When set, only records for which the condition holds are in the index.
     public var condition: IndexCondition?
 
+    /// A key path of a typed declaration (``Entity/index(_:unique:where:)``) that reads no
+    /// stored field: the store refuses to open with it, naming it. Not persisted.
+    var keyPathProblem: KeyPathFields.Problem?
+
     /// Declares an index; see the type's description.
     public init(_ name: String, _ components: [Component], unique: Bool = false, where condition: IndexCondition? = nil) {
         self.name = name
         self.components = components
         self.unique = unique
         self.condition = condition
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case name, components, unique, condition
     }
 }

@@ -45,6 +45,14 @@ public struct IndexRange: Sendable, Hashable {
 
     /// Entries whose leading components equal `values`.
     public static func prefix(_ values: FieldValue...) -> IndexRange { IndexRange(prefix: values) }
+
+    /// Entries whose leading components equal Swift values: `.prefix(folder)` for an `Int64`
+    /// folder, converted as records are written (``FieldValueConvertible``).
+    public static func prefix<each V: FieldValueConvertible>(_ values: repeat each V) -> IndexRange {
+        var prefix: [FieldValue] = []
+        for value in repeat each values { prefix.append(value.fieldValue) }
+        return IndexRange(prefix: prefix)
+    }
 }
 
 /// A range resolved to encoded keys: `lower` inclusive, `upper` exclusive, nil for unbounded.

@@ -412,6 +412,7 @@ enum StoreOpener {
             func invalid(_ reason: String) -> FeedstoreError {
                 .invalidIndexDefinition(entity: name, index: index.name, reason: reason)
             }
+            if let problem = index.keyPathProblem { throw problem.error(entity: name, usedBy: "index \(name).\(index.name)") }
             guard !index.name.isEmpty else { throw invalid("the name is empty") }
             guard seen.insert(index.name).inserted else { throw invalid("the name is declared twice") }
             guard !index.components.isEmpty else { throw invalid("it has no components") }

@@ -75,6 +75,7 @@ final class WatchEngine {
                 resetPending = true
             }
         } else {
+            options = try options.resolved(entity: query.entity, index: resolved.index.definition)
             try checkNames(of: entity, in: tx)
             subscription = feed.subscription(target, related: try options.related.map { try tx.entity($0.entity).catalog.id })
             self.subscription = subscription

@@ -14,12 +14,61 @@ public struct WatchOptions: Sendable, Hashable {
     /// update of exactly the rows that refer to it.
     public var related: [RelatedRecords]
 
+    /// A field named by key path for sectioning (``init(sectionBy:fields:window:related:)``),
+    /// turned into ``sectionBy`` when the watcher opens, against its query's index.
+    var sectionField: String?
+    /// A key path that reads no stored field, reported when the watcher opens.
+    var keyPathProblem: KeyPathFields.Problem?
+
     /// Options for a watcher; see each property.
     public init(sectionBy: Int = 0, fields: Set<String>? = nil, window: WatchWindow? = nil, related: [RelatedRecords] = []) {
         self.sectionBy = sectionBy
         self.fields = fields
         self.window = window
         self.related = related
+    }
+
+    /// Options naming fields by key path: sections are the runs of rows that share the index's
+    /// components up to and including the one `sectionBy` reads (`\Message.folder` on
+    /// `byFolderDate`: a section per folder); `fields` are the fields a row shows.
+    ///
+    /// A key path that reads no stored field, or a `sectionBy` that is not one of the query's
+    /// index components, is reported by the watcher's first batch, as an unknown name is.
+    public init<E: Entity>(sectionBy: PartialKeyPath<E>? = nil, fields: [PartialKeyPath<E>]? = nil, window: WatchWindow? = nil,
+                           related: [RelatedRecords] = [])
+    {
+        self.init(window: window, related: related)
+        if let sectionBy {
+            switch KeyPathFields.field(of: sectionBy) {
+            case let .success(field): sectionField = field
+            case let .failure(problem): keyPathProblem = problem
+            }
+        }
+        if let fields {
+            var names = Set<String>()
+            for keyPath in fields {
+                switch KeyPathFields.field(of: keyPath) {
+                case let .success(field): names.insert(field)
+                case let .failure(problem): keyPathProblem = keyPathProblem ?? problem
+                }
+            }
+            self.fields = names
+        }
+    }
+
+    /// The options with fields named by key path turned into names and counts, for a watcher
+    /// on `index` of `entity`.
+    func resolved(entity: String, index: IndexDefinition) throws -> WatchOptions {
+        if let keyPathProblem { throw keyPathProblem.error(entity: entity, usedBy: "the watch options") }
+        guard let sectionField else { return self }
+        guard let position = index.components.firstIndex(where: { $0.field == sectionField }) else {
+            throw FeedstoreError.unknownField(entity: entity, field: sectionField, usedBy: "the watch options' sectionBy",
+                                              fields: index.components.map(\.field))
+        }
+        var resolved = self
+        resolved.sectionBy = position + 1
+        resolved.sectionField = nil
+        return resolved
     }
 }
 
@@ -36,6 +85,12 @@ public struct RelatedRecords: Sendable, Hashable {
     public init<R: Entity>(_ type: R.Type, through index: String) {
         entity = R.entityName
         foreignKeyIndex = index
+    }
+
+    /// Rows refer to records of `type` through the foreign key leading `index`:
+    /// `RelatedRecords(Contact.self, through: Message.byContact)`.
+    public init<R: Entity, Root: Entity, each K>(_ type: R.Type, through index: EntityIndex<Root, repeat each K>) {
+        self.init(type, through: index.name)
     }
 }
 

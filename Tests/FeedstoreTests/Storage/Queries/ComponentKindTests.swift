@@ -94,6 +94,34 @@ struct EveryKeyKind: Entity {
         }
     }
 
+    /// Swift values of every type the conversion table takes, as range components on every
+    /// component kind: each behaves as the stored value it converts to.
+    @Test func swiftValuesOfEveryTypeConvertOrAreRefused() throws {
+        let values: [(type: String, value: any FieldValueConvertible)] = [
+            ("Int", Int(5)), ("Int8", Int8(5)), ("Int16", Int16(5)), ("Int32", Int32(5)), ("Int64", Int64(5)), ("UInt", UInt(5)),
+            ("UInt8", UInt8(5)), ("UInt16", UInt16(5)), ("UInt32", UInt32(5)), ("UInt64", UInt64(5)), ("Double", Double(5)),
+            ("Float", Float(5)), ("Bool", true), ("String", "5"), ("URL", URL(string: "5")!), ("Date", Date(timeIntervalSince1970: 5)),
+            ("Data", Data([5])), ("UUID", Self.uuid), ("Int64?", Int64?.some(5)),
+        ]
+        try withStore { (store: Store) throws in
+            for component in Self.fields {
+                let index = "by_\(component.field)"
+                for (type, value) in values {
+                    let given = value.fieldValue.kindName
+                    let range = prefix(value)
+                    if given == component.kind || Self.converting.contains([component.kind, given]) {
+                        #expect(try answers(store, index: index, range: range) == [1, 1, 1, 1, 1, 1], "\(component.kind) component, \(type)")
+                    } else {
+                        #expect(throws: FeedstoreError.self, "\(component.kind) component, \(type)") { try answers(store, index: index, range: range) }
+                    }
+                }
+            }
+        }
+    }
+
+    /// `.prefix` of one Swift value, its type opened from the existential.
+    private func prefix<V: FieldValueConvertible>(_ value: V) -> IndexRange { .prefix(value) }
+
     @Test func conversionsThatWouldLoseSomethingAreRefused() throws {
         try withStore { (store: Store) throws in
             let lossy: [(index: String, value: FieldValue)] = [

@@ -1,0 +1,81 @@
+/// A secondary index declared with key paths, whose type knows its components' types: queries
+/// on it take Swift values of those types (``Query/init(_:prefix:reverse:)``), and a value of
+/// another type does not compile.
+///
+/// ```swift
+/// struct Message: Entity {
+///     var id: UInt64
+///     var folder: Int64
+///     var date: Date
+///     var isRead: Bool
+///
+///     static let byFolderDate = index(\.folder, \.date.descending)
+///     static let unreadByDate = index("unreadByDate", \.date.descending, where: \.isRead == false)
+///     static let indexes = [byFolderDate.definition, unreadByDate.definition]
+/// }
+/// ```
+///
+/// The store keeps the ``definition``: field names, as a declaration by name would give them,
+/// so the catalog, `storectl`, replicas and the network protocol see no difference.
+public struct EntityIndex<Root: Entity, each Key: IndexKeyPart>: Sendable {
+    /// The index as the store keeps it.
+    public let definition: IndexDefinition
+
+    /// The index's name.
+    public var name: String { definition.name }
+
+    fileprivate init(name: String?, components: [(keyPath: PartialKeyPath<Root>, descending: Bool)], unique: Bool,
+                     condition: IndexPredicate<Root>?)
+    {
+        var problem: KeyPathFields.Problem?
+        let fields = components.map { component -> IndexDefinition.Component in
+            switch KeyPathFields.field(of: component.keyPath) {
+            case let .success(field):
+                return IndexDefinition.Component(field: field, descending: component.descending)
+            case let .failure(failure):
+                problem = problem ?? failure
+                return IndexDefinition.Component(field: failure.keyPath, descending: component.descending)
+            }
+        }
+        var definition = IndexDefinition(name ?? Self.name(of: fields), fields, unique: unique, where: condition?.condition)
+        definition.keyPathProblem = problem ?? condition?.problem
+        self.definition = definition
+    }
+
+    /// `by` and the fields, capitalized: `byFolderDate`, `byAddressCity`.
+    private static func name(of components: [IndexDefinition.Component]) -> String {
+        "by" + components.flatMap { $0.field.split(separator: ".") }.map { $0.prefix(1).uppercased() + $0.dropFirst() }.joined()
+    }
+}
+
+extension Entity {
+    /// An index on the fields the key paths read, most significant first; `\.date.descending`
+    /// reads a field in descending order. Named `by` and its fields (`byFolderDate`).
+    ///
+    /// A key path that reads no stored field (a computed property) makes the store refuse to
+    /// open, naming it (``FeedstoreError/unknownKeyPath(entity:keyPath:usedBy:reason:)``).
+    public static func index<each Key: IndexKeyPart>(_ keys: repeat KeyPath<Self, each Key>, unique: Bool = false,
+                                                     where condition: IndexPredicate<Self>? = nil) -> EntityIndex<Self, repeat each Key>
+    {
+        EntityIndex(name: nil, components: components(repeat each keys), unique: unique, condition: condition)
+    }
+
+    /// An index named `name` on the fields the key paths read; see ``index(_:unique:where:)``.
+    public static func index<each Key: IndexKeyPart>(_ name: String, _ keys: repeat KeyPath<Self, each Key>, unique: Bool = false,
+                                                     where condition: IndexPredicate<Self>? = nil) -> EntityIndex<Self, repeat each Key>
+    {
+        EntityIndex(name: name, components: components(repeat each keys), unique: unique, condition: condition)
+    }
+
+    private static func components<each Key: IndexKeyPart>(_ keys: repeat KeyPath<Self, each Key>)
+        -> [(keyPath: PartialKeyPath<Self>, descending: Bool)]
+    {
+        var components: [(keyPath: PartialKeyPath<Self>, descending: Bool)] = []
+        for component in repeat component(each keys) { components.append(component) }
+        return components
+    }
+
+    private static func component<K: IndexKeyPart>(_ keyPath: KeyPath<Self, K>) -> (keyPath: PartialKeyPath<Self>, descending: Bool) {
+        (keyPath, K.isDescending)
+    }
+}
