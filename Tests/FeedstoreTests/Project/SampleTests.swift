@@ -18,7 +18,28 @@ import Testing
             let compiler = try SampleCompiler(root: Self.root, directory: dir)
             for sample in samples {
                 let failure = try compiler.check(sample)
-                if let failure { Issue.record("\(sample.file):\(sample.line) does not compile:\n\(failure)") }
+                if sample.mustFail {
+                    #expect(failure != nil, "\(sample.file):\(sample.line) compiles, but must not")
+                } else if let failure {
+                    Issue.record("\(sample.file):\(sample.line) does not compile:\n\(failure)")
+                }
+            }
+        }
+    }
+
+    /// What the typed API must refuse at compile time (`Tests/Samples/Misuses.md`): each block
+    /// fails, with the error its comment names.
+    @Test func misusesDoNotCompile() throws {
+        let file = "Tests/Samples/Misuses.md"
+        let samples = CodeSample.all(in: try String(contentsOf: Self.root.appendingPathComponent(file), encoding: .utf8), file: file)
+        #expect(samples.count >= 6)
+        try withTemporaryDirectory { dir in
+            let compiler = try SampleCompiler(root: Self.root, directory: dir)
+            for sample in samples {
+                #expect(sample.mustFail, "\(file):\(sample.line) is marked must fail")
+                let expected = try #require(sample.expectedError, "\(file):\(sample.line) names its error")
+                let failure = try compiler.check(sample)
+                #expect(failure?.contains(expected) == true, "\(file):\(sample.line): expected \"\(expected)\", got \(failure ?? "no error")")
             }
         }
     }
@@ -30,6 +51,33 @@ import Testing
         try withTemporaryDirectory { dir in
             let compiler = try SampleCompiler(root: Self.root, directory: dir)
             let failure = try compiler.checkAdapter("TableUpdates+\(framework).swift", view: view)
+            #expect(failure == nil, "\(failure ?? "")")
+        }
+    }
+
+    /// The SwiftUI property wrappers and the environment's store compile against the stand-in,
+    /// in a view that uses them.
+    @Test func theSwiftUIWrappersCompile() throws {
+        let probe = """
+            struct Item: Entity {
+                var id: UInt64
+                var rank: Int64
+                static let byRank = index(\\.rank)
+                static let indexes = [byRank.definition]
+            }
+            struct Probe: View {
+                @LiveList var items: LazyLiveList<Item>
+                @LiveQuery(Query(Item.byRank)) var small: [Item]
+                init(rank: Int64) { _items = LiveList(Query(Item.byRank, prefix: rank)) }
+                var body: some View {
+                    List(items) { Text("\\($0.rank) \\(small.count) \\($small.sequence)") }
+                }
+            }
+            @MainActor func root(_ store: Store) -> some View { Probe(rank: 1).feedstore(store) }
+            """
+        try withTemporaryDirectory { dir in
+            let compiler = try SampleCompiler(root: Self.root, directory: dir)
+            let failure = try compiler.checkAdapter("LiveList+SwiftUI.swift", probe: probe)
             #expect(failure == nil, "\(failure ?? "")")
         }
     }
@@ -72,6 +120,13 @@ struct CodeSample {
     var contexts: [String] = []
     /// A fragment of a `Package.swift`: the arguments of `Package(name:…)`.
     var isManifest = false
+    /// A misuse the compiler must refuse, with the message its `// error:` comment names.
+    var mustFail = false
+
+    /// What the block's `// error: …` comment says the compiler answers.
+    var expectedError: String? {
+        code.split(separator: "\n").first { $0.hasPrefix("// error: ") }.map { String($0.dropFirst("// error: ".count)) }
+    }
 
     /// The blocks of `markdown`; a block marked `continues` is joined to the one before it.
     static func all(in markdown: String, file: String) -> [CodeSample] {
@@ -102,6 +157,7 @@ struct CodeSample {
                 var sample = CodeSample(file: file, line: number + 1, code: "")
                 sample.contexts = markers.filter { $0.hasPrefix("context ") }.flatMap { $0.dropFirst("context ".count).split(separator: " ").map(String.init) }
                 sample.isManifest = markers.contains("manifest")
+                sample.mustFail = markers.contains("must fail")
                 current = (sample, line.prefix { $0 == " " }.count, [])
             }
         }
@@ -150,8 +206,14 @@ struct SampleCompiler {
     /// that imports Feedstore, and applies `TableUpdates` to a `view`; else the compiler's
     /// messages. (The call fails to compile if the adapter's `#if` left it out.)
     func checkAdapter(_ file: String, view: String) throws -> String? {
+        try checkAdapter(file, probe: "@MainActor func probe(_ updates: TableUpdates, _ view: \(view)) { view.performBatchUpdates(updates) }")
+    }
+
+    /// Nil when an adapter of `Sources/Feedstore/Watch/UI/` compiles outside the library, as an
+    /// app's build would compile it, with `probe` (code that uses it) beside it.
+    func checkAdapter(_ file: String, probe: String) throws -> String? {
         let source = try String(contentsOfFile: root.path + "/Sources/Feedstore/Watch/UI/" + file, encoding: .utf8)
-        let probe = "\n@MainActor func probe(_ updates: TableUpdates, _ view: \(view)) { view.performBatchUpdates(updates) }\n"
+        let probe = "\n" + probe + "\n"
         let path = "\(directory)/\(file)"
         try ("import Feedstore\n" + source + probe).write(toFile: path, atomically: true, encoding: .utf8)
         let result = try runTool(swiftc, ["-typecheck", "-swift-version", "6", "-parse-as-library", "-I", modules, "-I", directory]
@@ -174,13 +236,13 @@ struct SampleCompiler {
             arguments += ["-I", modules, "-I", directory, "-I", root.path + "/Sources/CFeedstoreNATS", "-I", root.path + "/Sources/CFeedstoreCrypto"]
                 + lmdbModuleSearchPaths + [name + "/main.swift"]
             arguments += sample.contexts.map { root.path + "/Tests/Samples/Contexts/\($0).swift" }
-            // Feedstore's UIKit adapter, compiled as it is where UIKit exists.
-            let usesUIKit = ([sample.code] + (try sample.contexts.map { try String(contentsOfFile: root.path + "/Tests/Samples/Contexts/\($0).swift", encoding: .utf8) }))
-                .contains { $0.contains("import UIKit") }
-            if usesUIKit {
-                let adapter = try String(contentsOfFile: root.path + "/Sources/Feedstore/Watch/UI/TableUpdates+UIKit.swift", encoding: .utf8)
-                try ("import Feedstore\n" + adapter).write(toFile: name + "/TableUpdates+UIKit.swift", atomically: true, encoding: .utf8)
-                arguments.append(name + "/TableUpdates+UIKit.swift")
+            // Feedstore's UIKit and SwiftUI adapters, compiled as they are where those exist.
+            let sources = [sample.code] + (try sample.contexts.map { try String(contentsOfFile: root.path + "/Tests/Samples/Contexts/\($0).swift", encoding: .utf8) })
+            for (framework, file) in [("UIKit", "TableUpdates+UIKit.swift"), ("SwiftUI", "LiveList+SwiftUI.swift")]
+            where sources.contains(where: { $0.contains("import \(framework)") }) {
+                let adapter = try String(contentsOfFile: root.path + "/Sources/Feedstore/Watch/UI/" + file, encoding: .utf8)
+                try ("import Feedstore\n" + adapter).write(toFile: name + "/" + file, atomically: true, encoding: .utf8)
+                arguments.append(name + "/" + file)
             }
         }
         let result = try runTool(swiftc, arguments, timeout: 300)

@@ -10,11 +10,10 @@ struct Message: Entity {
     var isRead: Bool
     var contactId: UInt64
 
-    static let indexes = [
-        IndexDefinition("byFolderDate", [.ascending("folder"), .descending("date")]),
-        IndexDefinition("unreadByDate", [.descending("date")], where: .field("isRead") == false),
-        IndexDefinition("byContact", [.ascending("contactId")]),
-    ]
+    static let byFolderDate = index(\.folder, \.date.descending)
+    static let unreadByDate = index("unreadByDate", \.date.descending, where: \.isRead == false)
+    static let byContact = index("byContact", \.contactId)
+    static let indexes = [byFolderDate.definition, unreadByDate.definition, byContact.definition]
 }
 
 struct Contact: Entity {
@@ -22,5 +21,7 @@ struct Contact: Entity {
     var name: String
     var email: String
 
-    static let indexes = [IndexDefinition("byEmail", ["email"], unique: true)]
+    static let byName = index(\.name)
+    static let byEmail = index(\.email, unique: true)
+    static let indexes = [byName.definition, byEmail.definition]
 }

@@ -70,7 +70,36 @@ extension View {
     public func task(_ action: @escaping @Sendable () async -> Void) -> Self { self }
 }
 
-@propertyWrapper public struct State<Value> {
+public protocol DynamicProperty {
+    mutating func update()
+}
+
+extension DynamicProperty {
+    public mutating func update() {}
+}
+
+public protocol EnvironmentKey {
+    associatedtype Value
+    static var defaultValue: Value { get }
+}
+
+public struct EnvironmentValues {
+    public subscript<K: EnvironmentKey>(key: K.Type) -> K.Value {
+        get { K.defaultValue }
+        set {}
+    }
+}
+
+@propertyWrapper public struct Environment<Value>: DynamicProperty {
+    nonisolated public init(_ keyPath: KeyPath<EnvironmentValues, Value>) {}
+    public var wrappedValue: Value { fatalError() }
+}
+
+extension View {
+    public func environment<V>(_ keyPath: WritableKeyPath<EnvironmentValues, V>, _ value: V) -> some View { self }
+}
+
+@propertyWrapper public struct State<Value>: DynamicProperty {
     nonisolated public init(wrappedValue value: Value) { self.value = value }
     private var value: Value
     public var wrappedValue: Value {
