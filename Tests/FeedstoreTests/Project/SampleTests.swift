@@ -183,7 +183,7 @@ struct SampleCompiler {
         modules = buildProductsDirectory.appendingPathComponent("Modules").path
         // The stand-ins, as modules of their own.
         let standIns = root.path + "/Tests/Samples/StandIns/"
-        for (module, shared) in [("UIKit", ["NSDiffableDataSourceSnapshot"]), ("AppKit", ["NSDiffableDataSourceSnapshot"]), ("SwiftUI", [])] {
+        for (module, shared) in [("UIKit", ["NSDiffableDataSourceSnapshot"]), ("AppKit", ["NSDiffableDataSourceSnapshot"]), ("SwiftUI", []), ("SwiftData", [])] {
             let built = try runTool(swiftc, ["-emit-module", "-parse-as-library", "-swift-version", "6", "-module-name", module,
                                              "-emit-module-path", "\(directory)/\(module).swiftmodule"]
                                         + ([module] + shared).map { standIns + $0 + ".swift" })

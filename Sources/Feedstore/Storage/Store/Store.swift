@@ -129,6 +129,7 @@ public final class Store: Sendable {
     /// outside the transaction.
     /// - Throws: ``FeedstoreError/nestedWrite`` when called inside a write;
     ///   ``FeedstoreError/readOnly(path:reason:)``; whatever `body` throws.
+    @discardableResult
     public func write<R>(_ body: (WriteTransaction) throws -> R) throws -> R {
         try checkOpen()
         if let readOnlyReason { throw FeedstoreError.readOnly(path: path, reason: readOnlyReason) }
@@ -203,6 +204,7 @@ public final class Store: Sendable {
     /// moment for the others to come back, so that they keep sharing commits. It never runs on
     /// the caller's actor: the main actor is not held up by a commit.
     @concurrent
+    @discardableResult
     public func write<R: Sendable>(_ body: @escaping @Sendable (WriteTransaction) throws -> R) async throws -> R {
         try checkOpen()
         if let readOnlyReason { throw FeedstoreError.readOnly(path: path, reason: readOnlyReason) }
