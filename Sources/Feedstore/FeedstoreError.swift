@@ -42,7 +42,7 @@ public enum FeedstoreError: Error, Sendable, Equatable, CustomStringConvertible 
     /// A stored record could not be decoded into the requested Swift type.
     case decodingFailed(entity: String, id: FieldValue?, reason: String)
     /// No entity with this name is registered in the store's catalog.
-    case unknownEntity(String)
+    case unknownEntity(String, entities: [String])
     /// A record written by field name (``WriteTransaction/put(entity:id:fields:keepingUndeclaredFields:)``,
     /// `storectl load`, a replica's apply) that its entity's type could not read back: a value
     /// of another kind, a required field missing, or a field the type does not declare. Nothing
@@ -114,7 +114,8 @@ public enum FeedstoreError: Error, Sendable, Equatable, CustomStringConvertible 
         case let .encodingFailed(entity, reason): "cannot encode \(entity): \(reason)"
         case let .decodingFailed(entity, id, reason):
             "cannot decode \(entity)\(id.map { " \($0.jsonText)" } ?? ""): \(reason)"
-        case let .unknownEntity(name): "no entity named \(name) in this store"
+        case let .unknownEntity(name, entities):
+            "no entity named \(name) in this store" + (entities.isEmpty ? "" : "; its entities are \(entities.joined(separator: ", "))")
         case let .recordRefused(entity, id, field, reason): "\(entity) \(id.jsonText) was refused: \(reason.describing(field: field))"
         case let .preconditionFailed(entity, id, reason): "\(entity) \(id.jsonText) was not written: \(reason)"
         case let .unknownIndex(entity, index, indexes):

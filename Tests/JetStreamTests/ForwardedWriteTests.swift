@@ -247,7 +247,7 @@ import Testing
                     return field == "score"
                 }
                 #expect { try writer.writeBlocking([RecordWrite.delete(entity: "Nothing", id: .int(1))]) } throws: { error in
-                    if case FeedstoreError.unknownEntity("Nothing") = error { return true }
+                    if case FeedstoreError.unknownEntity("Nothing", _) = error { return true }
                     return false
                 }
                 // Preconditions: absent, and compare-and-set.

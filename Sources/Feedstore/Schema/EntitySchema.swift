@@ -168,7 +168,7 @@ struct SchemaSnapshot: Sendable {
     let entities: [String: EntitySchema]
 
     func entity(_ name: String) throws -> EntitySchema {
-        guard let entity = entities[name] else { throw FeedstoreError.unknownEntity(name) }
+        guard let entity = entities[name] else { throw FeedstoreError.unknownEntity(name, entities: entities.keys.sorted()) }
         return entity
     }
 }

@@ -165,7 +165,7 @@ import Testing
             }
             let unregistered = WatchOptions(related: [RelatedRecords(Person.self, through: "byContact")])
             #expect { _ = try store.watch(inbox, options: unregistered).poll() } throws: { error in
-                if case FeedstoreError.unknownEntity("Person") = error { return true }
+                if case FeedstoreError.unknownEntity("Person", _) = error { return true }
                 return false
             }
             // Correct names watch as before.

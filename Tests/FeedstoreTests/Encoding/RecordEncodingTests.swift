@@ -142,7 +142,7 @@ import Testing
 
     /// The record as the tree encoder sees it, without the fields that are nil.
     static func reference(_ record: Scripted) throws -> [String: FieldValue] {
-        guard case let .object(fields) = try FieldValueEncoder.encode(record) else { throw FeedstoreError.unknownEntity("not an object") }
+        guard case let .object(fields) = try FieldValueEncoder.encode(record) else { throw FeedstoreError.unknownEntity("not an object", entities: []) }
         return fields.filter { if case .null = $0.value { false } else { true } }
     }
 

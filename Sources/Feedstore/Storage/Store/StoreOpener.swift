@@ -372,7 +372,7 @@ enum StoreOpener {
         if upToDate && (fieldsUpToDate || readOnlyReason != nil) { return }
         if let reason = readOnlyReason {
             let missing = declared.first { schema.catalog.entities[$0.name] == nil }
-            throw missing.map { FeedstoreError.unknownEntity($0.name) }
+            throw missing.map { FeedstoreError.unknownEntity($0.name, entities: schema.catalog.entities.keys.sorted()) }
                 ?? FeedstoreError.readOnly(path: core.path, reason: "\(reason), and the declared indexes differ from the stored ones")
         }
         let done = DispatchSemaphore(value: 0)

@@ -67,7 +67,7 @@ extension WriteTransaction {
     ///   - keepingUndeclaredFields: store fields the type does not declare instead of refusing
     ///     the record (the type ignores them when it reads the record).
     /// - Throws: ``FeedstoreError/recordRefused(entity:id:field:reason:)``;
-    ///   ``FeedstoreError/unknownEntity(_:)``; ``FeedstoreError/invalidRange(entity:index:reason:)``
+    ///   ``FeedstoreError/unknownEntity(_:entities:)``; ``FeedstoreError/invalidRange(entity:index:reason:)``
     ///   for an id of the wrong kind; the errors of ``put(_:)``. Nothing is written on error.
     /// - Complexity: O(i log n) for i indexes over n records.
     public func put(entity name: String, id: FieldValue, fields: [String: FieldValue], keepingUndeclaredFields: Bool = false) throws {
@@ -80,7 +80,7 @@ extension WriteTransaction {
     /// when it was written, so it is not held to them again; fields the catalog lacks join it, as
     /// in ``put(entity:id:fields:keepingUndeclaredFields:)``. The fields go from the bytes to their
     /// catalog slots with no dictionary between.
-    /// - Throws: ``FeedstoreError/unknownEntity(_:)``; ``FeedstoreError/invalidRange(entity:index:reason:)``
+    /// - Throws: ``FeedstoreError/unknownEntity(_:entities:)``; ``FeedstoreError/invalidRange(entity:index:reason:)``
     ///   for an id of the wrong kind; the errors of ``put(_:)``. Nothing is written on error.
     @_spi(Replication) public func put(entity name: String, id: FieldValue, stored record: ShippedRecord) throws {
         let entity = try entity(name)
@@ -125,7 +125,7 @@ extension WriteTransaction {
 
     /// Deletes the record with primary key `id` without the application's types; returns
     /// whether it existed.
-    /// - Throws: ``FeedstoreError/unknownEntity(_:)``; ``FeedstoreError/invalidRange(entity:index:reason:)``
+    /// - Throws: ``FeedstoreError/unknownEntity(_:entities:)``; ``FeedstoreError/invalidRange(entity:index:reason:)``
     ///   for an id of the wrong kind.
     @discardableResult
     public func delete(entity name: String, id: FieldValue) throws -> Bool {

@@ -291,7 +291,7 @@ import Testing
             #expect(throws: FeedstoreError.self) { try ShippedRecord(validating: FieldValue.string("not a record").storedEncoding) }
             #expect(throws: FeedstoreError.self) { try ShippedRecord(validating: [0xFF, 1, 2]) }
 
-            #expect(throws: FeedstoreError.unknownEntity("Nobody")) {
+            #expect(throws: FeedstoreError.unknownEntity("Nobody", entities: ["Person"])) {
                 try store.write { tx in try tx.put(entity: "Nobody", id: 1, stored: record) }
             }
             #expect { try store.write { tx in try tx.put(entity: "Person", id: "ten", stored: record) } } throws: { error in

@@ -26,7 +26,7 @@ import Testing
         try withTemporaryDirectory { dir in
             let store = try Store(path: dir + "/s", entities: [Item.self], options: StoreOptions(durability: .none))
             try store.write { tx in try tx.put(entity: "Item", id: 1, fields: ["id": 1, "name": "one", "score": 1.5, "flag": true]) }
-            #expect(throws: FeedstoreError.unknownEntity("Nope")) { try store.write { tx in try tx.put(entity: "Nope", id: 1, fields: [:]) } }
+            #expect(throws: FeedstoreError.unknownEntity("Nope", entities: ["Item"])) { try store.write { tx in try tx.put(entity: "Nope", id: 1, fields: [:]) } }
             #expect { try store.write { tx in try tx.put(entity: "Item", id: "x", fields: ["name": "x"]) } } throws: { error in
                 if case let FeedstoreError.invalidRange(_, _, reason) = error { return reason.contains("stored as int") }
                 return false
