@@ -6,7 +6,8 @@ import Foundation
 struct Sample: Entity {
     var id: UInt64
     var key: Int64
-    static let indexes: [IndexDefinition] = [IndexDefinition("byKey", ["key"])]
+    static let byKey = index("byKey", \.key)
+    static let indexes = [byKey.definition]
 }
 
 /// Order statistics at several sizes: rank, entry(at:) and count(range) per second, and bulk

@@ -13,6 +13,9 @@ struct LookupInstructions {
 
     enum Lookup: String, CaseIterable {
         case entry, rank, count
+        /// A count of a prefix and of a range, through queries that name the index and give
+        /// `FieldValue`s, or that name a typed index and give Swift values: the same work.
+        case namedQuery = "named-query", typedQuery = "typed-query"
     }
 
     /// Builds the counted store of the `counts` benchmark at `size` under `path` (run natively:
@@ -52,6 +55,16 @@ struct LookupInstructions {
         case .count:
             for (a, b) in zip(keys, keys.dropFirst()) {
                 sum &+= try tx.count(Sample.self, index: "byKey", range: IndexRange(from: .inclusive([.int(a)]), to: .exclusive([.int(b)])))
+            }
+        case .namedQuery:
+            for (a, b) in zip(keys, keys.dropFirst()) {
+                sum &+= try tx.count(Query(Sample.self, index: "byKey", range: .prefix(.int(a))))
+                sum &+= try tx.count(Query(Sample.self, index: "byKey", range: IndexRange(from: .inclusive([.int(a)]), to: .inclusive([.int(b)]))))
+            }
+        case .typedQuery:
+            for (a, b) in zip(keys, keys.dropFirst()) {
+                sum &+= try tx.count(Query(Sample.byKey, prefix: a))
+                sum &+= try tx.count(Query(Sample.byKey, from: a, to: b))
             }
         }
         return sum

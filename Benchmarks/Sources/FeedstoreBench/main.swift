@@ -405,7 +405,7 @@ default:
           inserts [--rows N] [--per-commit K] PATH
                                           one-row typed inserts, K requests a commit as group commit makes them,
                                           durability none, into a new store at PATH: the writer's work per row, for callgrind
-          lookup-instructions (--build | entry | rank | count) --size N [--operations K] PATH
+          lookup-instructions (--build | entry | rank | count | named-query | typed-query) --size N [--operations K] PATH
                                           one kind of counted lookup, for Benchmarks/lookup-instructions
         """)
 }

@@ -18,11 +18,27 @@
 /// The store keeps the ``definition``: field names, as a declaration by name would give them,
 /// so the catalog, `storectl`, replicas and the network protocol see no difference.
 public struct EntityIndex<Root: Entity, each Key: IndexKeyPart>: Sendable {
+    /// The definition, boxed: a query copies the handle, and a box copies with one retain.
+    @usableFromInline
+    final class Storage: Sendable {
+        let definition: IndexDefinition
+        @usableFromInline let name: String
+
+        init(_ definition: IndexDefinition) {
+            self.definition = definition
+            name = definition.name
+        }
+    }
+
+    @usableFromInline
+    let storage: Storage
+
     /// The index as the store keeps it.
-    public let definition: IndexDefinition
+    public var definition: IndexDefinition { storage.definition }
 
     /// The index's name.
-    public var name: String { definition.name }
+    @inlinable
+    public var name: String { storage.name }
 
     fileprivate init(name: String?, components: [(keyPath: PartialKeyPath<Root>, descending: Bool)], unique: Bool,
                      condition: IndexPredicate<Root>?)
@@ -39,7 +55,7 @@ public struct EntityIndex<Root: Entity, each Key: IndexKeyPart>: Sendable {
         }
         var definition = IndexDefinition(name ?? Self.name(of: fields), fields, unique: unique, where: condition?.condition)
         definition.keyPathProblem = problem ?? condition?.problem
-        self.definition = definition
+        storage = Storage(definition)
     }
 
     /// `by` and the fields, capitalized: `byFolderDate`, `byAddressCity`.
