@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .library(name: "Feedstore", targets: ["Feedstore"]),
         .library(name: "FeedstoreJetStream", targets: ["FeedstoreJetStream"]),
+        .library(name: "FeedstoreLive", targets: ["FeedstoreLive"]),
         .executable(name: "storectl", targets: ["storectl"]),
     ],
     // Where LMDB comes from: the system's library (the default: Linux, and macOS with Homebrew),
@@ -68,6 +69,13 @@ let package = Package(
                            .product(name: "CoreMetrics", package: "swift-metrics")],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        // Live queries for one connection, whatever carries its frames: the protocol (JSON text
+        // frames) and the session that turns a client's frames into batches. No server here.
+        .target(
+            name: "FeedstoreLive",
+            dependencies: ["Feedstore"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         // The demo feed (contacts and messages) of storectl demo and the tests; not a product.
         .target(
             name: "FeedstoreDemo",
@@ -118,6 +126,11 @@ let package = Package(
         .testTarget(
             name: "JetStreamTests",
             dependencies: ["Feedstore", "FeedstoreJetStream", "FeedstoreDemo", "FeedstoreTestSupport", "NATSTestServer"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .testTarget(
+            name: "FeedstoreLiveTests",
+            dependencies: ["Feedstore", "FeedstoreLive", "FeedstoreDemo", "FeedstoreTestSupport"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .testTarget(

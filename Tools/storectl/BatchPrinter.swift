@@ -5,8 +5,6 @@ import Foundation
 enum BatchPrinter {
     static func describe(_ key: [FieldValue]) -> String { key.map(\.jsonText).joined(separator: ", ") }
 
-    static func path(_ path: RowPath) -> FieldValue { .array([.int(Int64(path.section)), .int(Int64(path.row))]) }
-
     static func fieldList(_ fields: [String]) -> String { fields.isEmpty ? "replaced" : fields.joined(separator: ", ") }
 
     /// A record as one short line: its JSON, cut to `width` characters.
@@ -31,19 +29,7 @@ enum BatchPrinter {
     }
 
     /// The batch as one JSON object (the `storectl watch --jsonl` format).
-    static func json(_ batch: DynamicChangeBatch) -> String {
-        func pair(_ p: DynamicChangeBatch.Pair) -> FieldValue {
-            .object(["from": path(p.from), "to": path(p.to), "id": p.id, "fields": .array(p.fields.map { .string($0) }), "record": .object(p.record)])
-        }
-        return FieldValue.object(header(batch.fromSequence, batch.toSequence, batch.isInitial, batch.isReset).merging([
-            "sectionDeletes": .array(batch.sectionDeletes.map { .object(["at": .int(Int64($0))]) }),
-            "sectionInserts": .array(batch.sectionInserts.map { .object(["at": .int(Int64($0.index)), "key": .array($0.key)]) }),
-            "deletes": .array(batch.deletes.map { .object(["at": path($0.path), "id": $0.id]) }),
-            "inserts": .array(batch.inserts.map { .object(["at": path($0.path), "id": $0.id, "record": .object($0.record ?? [:])]) }),
-            "moves": .array(batch.moves.map(pair)),
-            "updates": .array(batch.updates.map(pair)),
-        ]) { $1 }).jsonText
-    }
+    static func json(_ batch: DynamicChangeBatch) -> String { FieldValue.object(batch.jsonMembers).jsonText }
 
     // MARK: Indexes-only mode
 
@@ -61,24 +47,8 @@ enum BatchPrinter {
         return out
     }
 
-    /// An indexes-only batch as one JSON object: rows as ranges `{"at": [s, r], "count": k}`.
-    static func json(_ batch: IndexBatch) -> String {
-        func range(_ r: IndexBatch.RowRange) -> FieldValue {
-            .object(["at": .array([.int(Int64(r.section)), .int(Int64(r.rows.lowerBound))]), "count": .int(Int64(r.rows.count))])
-        }
-        return FieldValue.object(header(batch.fromSequence, batch.toSequence, batch.isInitial, batch.isReset).merging([
-            "sectionDeletes": .array(batch.sectionDeletes.map { .object(["at": .int(Int64($0))]) }),
-            "sectionInserts": .array(batch.sectionInserts.map { .object(["at": .int(Int64($0.index)), "key": .array($0.key)]) }),
-            "deletes": .array(batch.deletes.map(range)),
-            "inserts": .array(batch.inserts.map(range)),
-            "moves": .array(batch.moves.map { .object(["from": path($0.from), "to": path($0.to)]) }),
-            "updates": .array(batch.updates.map { .object(["from": path($0.from), "to": path($0.to), "fields": .array($0.fields.map { .string($0) })]) }),
-        ]) { $1 }).jsonText
-    }
-
-    private static func header(_ from: UInt64, _ to: UInt64, _ initial: Bool, _ reset: Bool) -> [String: FieldValue] {
-        ["fromSequence": .uint(from), "toSequence": .uint(to), "initial": .bool(initial), "reset": .bool(reset)]
-    }
+    /// An indexes-only batch as one JSON object: rows as runs `{"at": [s, r], "count": k}`.
+    static func json(_ batch: IndexBatch) -> String { FieldValue.object(batch.jsonMembers).jsonText }
 }
 
 /// What `storectl watch` prints of a batch, in either mode.

@@ -14,11 +14,9 @@ public struct WatchOptions: Sendable, Hashable {
     /// update of exactly the rows that refer to it.
     public var related: [RelatedRecords]
 
-    /// A field named by key path for sectioning (``init(sectionBy:fields:window:related:)``),
-    /// turned into ``sectionBy`` when the watcher opens, against its query's index.
-    var sectionField: String?
-    /// A key path that reads no stored field, reported when the watcher opens.
-    var keyPathProblem: KeyPathFields.Problem?
+    /// What options named by key path leave to the watcher's opening, boxed so that options
+    /// given by name (and every idle watcher holding them) pay one word for it.
+    var keyPaths: KeyPathOptions?
 
     /// Options for a watcher; see each property.
     public init(sectionBy: Int = 0, fields: Set<String>? = nil, window: WatchWindow? = nil, related: [RelatedRecords] = []) {
@@ -38,10 +36,12 @@ public struct WatchOptions: Sendable, Hashable {
                            related: [RelatedRecords] = [])
     {
         self.init(window: window, related: related)
+        var sectionField: String?
+        var problem: KeyPathFields.Problem?
         if let sectionBy {
             switch KeyPathFields.field(of: sectionBy) {
             case let .success(field): sectionField = field
-            case let .failure(problem): keyPathProblem = problem
+            case let .failure(failure): problem = failure
             }
         }
         if let fields {
@@ -49,26 +49,47 @@ public struct WatchOptions: Sendable, Hashable {
             for keyPath in fields {
                 switch KeyPathFields.field(of: keyPath) {
                 case let .success(field): names.insert(field)
-                case let .failure(problem): keyPathProblem = keyPathProblem ?? problem
+                case let .failure(failure): problem = problem ?? failure
                 }
             }
             self.fields = names
         }
+        if sectionField != nil || problem != nil { keyPaths = KeyPathOptions(sectionField: sectionField, problem: problem) }
     }
 
     /// The options with fields named by key path turned into names and counts, for a watcher
     /// on `index` of `entity`.
     func resolved(entity: String, index: IndexDefinition) throws -> WatchOptions {
-        if let keyPathProblem { throw keyPathProblem.error(entity: entity, usedBy: "the watch options") }
-        guard let sectionField else { return self }
+        guard let keyPaths else { return self }
+        if let problem = keyPaths.problem { throw problem.error(entity: entity, usedBy: "the watch options") }
+        var resolved = self
+        resolved.keyPaths = nil
+        guard let sectionField = keyPaths.sectionField else { return resolved }
         guard let position = index.components.firstIndex(where: { $0.field == sectionField }) else {
             throw FeedstoreError.unknownField(entity: entity, field: sectionField, usedBy: "the watch options' sectionBy",
                                               fields: index.components.map(\.field))
         }
-        var resolved = self
         resolved.sectionBy = position + 1
-        resolved.sectionField = nil
         return resolved
+    }
+}
+
+/// A field named by key path for sectioning, turned into ``WatchOptions/sectionBy`` when the
+/// watcher opens against its query's index, and the first key path that reads no stored field.
+final class KeyPathOptions: Sendable, Hashable {
+    let sectionField: String?
+    let problem: KeyPathFields.Problem?
+
+    init(sectionField: String?, problem: KeyPathFields.Problem?) {
+        self.sectionField = sectionField
+        self.problem = problem
+    }
+
+    static func == (a: KeyPathOptions, b: KeyPathOptions) -> Bool { a.sectionField == b.sectionField && a.problem == b.problem }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(sectionField)
+        hasher.combine(problem)
     }
 }
 

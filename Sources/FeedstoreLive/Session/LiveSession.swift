@@ -1,0 +1,357 @@
+import Feedstore
+import Foundation
+
+/// One connection's live queries, whatever carries its frames: it takes the client's text
+/// frames (``receive(_:)``) and gives the server's (``nextFrame()``), holding a watcher per
+/// subscription. Cycle: client frame → check (syntax, catalog, limits, authorizer) → watcher →
+/// batch → frame.
+///
+/// The transport pulls frames when it can write one, so a slow reader never makes a queue:
+/// each subscription holds at most one batch taken from its watcher and not yet sent, and its
+/// watcher is not read again until that one goes out; meanwhile commits coalesce in the
+/// watcher, so the next batch spans them all (never part of a commit). Replies (errors, rows)
+/// are bounded by the frames the client sends, which the limits bound in turn.
+///
+/// An `indexes`-mode subscription's rows are read from the snapshot of the last batch sent:
+/// a `rows` request that arrives while a batch is held sends that batch first.
+public actor LiveSession {
+    /// Whether a principal may watch a query (checked after its components are converted to
+    /// the kinds the catalog stores, so `[7]` and `[7.0]` are one prefix).
+    public typealias Authorizer = @Sendable (LiveQuery) -> Bool
+
+    private let store: Store
+    private let limits: LiveLimits
+    private let authorize: Authorizer
+    private var subscriptions: [FieldValue: Subscription] = [:]
+    /// Subscriptions holding a batch to send, oldest first.
+    private var ready: [FieldValue] = []
+    /// Replies to send before any batch, in order.
+    private var outbox: [Reply] = []
+    private var waiting: CheckedContinuation<Void, Never>?
+    private var closed = false
+    private var windowMoves: TokenBucket
+
+    private enum Reply {
+        case text(String)
+        case rows(id: FieldValue, offset: Int, limit: Int)
+    }
+
+    /// A session on `store`, within `limits`, admitting the queries `authorize` allows.
+    public init(store: Store, limits: LiveLimits = LiveLimits(), authorize: @escaping Authorizer = { _ in true }) {
+        self.store = store
+        self.limits = limits
+        self.authorize = authorize
+        windowMoves = TokenBucket(perSecond: limits.windowMovesPerSecond)
+    }
+
+    /// The subscriptions open now.
+    public var subscriptionIDs: [FieldValue] { subscriptions.keys.sorted() }
+
+    /// Takes one frame from the client. What it asks for arrives through ``nextFrame()``:
+    /// batches, rows, and an `error` frame for anything refused.
+    public func receive(_ text: String) {
+        guard !closed else { return }
+        do {
+            guard text.utf8.count <= limits.frameBytes else {
+                throw LiveError(.limitExceeded, "the frame has \(text.utf8.count) bytes; a frame has at most \(limits.frameBytes)")
+            }
+            switch try ClientFrame(text: text) {
+            case let .subscribe(id, query): try subscribe(id, query)
+            case let .setWindow(id, offset, limit): try setWindow(id, offset: offset, limit: limit)
+            case let .rows(id, offset, limit): try requestRows(id, offset: offset, limit: limit)
+            case let .unsubscribe(id): try unsubscribe(id)
+            }
+        } catch let error as LiveError {
+            send(.text(ServerFrame.error(error)))
+        } catch {
+            send(.text(ServerFrame.error(LiveError.from(error, id: nil))))
+        }
+    }
+
+    /// The next frame to send, when there is one; nil once the session is closed or the
+    /// calling task is cancelled.
+    public func nextFrame() async -> String? {
+        while !closed, !Task.isCancelled {
+            if !outbox.isEmpty {
+                let reply = outbox.removeFirst()
+                switch reply {
+                case let .text(text):
+                    return text
+                case let .rows(id, offset, limit):
+                    // Rows follow the batch the client has: one still held goes first.
+                    if let subscription = subscriptions[id], let held = take(subscription) {
+                        outbox.insert(reply, at: 0)
+                        return held
+                    }
+                    return rowsFrame(id, offset: offset, limit: limit)
+                }
+            }
+            while let id = ready.first {
+                ready.removeFirst()
+                if let subscription = subscriptions[id], let held = take(subscription) { return held }
+            }
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { waiting = $0 }
+            } onCancel: {
+                Task { await self.wake() }
+            }
+        }
+        return nil
+    }
+
+    /// Stops every subscription; ``nextFrame()`` returns nil from now on.
+    public func close() {
+        closed = true
+        for id in Array(subscriptions.keys) { remove(id) }
+        wake()
+    }
+
+    // MARK: Frames
+
+    private func subscribe(_ id: FieldValue, _ requested: LiveQuery) throws {
+        guard subscriptions[id] == nil else { throw LiveError(.duplicateSubscription, "subscription \(id.jsonText) is already open", id: id) }
+        guard subscriptions.count < limits.subscriptions else {
+            throw LiveError(.limitExceeded, "a connection holds at most \(limits.subscriptions) subscriptions", id: id)
+        }
+        let query = try checked(requested, id: id)
+        guard authorize(query) else {
+            throw LiveError(.refused, "this connection may not watch \(query.entity).\(query.index) with prefix \(FieldValue.array(query.prefix).jsonText)", id: id)
+        }
+        let range = IndexRange(prefix: query.prefix, from: query.from.map { .inclusive($0) }, to: query.to.map { .inclusive($0) })
+        let options = WatchOptions(sectionBy: query.sectionBy, fields: query.fields.map(Set.init),
+                                   window: query.limit.map { WatchWindow(offset: query.offset, limit: $0) })
+        let subscription: Subscription
+        switch query.mode {
+        case .objects:
+            let watcher = store.watch(entity: query.entity, index: query.index, range: range, reverse: query.reverse, options: options)
+            subscription = Subscription(query: query, watcher: .objects(watcher))
+            subscription.pump = Task { [weak self] in
+                do {
+                    for try await batch in watcher {
+                        guard let self else { return }
+                        await self.hold(ServerFrame.batch(id: id, batch.jsonMembers), for: id)
+                    }
+                } catch {
+                    await self?.fail(id, error)
+                }
+            }
+        case .indexes:
+            let watcher = store.watchIndexes(entity: query.entity, index: query.index, range: range, reverse: query.reverse, options: options)
+            subscription = Subscription(query: query, watcher: .indexes(watcher))
+            subscription.pump = Task { [weak self] in
+                do {
+                    for try await batch in watcher {
+                        guard let self else { return }
+                        await self.hold(ServerFrame.batch(id: id, batch.jsonMembers), for: id)
+                    }
+                } catch {
+                    await self?.fail(id, error)
+                }
+            }
+        }
+        subscriptions[id] = subscription
+    }
+
+    private func setWindow(_ id: FieldValue, offset: Int, limit: Int) throws {
+        let subscription = try open(id)
+        try admitWindowMove(id)
+        guard subscription.query.limit != nil else {
+            throw LiveError(.malformed, "subscription \(id.jsonText) has no window: subscribe with a limit to move one", id: id)
+        }
+        if subscription.query.mode == .objects, limit > limits.windowRows {
+            throw LiveError(.limitExceeded, "a window holds at most \(limits.windowRows) rows", id: id)
+        }
+        subscription.watcher.setWindow(offset: offset, limit: limit)
+    }
+
+    private func requestRows(_ id: FieldValue, offset: Int, limit: Int) throws {
+        let subscription = try open(id)
+        try admitWindowMove(id)
+        guard subscription.query.mode == .indexes else {
+            throw LiveError(.wrongMode, "subscription \(id.jsonText) is in objects mode: its batches carry their rows", id: id)
+        }
+        guard limit <= limits.windowRows else { throw LiveError(.limitExceeded, "a rows request asks for at most \(limits.windowRows) rows", id: id) }
+        send(.rows(id: id, offset: offset, limit: limit))
+    }
+
+    private func unsubscribe(_ id: FieldValue) throws {
+        _ = try open(id)
+        remove(id)
+    }
+
+    // MARK: Subscriptions
+
+    private func open(_ id: FieldValue) throws -> Subscription {
+        guard let subscription = subscriptions[id] else { throw LiveError(.unknownSubscription, "no subscription \(id.jsonText) is open", id: id) }
+        return subscription
+    }
+
+    private func admitWindowMove(_ id: FieldValue) throws {
+        guard windowMoves.take() else {
+            throw LiveError(.rateLimited, "at most \(limits.windowMovesPerSecond) window moves and rows requests a second", id: id)
+        }
+    }
+
+    /// The query with its components converted to the kinds the catalog stores, its names
+    /// checked, and the limits applied.
+    private func checked(_ query: LiveQuery, id: FieldValue) throws -> LiveQuery {
+        if query.mode == .objects {
+            guard let limit = query.limit, limit <= limits.windowRows else {
+                throw LiveError(.limitExceeded, "a subscription in objects mode needs a limit of at most \(limits.windowRows) rows "
+                    + "(or mode \"indexes\", whose batches carry positions)", id: id)
+            }
+        }
+        let catalog = try store.catalog
+        guard let entity = catalog.entities[query.entity] else {
+            throw LiveError(.unknownEntity, "no entity named \(query.entity); the entities are \(catalog.entities.keys.sorted().joined(separator: ", "))", id: id)
+        }
+        guard let index = entity.indexes.first(where: { $0.definition.name == query.index }) else {
+            throw LiveError(.unknownIndex, "\(query.entity) has no index named \(query.index); its indexes are "
+                + entity.indexes.map(\.definition.name).joined(separator: ", "), id: id)
+        }
+        let components = index.definition.components.count
+        guard query.sectionBy <= components else {
+            throw LiveError(.malformed, "sectionBy is \(query.sectionBy); index \(query.index) has \(components) components", id: id)
+        }
+        let known = Set(entity.fields.map(\.name))
+        if let unknown = (query.fields ?? []).first(where: { !known.contains($0) && !known.contains(String($0.prefix { $0 != "." })) }) {
+            throw LiveError(.unknownField, "\(query.entity) has no field named \(unknown); its fields are "
+                + known.sorted().joined(separator: ", "), id: id)
+        }
+        var converted = query
+        do {
+            converted.prefix = try entity.keyComponents(query.prefix, forIndex: query.index)
+            converted.from = try query.from.map { try entity.keyComponents($0, forIndex: query.index, startingAt: query.prefix.count) }
+            converted.to = try query.to.map { try entity.keyComponents($0, forIndex: query.index, startingAt: query.prefix.count) }
+        } catch {
+            throw LiveError(.invalidRange, "\(error)", id: id)
+        }
+        return converted
+    }
+
+    /// Keeps a batch taken from a subscription's watcher until the transport takes it; the
+    /// subscription's pump waits here, so its watcher is not read again before then.
+    private func hold(_ frame: String, for id: FieldValue) async {
+        guard let subscription = subscriptions[id], !closed else { return }
+        subscription.held = frame
+        ready.append(id)
+        wake()
+        await withCheckedContinuation { subscription.taken = $0 }
+    }
+
+    /// The batch a subscription holds, which its pump may now replace.
+    private func take(_ subscription: Subscription) -> String? {
+        guard let held = subscription.held else { return nil }
+        subscription.held = nil
+        subscription.taken?.resume()
+        subscription.taken = nil
+        return held
+    }
+
+    private func fail(_ id: FieldValue, _ error: any Error) {
+        guard subscriptions[id] != nil else { return }
+        remove(id)
+        send(.text(ServerFrame.error(LiveError.from(error, id: id))))
+    }
+
+    private func remove(_ id: FieldValue) {
+        guard let subscription = subscriptions.removeValue(forKey: id) else { return }
+        subscription.watcher.cancel()
+        subscription.pump?.cancel()
+        subscription.held = nil
+        subscription.taken?.resume()
+        subscription.taken = nil
+        ready.removeAll { $0 == id }
+    }
+
+    private func send(_ reply: Reply) {
+        outbox.append(reply)
+        wake()
+    }
+
+    private func wake() {
+        waiting?.resume()
+        waiting = nil
+    }
+
+    /// The rows at positions `offset..<offset + limit` of the shown snapshot, across sections.
+    private func rowsFrame(_ id: FieldValue, offset: Int, limit: Int) -> String {
+        guard let subscription = subscriptions[id], case let .indexes(watcher) = subscription.watcher else {
+            return ServerFrame.error(LiveError(.unknownSubscription, "no subscription \(id.jsonText) is open", id: id))
+        }
+        do {
+            var rows: [(path: RowPath, record: [String: FieldValue])] = []
+            var start = 0
+            for (section, shape) in watcher.sections.enumerated() {
+                let lower = max(offset, start), upper = min(offset + limit, start + shape.count)
+                for row in max(lower, start) - start ..< max(upper, lower) - start {
+                    let path = RowPath(section: section, row: row)
+                    if let record = try watcher.object(at: path) { rows.append((path, record)) }
+                }
+                start += shape.count
+                if start >= offset + limit { break }
+            }
+            return ServerFrame.rows(id: id, offset: offset, rows)
+        } catch {
+            return ServerFrame.error(LiveError.from(error, id: id))
+        }
+    }
+}
+
+/// One open subscription: its query, its watcher, and the batch it holds.
+private final class Subscription {
+    enum Watching {
+        case objects(DynamicWatcher)
+        case indexes(DynamicIndexWatcher)
+
+        func setWindow(offset: Int, limit: Int) {
+            switch self {
+            case let .objects(w): w.setWindow(offset: offset, limit: limit)
+            case let .indexes(w): w.setWindow(offset: offset, limit: limit)
+            }
+        }
+
+        func cancel() {
+            switch self {
+            case let .objects(w): w.cancel()
+            case let .indexes(w): w.cancel()
+            }
+        }
+    }
+
+    let query: LiveQuery
+    let watcher: Watching
+    var pump: Task<Void, Never>?
+    /// A batch frame taken from the watcher and not yet sent.
+    var held: String?
+    /// The pump, waiting for `held` to be sent.
+    var taken: CheckedContinuation<Void, Never>?
+
+    init(query: LiveQuery, watcher: Watching) {
+        self.query = query
+        self.watcher = watcher
+    }
+}
+
+/// `perSecond` events a second, in bursts of as many.
+struct TokenBucket {
+    let perSecond: Int
+    private var tokens: Double
+    private var last = ContinuousClock.now
+
+    init(perSecond: Int) {
+        self.perSecond = perSecond
+        tokens = Double(perSecond)
+    }
+
+    mutating func take() -> Bool {
+        let now = ContinuousClock.now
+        let elapsed = now - last
+        last = now
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        tokens = min(Double(perSecond), tokens + seconds * Double(perSecond))
+        guard tokens >= 1 else { return false }
+        tokens -= 1
+        return true
+    }
+}

@@ -1,0 +1,168 @@
+import Feedstore
+import FeedstoreDemo
+@testable import FeedstoreLive
+import FeedstoreTestSupport
+import Foundation
+import Testing
+
+/// Every frame a client can send is parsed or refused with a typed error naming what is wrong;
+/// none crashes the parser or the session, and the session stays usable after each.
+@Suite struct ClientFrameTests {
+    @Test func framesParse() throws {
+        #expect(try ClientFrame(text: #"{"type":"subscribe","id":"a","entity":"Message","index":"byContact","prefix":[7],"limit":50}"#)
+            == .subscribe(id: "a", LiveQuery(entity: "Message", index: "byContact", prefix: [.int(7)], limit: 50)))
+        #expect(try ClientFrame(text: #"{"type":"subscribe","id":3,"entity":"M","index":"i","from":["a"],"to":["b"],"reverse":true,"sectionBy":1,"offset":5,"limit":9,"fields":["t"],"mode":"indexes"}"#)
+            == .subscribe(id: .int(3), LiveQuery(entity: "M", index: "i", from: ["a"], to: ["b"], reverse: true, sectionBy: 1, offset: 5,
+                                                 limit: 9, fields: ["t"], mode: .indexes)))
+        #expect(try ClientFrame(text: #"{"type":"setWindow","id":"a","offset":100,"limit":50}"#) == .setWindow(id: "a", offset: 100, limit: 50))
+        #expect(try ClientFrame(text: #"{"type":"rows","id":"a","offset":0,"limit":10}"#) == .rows(id: "a", offset: 0, limit: 10))
+        #expect(try ClientFrame(text: #"{"type":"unsubscribe","id":"a"}"#) == .unsubscribe(id: "a"))
+    }
+
+    static let refusals: [(frame: String, code: LiveError.Code, says: String)] = [
+        ("", .malformed, "not JSON"),
+        ("{", .malformed, "not JSON"),
+        ("[1,2]", .malformed, "not a JSON object"),
+        (#"{"id":"a"}"#, .malformed, "type must be given"),
+        (#"{"type":7}"#, .malformed, "type must be a string"),
+        (#"{"type":"subscribe!"}"#, .unknownType, "\"subscribe!\" is not a frame type"),
+        (#"{"type":"subscribe","entity":"M","index":"i"}"#, .malformed, "id must be given"),
+        (#"{"type":"subscribe","id":"","entity":"M","index":"i"}"#, .malformed, "id must be a string of 1 to 64 bytes"),
+        (#"{"type":"subscribe","id":[1],"entity":"M","index":"i"}"#, .malformed, "id must be"),
+        (#"{"type":"subscribe","id":"a","index":"i"}"#, .malformed, "entity must be given"),
+        (#"{"type":"subscribe","id":"a","entity":"M","index":"i","prefix":7}"#, .malformed, "prefix must be an array"),
+        (#"{"type":"subscribe","id":"a","entity":"M","index":"i","limit":-1}"#, .malformed, "limit must be a whole number"),
+        (#"{"type":"subscribe","id":"a","entity":"M","index":"i","limit":1.5}"#, .malformed, "limit must be a whole number"),
+        (#"{"type":"subscribe","id":"a","entity":"M","index":"i","limit":99999999999}"#, .malformed, "limit must be a whole number"),
+        (#"{"type":"subscribe","id":"a","entity":"M","index":"i","reverse":"yes"}"#, .malformed, "reverse must be true or false"),
+        (#"{"type":"subscribe","id":"a","entity":"M","index":"i","mode":"rows"}"#, .malformed, "mode is \"rows\""),
+        (#"{"type":"subscribe","id":"a","entity":"M","index":"i","fields":[1]}"#, .malformed, "fields must be an array of field names"),
+        (#"{"type":"subscribe","id":"a","entity":"M","index":"i","where":{}}"#, .malformed, "\"where\" is not a member"),
+        (#"{"type":"setWindow","id":"a","offset":1}"#, .malformed, "limit must be given"),
+        (#"{"type":"unsubscribe","id":"a","offset":1}"#, .malformed, "\"offset\" is not a member"),
+    ]
+
+    @Test func malformedFramesAreRefusedNamingWhatIsWrong() {
+        for (frame, code, says) in Self.refusals {
+            #expect("\(frame)") { try ClientFrame(text: frame) } throws: { error in
+                guard let error = error as? LiveError else { return false }
+                return error.code == code && error.message.contains(says)
+            }
+        }
+    }
+
+    /// Random mutations of valid frames, and random bytes: the parser answers each with a frame
+    /// or a `LiveError`, and the session with an `error` frame at most, and stays usable.
+    @Test func fuzzedFramesNeverCrashTheParserOrTheSession() async throws {
+        let seed = UInt64.random(in: 0 ... 1_000_000)
+        var random = SeededGenerator(seed: seed)
+        let valid = [
+            #"{"type":"subscribe","id":"a","entity":"Message","index":"byFolderDate","prefix":[1],"sectionBy":1,"offset":0,"limit":20}"#,
+            #"{"type":"subscribe","id":7,"entity":"Message","index":"unreadByDate","mode":"indexes"}"#,
+            #"{"type":"setWindow","id":"a","offset":10,"limit":20}"#,
+            #"{"type":"rows","id":7,"offset":0,"limit":5}"#,
+            #"{"type":"unsubscribe","id":"a"}"#,
+        ]
+        let alphabet = Array(#"{}[]":,0123456789-.eE truefalsnul\"#.utf8) + [0, 0xFF, 0xC3, 0x80, 0x0A]
+        try await withTemporaryDirectory { dir in
+            let store = try Store(path: dir + "/s", entities: [Message.self, Contact.self])
+            defer { store.close() }
+            var feed = DemoFeed(seed: 3)
+            try feed.populate(store, messages: 100, contacts: 5)
+            try await LiveSessionTests.withSession(LiveSession(store: store, limits: LiveLimits(windowMovesPerSecond: 1_000_000))) { session in
+            var sent = 0
+            for round in 0..<3_000 {
+                var bytes = Array(valid[Int.random(in: 0..<valid.count, using: &random)].utf8)
+                switch round % 4 {
+                case 0: bytes = (0..<Int.random(in: 0...40, using: &random)).map { _ in alphabet.randomElement(using: &random)! }
+                default:
+                    for _ in 0..<Int.random(in: 1...4, using: &random) {
+                        let at = Int.random(in: 0...bytes.count, using: &random)
+                        switch Int.random(in: 0..<3, using: &random) {
+                        case 0 where at < bytes.count: bytes.remove(at: at)
+                        case 1: bytes.insert(alphabet.randomElement(using: &random)!, at: at)
+                        default: if at < bytes.count { bytes[at] = alphabet.randomElement(using: &random)! }
+                        }
+                    }
+                }
+                let text = String(decoding: bytes, as: UTF8.self)
+                do throws(LiveError) {
+                    _ = try ClientFrame(text: text)
+                } catch {
+                    #expect(!error.message.isEmpty, "seed \(seed): \(text)")
+                }
+                await session.receive(text)
+                sent += 1
+            }
+            // The session still serves a well-formed subscription.
+            await session.receive(#"{"type":"subscribe","id":"last","entity":"Message","index":"byFolderDate","limit":5}"#)
+            var sawLast = false
+            for _ in 0..<(sent * 2 + 10) {
+                let frame = try await LiveSessionTests.next(session)
+                if frame["id"] == "last", frame["type"] == "batch" {
+                    sawLast = true
+                    break
+                }
+            }
+            #expect(sawLast, "seed \(seed)")
+            }
+        }
+    }
+
+    @Test func sessionRefusalsAreErrorFramesAndTheConnectionStaysOpen() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try Store(path: dir + "/s", entities: [Message.self, Contact.self])
+            defer { store.close() }
+            var feed = DemoFeed(seed: 4)
+            try feed.populate(store, messages: 50, contacts: 5)
+            let limits = LiveLimits(subscriptions: 2, windowRows: 100, frameBytes: 400, windowMovesPerSecond: 2)
+            try await LiveSessionTests.withSession(LiveSession(store: store, limits: limits) { query in
+                query.index != "byContact" || query.prefix == [.uint(3)]
+            }) { session in
+            let cases: [(frame: String, code: LiveError.Code, says: String)] = [
+                (#"{"type":"subscribe","id":"a","entity":"Nope","index":"x","limit":5}"#, .unknownEntity, "no entity named Nope; the entities are Contact, Message"),
+                (#"{"type":"subscribe","id":"a","entity":"Message","index":"x","limit":5}"#, .unknownIndex, "its indexes are byFolderDate, unreadByDate, byContact"),
+                (#"{"type":"subscribe","id":"a","entity":"Message","index":"byFolderDate","fields":["nope"],"limit":5}"#, .unknownField, "no field named nope"),
+                (#"{"type":"subscribe","id":"a","entity":"Message","index":"byFolderDate","prefix":["inbox"],"limit":5}"#, .invalidRange, "inbox"),
+                (#"{"type":"subscribe","id":"a","entity":"Message","index":"byFolderDate","sectionBy":3,"limit":5}"#, .malformed, "sectionBy is 3"),
+                (#"{"type":"subscribe","id":"a","entity":"Message","index":"byFolderDate"}"#, .limitExceeded, "needs a limit of at most 100"),
+                (#"{"type":"subscribe","id":"a","entity":"Message","index":"byFolderDate","limit":101}"#, .limitExceeded, "at most 100"),
+                (#"{"type":"subscribe","id":"a","entity":"Message","index":"byContact","prefix":[4],"limit":5}"#, .refused, "may not watch Message.byContact"),
+                (#"{"type":"setWindow","id":"zz","offset":0,"limit":5}"#, .unknownSubscription, "no subscription \"zz\""),
+                ("{" + String(repeating: " ", count: 500) + "}", .limitExceeded, "at most 400"),
+            ]
+            for (frame, code, says) in cases {
+                await session.receive(frame)
+                let reply = try await LiveSessionTests.next(session)
+                #expect(reply["type"] == "error" && reply["code"] == .string(code.rawValue), "\(frame): \(FieldValue.object(reply).jsonText)")
+                if case let .string(message) = reply["message"] { #expect(message.contains(says), "\(message)") }
+            }
+            #expect(await session.subscriptionIDs.isEmpty, "nothing refused was opened")
+            // An admitted prefix opens; a refused one sent no row.
+            await session.receive(#"{"type":"subscribe","id":"mine","entity":"Message","index":"byContact","prefix":[3],"limit":50}"#)
+            let batch = try await LiveSessionTests.next(session)
+            #expect(batch["type"] == "batch" && batch["id"] == "mine" && batch["initial"] == true)
+            if case let .array(inserts) = batch["inserts"] {
+                #expect(inserts.allSatisfy { if case let .object(row) = $0, case let .object(record) = row["record"] { record["contactId"] == .int(3) } else { false } },
+                        "\(FieldValue.object(batch).jsonText.prefix(600))")
+            }
+            await session.receive(#"{"type":"subscribe","id":"mine","entity":"Message","index":"byFolderDate","limit":5}"#)
+            #expect(try await LiveSessionTests.next(session)["code"] == .string("duplicateSubscription"))
+            await session.receive(#"{"type":"rows","id":"mine","offset":0,"limit":5}"#)
+            #expect(try await LiveSessionTests.next(session)["code"] == .string("wrongMode"))
+            await session.receive(#"{"type":"subscribe","id":"b","entity":"Message","index":"byFolderDate","limit":5}"#)
+            _ = try await LiveSessionTests.next(session)
+            await session.receive(#"{"type":"subscribe","id":"c","entity":"Message","index":"byFolderDate","limit":5}"#)
+            #expect(try await LiveSessionTests.next(session)["code"] == .string("limitExceeded"))
+            // Window moves beyond the rate are refused (two a second; the rows request above
+            // took one): errors go out before batches.
+            for _ in 0..<3 {
+                await session.receive(#"{"type":"setWindow","id":"b","offset":1,"limit":5}"#)
+            }
+            #expect(try await LiveSessionTests.next(session)["code"] == .string("rateLimited"))
+            await session.receive(#"{"type":"unsubscribe","id":"b"}"#)
+            #expect(await session.subscriptionIDs == ["mine"])
+            }
+        }
+    }
+}
