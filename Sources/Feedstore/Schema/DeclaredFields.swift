@@ -233,7 +233,7 @@ private struct FieldRecordingDecoder: Decoder {
         return try T(from: self)
     }
 
-    /// The first case of an enum, or its second one for a variant (the first when it has one).
+    /// The first case of an enum, or its second one for a variant (the first when it has only one).
     private func someCase<C: CaseIterable>(of type: C.Type, second: Bool) -> Any? {
         var cases = C.allCases.makeIterator()
         let first = cases.next()
