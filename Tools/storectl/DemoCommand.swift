@@ -88,17 +88,17 @@ struct DemoRun: ParsableCommand {
             print("\nStore \(path)")
             print("  contacts: \(try tx.count(Contact.self).formatted())")
             print("  messages: \(try tx.count(Message.self).formatted())")
-            print("  unread:   \(try tx.count(Message.self, index: "unreadByDate").formatted())")
+            print("  unread:   \(try tx.count(Query(Message.unreadByDate)).formatted())")
             let bounds = try tx.journalBounds()
             print("  journal:  commits \(bounds.first)…\(bounds.last)")
             print("\nMessages per folder (index byFolderDate):")
             for folder in 0..<DemoFeed.folders {
-                let n = try tx.count(Message.self, index: "byFolderDate", range: .prefix(.int(folder)))
+                let n = try tx.count(Query(Message.byFolderDate, prefix: folder))
                 print("  folder \(folder): \(n.formatted())")
             }
             print("\nNewest 10 messages in folder 1 (byFolderDate, prefix [1]):")
             let formatter = ISO8601DateFormatter()
-            for m in try tx.query(Message.self, index: "byFolderDate", range: .prefix(1), limit: 10) {
+            for m in try tx.objects(in: Query(Message.byFolderDate, prefix: 1), limit: 10) {
                 let contact = try tx.get(Contact.self, id: m.contactId)?.name ?? "?"
                 let title = m.title.padding(toLength: 18, withPad: " ", startingAt: 0)
                 print("  \(formatter.string(from: m.date))  #\(String(m.id).padding(toLength: 8, withPad: " ", startingAt: 0)) \(m.isRead ? " " : "●") \(title) from \(contact)")
@@ -115,9 +115,10 @@ struct DemoRun: ParsableCommand {
 
     /// A windowed, sectioned watcher across the first folder boundary, while another thread writes.
     func watchLive(_ store: Store) throws {
-        let firstFolder = try store.read { try $0.count(Message.self, index: "byFolderDate", range: .prefix(0)) }
+        let firstFolder = try store.read { try $0.count(Query(Message.byFolderDate, prefix: 0)) }
         let window = WatchWindow(offset: max(0, firstFolder - 10), limit: 20)
-        let watcher = store.watch(entity: Message.entityName, index: "byFolderDate", options: WatchOptions(sectionBy: 1, window: window))
+        let watcher = store.watch(entity: Message.entityName, index: Message.byFolderDate.name,
+                                  options: WatchOptions(sectionBy: \Message.folder, window: window))
         var start = DispatchTime.now().uptimeNanoseconds
         guard let initial = try watcher.poll() else { return }
         var micros = Double(DispatchTime.now().uptimeNanoseconds - start) / 1_000

@@ -76,7 +76,7 @@ struct DemoScroll: ParsableCommand {
     func scroll(_ store: Store) throws {
         let anonymousBefore = ProcessHeap.anonymousBytes
         let opened = DispatchTime.now().uptimeNanoseconds
-        let list = LazyLiveList(store: store, query: Query(Message.self, index: "byFolderDate"), options: WatchOptions(sectionBy: 1))
+        let list = LazyLiveList(store: store, query: Query(Message.byFolderDate), options: WatchOptions(sectionBy: \Message.folder))
         defer { list.stop() }
         let openMicros = Double(DispatchTime.now().uptimeNanoseconds - opened) / 1_000
         print(String(format: "Opened a lazy list of %@ messages in %@ sections (%.0f µs)", list.count.formatted(),
