@@ -12,6 +12,9 @@ final class StoreCore: @unchecked Sendable {
     let options: StoreOptions
     var isReadOnly: Bool { readOnlyReason != nil }
     let mapLock = MapLock()
+    /// Set by ``close()`` with the map lock held exclusively, read by ``begin(readOnly:log:)``
+    /// with it held shared: no transaction begins once the environment is closing.
+    private var isClosed = false
     let system: SystemDatabases
     var maximumMapSize: Int? { options.maximumMapSize }
     var retention: JournalRetention { options.journalRetention }
@@ -98,6 +101,9 @@ final class StoreCore: @unchecked Sendable {
     /// Begins a transaction, adopting a map grown by another process (`MDB_MAP_RESIZED`).
     /// The caller holds the map lock shared.
     func begin(readOnly: Bool, log: LMDBMutationLog? = nil) throws -> LMDBTransaction {
+        // A handle that outlived its store (a watcher polled after the last close) gets an
+        // error, never a transaction on an environment that is gone.
+        if isClosed { throw FeedstoreError.storeClosed(path: path) }
         // A commit whose sync failed is synced, and a failed commit's record taken out of the
         // commit log, before another commit can follow; none follows a failed sync of LMDB's
         // file under the commit log, and no transaction a commit it could not make durable.
@@ -261,6 +267,11 @@ final class StoreCore: @unchecked Sendable {
         writer.shutdown()
         commitLog?.close()
         if durability != .full, !isReadOnly { try? environment.sync(force: true) }
+        // From here no transaction begins, and none pinned since the first release stays open.
+        mapLock.withExclusive {
+            releasePinnedSnapshots()
+            isClosed = true
+        }
         environment.close()
     }
 }
