@@ -132,4 +132,37 @@ import Testing
             #expect(await session.nextFrame() == nil)
         }
     }
+
+    /// A client that reads nothing while a writer commits gets, when it reads again, one batch
+    /// spanning the commits it missed (never part of one), not a frame per commit: nothing
+    /// queues in the session meanwhile.
+    @Test func aSlowReaderGetsOneCoalescedBatch() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try Store(path: dir + "/s", entities: [Message.self, Contact.self])
+            defer { store.close() }
+            var feed = DemoFeed(seed: 9)
+            try feed.populate(store, messages: 200, contacts: 5)
+            let query = LiveQuery(entity: "Message", index: "byFolderDate", sectionBy: 1, limit: 400)
+            try await Self.withSession(LiveSession(store: store)) { session in
+                await session.receive(#"{"type":"subscribe","id":"s","entity":"Message","index":"byFolderDate","sectionBy":1,"limit":400}"#)
+                var mirror = JSONMirror()
+                try mirror.apply(try await Self.next(session))
+                let before = try await store.read { try $0.journalBounds().last }
+                for _ in 0..<100 { try Self.mutate(store, &feed, count: 2) }
+                let head = try await store.read { try $0.journalBounds().last }
+                // The pump may have taken one batch before the writer's later commits; the next
+                // one spans all the rest.
+                var frames = 0
+                while mirror.toSequence < head {
+                    let frame = try await Self.next(session)
+                    if case let .uint(from) = frame["fromSequence"] ?? .null { #expect(from >= before) }
+                    try mirror.apply(frame)
+                    frames += 1
+                }
+                #expect(frames <= 3, "\(frames) batches for 100 commits read late")
+                #expect(mirror.toSequence == head)
+                #expect(Self.project(mirror.sections, nil) == (try Self.expected(store, query)))
+            }
+        }
+    }
 }
