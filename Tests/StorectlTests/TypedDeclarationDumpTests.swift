@@ -4,24 +4,6 @@ import FeedstoreTestSupport
 import Foundation
 import Testing
 
-/// The demo's `Message` declared by field name: the same entity for the store as the demo's
-/// declaration by key paths.
-private struct MessageDeclaredByName: Entity {
-    var id: UInt64
-    var folder: Int64
-    var date: Date
-    var title: String
-    var isRead: Bool
-    var contactId: UInt64
-
-    static let entityName = "Message"
-    static let indexes = [
-        IndexDefinition("byFolderDate", [.ascending("folder"), .descending("date")]),
-        IndexDefinition("unreadByDate", [.descending("date")], where: .field("isRead") == false),
-        IndexDefinition("byContact", [.ascending("contactId")]),
-    ]
-}
-
 /// What tools see of a store does not depend on how its type declared its indexes.
 @Suite struct TypedDeclarationDumpTests {
     @Test func storesDeclaredByKeyPathsAndByNamesDumpTheSameBytes() throws {
@@ -30,12 +12,8 @@ private struct MessageDeclaredByName: Entity {
             let typed = try Store(path: dir + "/typed", entities: [Message.self])
             try typed.write { tx in for message in messages { try tx.put(message) } }
             typed.close()
-            let named = try Store(path: dir + "/named", entities: [MessageDeclaredByName.self])
-            try named.write { tx in
-                for m in messages {
-                    try tx.put(MessageDeclaredByName(id: m.id, folder: m.folder, date: m.date, title: m.title, isRead: m.isRead, contactId: m.contactId))
-                }
-            }
+            let named = try Store(path: dir + "/named", entities: [MessageByName.self])
+            try named.write { tx in for message in messages { try tx.put(MessageByName(message)) } }
             named.close()
             for index in [nil, "byFolderDate", "unreadByDate", "byContact"] {
                 let arguments = ["--entity", "Message", "--jsonl"] + (index.map { ["--index", $0] } ?? [])

@@ -77,47 +77,23 @@ extension UInt64: IndexKeyPart, FieldValueConvertible { public typealias KeyValu
 extension String: IndexKeyPart, FieldValueConvertible { public typealias KeyValue = String }
 extension UUID: IndexKeyPart, FieldValueConvertible { public typealias KeyValue = UUID }
 
-extension Int32: IndexKeyPart, FieldValueConvertible {
-    public typealias KeyValue = Int32
+extension FieldValueConvertible where Self: FixedWidthInteger & SignedInteger {
     /// Stored as `int`.
     public var fieldValue: FieldValue { .int(Int64(self)) }
 }
 
-extension Int16: IndexKeyPart, FieldValueConvertible {
-    public typealias KeyValue = Int16
-    /// Stored as `int`.
-    public var fieldValue: FieldValue { .int(Int64(self)) }
-}
-
-extension Int8: IndexKeyPart, FieldValueConvertible {
-    public typealias KeyValue = Int8
-    /// Stored as `int`.
-    public var fieldValue: FieldValue { .int(Int64(self)) }
-}
-
-extension UInt: IndexKeyPart, FieldValueConvertible {
-    public typealias KeyValue = UInt
+extension FieldValueConvertible where Self: FixedWidthInteger & UnsignedInteger {
     /// Stored as `uint`.
     public var fieldValue: FieldValue { .uint(UInt64(self)) }
 }
 
-extension UInt32: IndexKeyPart, FieldValueConvertible {
-    public typealias KeyValue = UInt32
-    /// Stored as `uint`.
-    public var fieldValue: FieldValue { .uint(UInt64(self)) }
-}
-
-extension UInt16: IndexKeyPart, FieldValueConvertible {
-    public typealias KeyValue = UInt16
-    /// Stored as `uint`.
-    public var fieldValue: FieldValue { .uint(UInt64(self)) }
-}
-
-extension UInt8: IndexKeyPart, FieldValueConvertible {
-    public typealias KeyValue = UInt8
-    /// Stored as `uint`.
-    public var fieldValue: FieldValue { .uint(UInt64(self)) }
-}
+extension Int32: IndexKeyPart, FieldValueConvertible { public typealias KeyValue = Int32 }
+extension Int16: IndexKeyPart, FieldValueConvertible { public typealias KeyValue = Int16 }
+extension Int8: IndexKeyPart, FieldValueConvertible { public typealias KeyValue = Int8 }
+extension UInt: IndexKeyPart, FieldValueConvertible { public typealias KeyValue = UInt }
+extension UInt32: IndexKeyPart, FieldValueConvertible { public typealias KeyValue = UInt32 }
+extension UInt16: IndexKeyPart, FieldValueConvertible { public typealias KeyValue = UInt16 }
+extension UInt8: IndexKeyPart, FieldValueConvertible { public typealias KeyValue = UInt8 }
 
 extension Double: IndexKeyPart, FieldValueConvertible {
     public typealias KeyValue = Double

@@ -125,31 +125,29 @@ public actor LiveSession {
         case .objects:
             let watcher = store.watch(entity: query.entity, index: query.index, range: range, reverse: query.reverse, options: options)
             subscription = Subscription(query: query, watcher: .objects(watcher))
-            subscription.pump = Task { [weak self] in
-                do {
-                    for try await batch in watcher {
-                        guard let self else { return }
-                        await self.hold(ServerFrame.batch(id: id, batch.jsonMembers), for: id)
-                    }
-                } catch {
-                    await self?.fail(id, error)
-                }
-            }
+            subscription.pump = pump(watcher, id: id) { $0.jsonMembers }
         case .indexes:
             let watcher = store.watchIndexes(entity: query.entity, index: query.index, range: range, reverse: query.reverse, options: options)
             subscription = Subscription(query: query, watcher: .indexes(watcher))
-            subscription.pump = Task { [weak self] in
-                do {
-                    for try await batch in watcher {
-                        guard let self else { return }
-                        await self.hold(ServerFrame.batch(id: id, batch.jsonMembers), for: id)
-                    }
-                } catch {
-                    await self?.fail(id, error)
-                }
-            }
+            subscription.pump = pump(watcher, id: id) { $0.jsonMembers }
         }
         subscriptions[id] = subscription
+    }
+
+    /// Takes a subscription's batches one at a time, each held until the transport sends it.
+    private func pump<Batch>(_ watcher: BatchWatcher<Batch, [String: FieldValue]>, id: FieldValue,
+                             members: @escaping @Sendable (Batch) -> [String: FieldValue]) -> Task<Void, Never>
+    {
+        Task { [weak self] in
+            do {
+                for try await batch in watcher {
+                    guard let self else { return }
+                    await self.hold(ServerFrame.batch(id: id, members(batch)), for: id)
+                }
+            } catch {
+                await self?.fail(id, error)
+            }
+        }
     }
 
     private func setWindow(_ id: FieldValue, offset: Int, limit: Int) throws {

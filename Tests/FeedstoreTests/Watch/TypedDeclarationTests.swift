@@ -4,28 +4,6 @@ import FeedstoreTestSupport
 import Foundation
 import Testing
 
-/// The demo's `Message` declared by name, as before key paths: the same entity for the store.
-struct MessageByName: Entity {
-    var id: UInt64
-    var folder: Int64
-    var date: Date
-    var title: String
-    var isRead: Bool
-    var contactId: UInt64
-
-    static let entityName = "Message"
-    static let indexes = [
-        IndexDefinition("byFolderDate", [.ascending("folder"), .descending("date")]),
-        IndexDefinition("unreadByDate", [.descending("date")], where: .field("isRead") == false),
-        IndexDefinition("byContact", [.ascending("contactId")]),
-    ]
-
-    init(_ message: Message) {
-        (id, folder, date, title, isRead, contactId) =
-            (message.id, message.folder, message.date, message.title, message.isRead, message.contactId)
-    }
-}
-
 /// One scenario through the typed declarations and queries (key paths, Swift values) and
 /// through names: the stores end equal, and every watcher's batches are the same.
 @Suite struct TypedDeclarationTests {
