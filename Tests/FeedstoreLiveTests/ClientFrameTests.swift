@@ -17,6 +17,9 @@ import Testing
         #expect(try ClientFrame(text: #"{"type":"setWindow","id":"a","offset":100,"limit":50}"#) == .setWindow(id: "a", offset: 100, limit: 50))
         #expect(try ClientFrame(text: #"{"type":"rows","id":"a","offset":0,"limit":10}"#) == .rows(id: "a", offset: 0, limit: 10))
         #expect(try ClientFrame(text: #"{"type":"unsubscribe","id":"a"}"#) == .unsubscribe(id: "a"))
+        #expect(try ClientFrame(text: #"{"type":"resume","session":"t","subscriptions":[{"id":"a","entity":"M","index":"i","limit":5,"applied":12},{"id":2,"entity":"M","index":"j","mode":"indexes","applied":null}]}"#)
+            == .resume(session: "t", [.init(id: "a", query: LiveQuery(entity: "M", index: "i", limit: 5), applied: 12),
+                                      .init(id: .int(2), query: LiveQuery(entity: "M", index: "j", mode: .indexes), applied: nil)]))
     }
 
     static let refusals: [(frame: String, code: LiveError.Code, says: String)] = [
@@ -40,6 +43,11 @@ import Testing
         (#"{"type":"subscribe","id":"a","entity":"M","index":"i","where":{}}"#, .malformed, "\"where\" is not a member"),
         (#"{"type":"setWindow","id":"a","offset":1}"#, .malformed, "limit must be given"),
         (#"{"type":"unsubscribe","id":"a","offset":1}"#, .malformed, "\"offset\" is not a member"),
+        (#"{"type":"resume","subscriptions":[]}"#, .malformed, "session must be given"),
+        (#"{"type":"resume","session":"t"}"#, .malformed, "subscriptions must be given"),
+        (#"{"type":"resume","session":"t","subscriptions":[7]}"#, .malformed, "each of subscriptions must be an object"),
+        (#"{"type":"resume","session":"t","subscriptions":[{"id":"a","entity":"M","index":"i","applied":-3}]}"#, .malformed, "applied must be a commit sequence"),
+        (#"{"type":"resume","session":"t","subscriptions":[{"id":"a","entity":"M","index":"i","type":"x"}]}"#, .malformed, "\"type\" is not a member"),
     ]
 
     @Test func malformedFramesAreRefusedNamingWhatIsWrong() {
@@ -62,6 +70,7 @@ import Testing
             #"{"type":"setWindow","id":"a","offset":10,"limit":20}"#,
             #"{"type":"rows","id":7,"offset":0,"limit":5}"#,
             #"{"type":"unsubscribe","id":"a"}"#,
+            #"{"type":"resume","session":"0123","subscriptions":[{"id":"a","entity":"Message","index":"byFolderDate","limit":20,"applied":3}]}"#,
         ]
         let alphabet = Array(#"{}[]":,0123456789-.eE truefalsnul\"#.utf8) + [0, 0xFF, 0xC3, 0x80, 0x0A]
         try await withTemporaryDirectory { dir in

@@ -8,21 +8,24 @@ import Testing
 /// A session driven by frames as a client sends them: every query shape's mirror, built from the
 /// JSON frames alone, equals the store's rows after a writer's commits.
 @Suite struct LiveSessionTests {
-    /// The next frame, parsed; fails the test after 60 s without one (a guard, not a timing).
-    static func next(_ session: LiveSession) async throws -> [String: FieldValue] {
-        let text = try await withThrowingTaskGroup(of: String?.self) { group in
-            group.addTask { await session.nextFrame() }
-            group.addTask {
-                try await Task.sleep(for: .seconds(60))
-                return nil
+    /// The next frame, parsed (`welcome` frames skipped unless asked for); fails the test after
+    /// 60 s without one (a guard, not a timing).
+    static func next(_ session: some LiveEndpoint, welcome: Bool = false) async throws -> [String: FieldValue] {
+        while true {
+            let text = try await withThrowingTaskGroup(of: String?.self) { group in
+                group.addTask { await session.nextFrame() }
+                group.addTask {
+                    try await Task.sleep(for: .seconds(60))
+                    return nil
+                }
+                let first = try await group.next() ?? nil
+                group.cancelAll()
+                return first
             }
-            let first = try await group.next() ?? nil
-            group.cancelAll()
-            return first
+            guard let text else { throw JSONMirror.Violation(description: "no frame in 60 s") }
+            guard case let .object(frame) = try FieldValue(jsonText: text) else { throw JSONMirror.Violation(description: "not an object: \(text)") }
+            if welcome || frame["type"] != "welcome" { return frame }
         }
-        guard let text else { throw JSONMirror.Violation(description: "no frame in 60 s") }
-        guard case let .object(frame) = try FieldValue(jsonText: text) else { throw JSONMirror.Violation(description: "not an object: \(text)") }
-        return frame
     }
 
     /// Runs `body` with `session`, and closes it whatever happens: a session's watchers must
@@ -58,7 +61,7 @@ import Testing
     }
 
     /// Takes frames into `mirror` until it equals the store (filling indexes-mode rows), or fails.
-    static func catchUp(_ session: LiveSession, _ mirror: inout JSONMirror, id: String, _ store: Store, _ query: LiveQuery) async throws {
+    static func catchUp(_ session: some LiveEndpoint, _ mirror: inout JSONMirror, id: String, _ store: Store, _ query: LiveQuery) async throws {
         let want = try expected(store, query)
         var guardFrames = 0
         while true {

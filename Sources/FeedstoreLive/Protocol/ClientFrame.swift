@@ -12,6 +12,24 @@ public enum ClientFrame: Sendable, Hashable {
     case rows(id: FieldValue, offset: Int, limit: Int)
     /// Closes a subscription.
     case unsubscribe(id: FieldValue)
+    /// Continues the session a dropped connection held: `session` is the token its `welcome`
+    /// gave, and each entry is a subscription the client holds, with its query (as the client
+    /// would subscribe now, window included) and the `toSequence` of the last batch it applied.
+    case resume(session: String, [ResumedSubscription])
+
+    /// A subscription as a `resume` frame names it.
+    public struct ResumedSubscription: Sendable, Hashable {
+        public var id: FieldValue
+        public var query: LiveQuery
+        /// The `toSequence` of the last batch the client applied; nil when it has none.
+        public var applied: UInt64?
+
+        public init(id: FieldValue, query: LiveQuery, applied: UInt64?) {
+            self.id = id
+            self.query = query
+            self.applied = applied
+        }
+    }
 
     /// Parses one text frame.
     public init(text: String) throws(LiveError) {
@@ -26,19 +44,21 @@ public enum ClientFrame: Sendable, Hashable {
         let type = try reader.string("type")
         switch type {
         case "subscribe":
-            let id = try reader.id()
-            reader.named = id
-            let mode = try reader.optionalString("mode") ?? "objects"
-            guard let parsedMode = LiveQuery.Mode(rawValue: mode) else {
-                throw LiveError(.malformed, "mode is \"\(mode)\"; it is \"objects\" or \"indexes\"", id: id)
-            }
-            let query = LiveQuery(entity: try reader.string("entity"), index: try reader.string("index"),
-                                  prefix: try reader.optionalArray("prefix") ?? [], from: try reader.optionalArray("from"),
-                                  to: try reader.optionalArray("to"), reverse: try reader.optionalBool("reverse") ?? false,
-                                  sectionBy: try reader.optionalCount("sectionBy") ?? 0, offset: try reader.optionalCount("offset") ?? 0,
-                                  limit: try reader.optionalCount("limit"), fields: try reader.optionalStrings("fields"), mode: parsedMode)
+            let (id, query) = try reader.subscription()
             try reader.noOthers()
             self = .subscribe(id: id, query)
+        case "resume":
+            let session = try reader.string("session")
+            guard let entries = try reader.optionalArray("subscriptions") else { throw LiveError(.malformed, "subscriptions must be given") }
+            try reader.noOthers()
+            self = try .resume(session: session, entries.map { entry throws(LiveError) in
+                guard case let .object(members) = entry else { throw LiveError(.malformed, "each of subscriptions must be an object") }
+                var entryReader = MemberReader(members: members, read: [])
+                let (id, query) = try entryReader.subscription()
+                let applied = try entryReader.optionalSequence("applied")
+                try entryReader.noOthers()
+                return ResumedSubscription(id: id, query: query, applied: applied)
+            })
         case "setWindow", "rows":
             let id = try reader.id()
             reader.named = id
@@ -52,7 +72,7 @@ public enum ClientFrame: Sendable, Hashable {
             self = .unsubscribe(id: id)
         default:
             let shown = type.count > 40 ? type.prefix(40) + "…" : Substring(type)
-            throw LiveError(.unknownType, "\"\(shown)\" is not a frame type; they are subscribe, setWindow, rows and unsubscribe",
+            throw LiveError(.unknownType, "\"\(shown)\" is not a frame type; they are subscribe, setWindow, rows, unsubscribe and resume",
                             id: members["id"].flatMap { MemberReader.isID($0) ? $0 : nil })
         }
     }
@@ -61,11 +81,31 @@ public enum ClientFrame: Sendable, Hashable {
 /// Reads a frame's members, remembering which were read so that an unknown one is refused.
 private struct MemberReader {
     let members: [String: FieldValue]
-    var read: Set<String> = ["type"]
+    var read: Set<String>
     /// The subscription the frame names, for errors.
     var named: FieldValue?
 
-    init(members: [String: FieldValue]) { self.members = members }
+    init(members: [String: FieldValue], read: Set<String> = ["type"]) {
+        self.members = members
+        self.read = read
+    }
+
+    /// A subscription's id and query: the members of a `subscribe` frame, or of an entry of a
+    /// `resume` frame's `subscriptions`.
+    mutating func subscription() throws(LiveError) -> (FieldValue, LiveQuery) {
+        let id = try id()
+        named = id
+        let mode = try optionalString("mode") ?? "objects"
+        guard let parsedMode = LiveQuery.Mode(rawValue: mode) else {
+            throw LiveError(.malformed, "mode is \"\(mode)\"; it is \"objects\" or \"indexes\"", id: id)
+        }
+        let query = LiveQuery(entity: try string("entity"), index: try string("index"),
+                              prefix: try optionalArray("prefix") ?? [], from: try optionalArray("from"),
+                              to: try optionalArray("to"), reverse: try optionalBool("reverse") ?? false,
+                              sectionBy: try optionalCount("sectionBy") ?? 0, offset: try optionalCount("offset") ?? 0,
+                              limit: try optionalCount("limit"), fields: try optionalStrings("fields"), mode: parsedMode)
+        return (id, query)
+    }
 
     static func isID(_ value: FieldValue) -> Bool {
         switch value {
@@ -119,6 +159,17 @@ private struct MemberReader {
         }
         guard let count, (0...Int64(Int32.max)).contains(count) else { throw wrong(name, "a whole number from 0 to 2147483647") }
         return Int(count)
+    }
+
+    /// A commit sequence: a whole number from 0 to 2^64 − 1.
+    mutating func optionalSequence(_ name: String) throws(LiveError) -> UInt64? {
+        guard let value = value(name) else { return nil }
+        switch value {
+        case let .uint(u): return u
+        case let .int(i) where i >= 0: return UInt64(i)
+        case let .double(d) where d >= 0 && d == d.rounded() && d < 0x1p64: return UInt64(d)
+        default: throw wrong(name, "a commit sequence (a whole number from 0)")
+        }
     }
 
     mutating func count(_ name: String) throws(LiveError) -> Int {

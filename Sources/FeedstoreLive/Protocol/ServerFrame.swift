@@ -6,9 +6,12 @@ public enum ServerFrame {
     /// misread makes a new one.
     public static let version = 1
 
-    /// `{"type":"welcome","v":1,"session":…}`: the first frame of a connection.
-    public static func welcome(session: String) -> String {
-        FieldValue.object(["type": "welcome", "v": .int(Int64(version)), "session": .string(session)]).jsonText
+    /// `{"type":"welcome","v":1,"session":…,"resumed":…}`: the first frame of a connection, and
+    /// the answer to a `resume` frame. `session` is the token to resume with after the
+    /// connection drops (the last welcome's); `resumed` says whether a `resume` found the
+    /// session it named (false on a new connection).
+    public static func welcome(session: String, resumed: Bool) -> String {
+        FieldValue.object(["type": "welcome", "v": .int(Int64(version)), "session": .string(session), "resumed": .bool(resumed)]).jsonText
     }
 
     /// `{"type":"batch","id":…}` and the members of a `storectl watch --jsonl` batch.

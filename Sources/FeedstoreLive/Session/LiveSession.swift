@@ -14,20 +14,29 @@ import Foundation
 ///
 /// An `indexes`-mode subscription's rows are read from the snapshot of the last batch sent:
 /// a `rows` request that arrives while a batch is held sends that batch first.
+///
+/// The first frame is `welcome`, with the session's token. A `resume` frame continues a
+/// subscription incrementally when the client applied exactly the last batch sent (its
+/// `toSequence`, and no later batch with the same one); otherwise the subscription opens again
+/// and its first batch is a `reset`. ``LiveService`` keeps sessions whose connection dropped,
+/// so that a client can resume them on a new one.
 public actor LiveSession {
     /// Whether a principal may watch a query (checked after its components are converted to
     /// the kinds the catalog stores, so `[7]` and `[7.0]` are one prefix).
     public typealias Authorizer = @Sendable (LiveQuery) -> Bool
 
+    /// The token a client resumes this session with: 128 random bits, in hex.
+    public nonisolated let token: String
+    let limits: LiveLimits
     private let store: Store
-    private let limits: LiveLimits
     private let authorize: Authorizer
     private var subscriptions: [FieldValue: Subscription] = [:]
     /// Subscriptions holding a batch to send, oldest first.
     private var ready: [FieldValue] = []
     /// Replies to send before any batch, in order.
     private var outbox: [Reply] = []
-    private var waiting: CheckedContinuation<Void, Never>?
+    /// Calls of ``nextFrame()`` waiting for a frame (one, unless a transport pulls twice).
+    private var waiting: [CheckedContinuation<Void, Never>] = []
     private var closed = false
     private var windowMoves: TokenBucket
 
@@ -42,29 +51,79 @@ public actor LiveSession {
         self.limits = limits
         self.authorize = authorize
         windowMoves = TokenBucket(perSecond: limits.windowMovesPerSecond)
+        var random = SystemRandomNumberGenerator()
+        token = (0..<2).map { _ in
+            let hex = String(random.next() as UInt64, radix: 16)
+            return String(repeating: "0", count: 16 - hex.count) + hex
+        }.joined()
+        outbox = [.text(ServerFrame.welcome(session: token, resumed: false))]
     }
 
     /// The subscriptions open now.
     public var subscriptionIDs: [FieldValue] { subscriptions.keys.sorted() }
 
+    var hasSubscriptions: Bool { !subscriptions.isEmpty }
+
     /// Takes one frame from the client. What it asks for arrives through ``nextFrame()``:
     /// batches, rows, and an `error` frame for anything refused.
     public func receive(_ text: String) {
+        handle(Self.parse(text, limits: limits))
+    }
+
+    /// A client frame parsed within the limits.
+    nonisolated static func parse(_ text: String, limits: LiveLimits) -> Result<ClientFrame, LiveError> {
+        guard text.utf8.count <= limits.frameBytes else {
+            return .failure(LiveError(.limitExceeded, "the frame has \(text.utf8.count) bytes; a frame has at most \(limits.frameBytes)"))
+        }
+        return Result { () throws(LiveError) in try ClientFrame(text: text) }
+    }
+
+    func handle(_ parsed: Result<ClientFrame, LiveError>) {
         guard !closed else { return }
         do {
-            guard text.utf8.count <= limits.frameBytes else {
-                throw LiveError(.limitExceeded, "the frame has \(text.utf8.count) bytes; a frame has at most \(limits.frameBytes)")
-            }
-            switch try ClientFrame(text: text) {
+            switch try parsed.get() {
             case let .subscribe(id, query): try subscribe(id, query)
             case let .setWindow(id, offset, limit): try setWindow(id, offset: offset, limit: limit)
             case let .rows(id, offset, limit): try requestRows(id, offset: offset, limit: limit)
             case let .unsubscribe(id): try unsubscribe(id)
+            case let .resume(session, entries): resume(entries, resumed: session == token)
             }
         } catch let error as LiveError {
             send(.text(ServerFrame.error(error)))
         } catch {
             send(.text(ServerFrame.error(LiveError.from(error, id: nil))))
+        }
+    }
+
+    /// Answers a `resume` frame: a `welcome` saying whether the session was `resumed`, then each
+    /// subscription the client names continues, if it applied exactly the last batch sent and
+    /// asks for the same query (its window aside, which moves), or opens again with a `reset`
+    /// batch. Subscriptions it does not name close; replies not yet sent are dropped (the client
+    /// asks again).
+    func resume(_ entries: [ClientFrame.ResumedSubscription], resumed: Bool) {
+        guard !closed else { return }
+        outbox.removeAll()
+        send(.text(ServerFrame.welcome(session: token, resumed: resumed)))
+        let named = Set(entries.map(\.id))
+        for id in Array(subscriptions.keys) where !named.contains(id) { remove(id) }
+        for entry in entries {
+            do {
+                if let subscription = subscriptions[entry.id] {
+                    let query = try checked(entry.query, id: entry.id)
+                    if subscription.continues(with: query, applied: entry.applied), authorize(query) {
+                        if let limit = query.limit, subscription.window.map({ $0 != (query.offset, limit) }) ?? true {
+                            subscription.window = (query.offset, limit)
+                            subscription.watcher.setWindow(offset: query.offset, limit: limit)
+                        }
+                        continue
+                    }
+                    remove(entry.id)
+                }
+                try subscribe(entry.id, entry.query, reset: true)
+            } catch {
+                remove(entry.id)
+                send(.text(ServerFrame.error(error as? LiveError ?? LiveError.from(error, id: entry.id))))
+            }
         }
     }
 
@@ -91,7 +150,7 @@ public actor LiveSession {
                 if let subscription = subscriptions[id], let held = take(subscription) { return held }
             }
             await withTaskCancellationHandler {
-                await withCheckedContinuation { waiting = $0 }
+                await withCheckedContinuation { waiting.append($0) }
             } onCancel: {
                 Task { await self.wake() }
             }
@@ -108,7 +167,7 @@ public actor LiveSession {
 
     // MARK: Frames
 
-    private func subscribe(_ id: FieldValue, _ requested: LiveQuery) throws {
+    private func subscribe(_ id: FieldValue, _ requested: LiveQuery, reset: Bool = false) throws {
         guard subscriptions[id] == nil else { throw LiveError(.duplicateSubscription, "subscription \(id.jsonText) is already open", id: id) }
         guard subscriptions.count < limits.subscriptions else {
             throw LiveError(.limitExceeded, "a connection holds at most \(limits.subscriptions) subscriptions", id: id)
@@ -125,24 +184,26 @@ public actor LiveSession {
         case .objects:
             let watcher = store.watch(entity: query.entity, index: query.index, range: range, reverse: query.reverse, options: options)
             subscription = Subscription(query: query, watcher: .objects(watcher))
-            subscription.pump = pump(watcher, id: id) { $0.jsonMembers }
+            subscription.pump = pump(watcher, id: id) { ($0.jsonMembers, $0.toSequence) }
         case .indexes:
             let watcher = store.watchIndexes(entity: query.entity, index: query.index, range: range, reverse: query.reverse, options: options)
             subscription = Subscription(query: query, watcher: .indexes(watcher))
-            subscription.pump = pump(watcher, id: id) { $0.jsonMembers }
+            subscription.pump = pump(watcher, id: id) { ($0.jsonMembers, $0.toSequence) }
         }
+        subscription.resetNext = reset
         subscriptions[id] = subscription
     }
 
     /// Takes a subscription's batches one at a time, each held until the transport sends it.
     private func pump<Batch>(_ watcher: BatchWatcher<Batch, [String: FieldValue]>, id: FieldValue,
-                             members: @escaping @Sendable (Batch) -> [String: FieldValue]) -> Task<Void, Never>
+                             members: @escaping @Sendable (Batch) -> ([String: FieldValue], toSequence: UInt64)) -> Task<Void, Never>
     {
         Task { [weak self] in
             do {
                 for try await batch in watcher {
                     guard let self else { return }
-                    await self.hold(ServerFrame.batch(id: id, members(batch)), for: id)
+                    let (members, toSequence) = members(batch)
+                    await self.hold(members, toSequence: toSequence, for: id)
                 }
             } catch {
                 await self?.fail(id, error)
@@ -159,6 +220,7 @@ public actor LiveSession {
         if subscription.query.mode == .objects, limit > limits.windowRows {
             throw LiveError(.limitExceeded, "a window holds at most \(limits.windowRows) rows", id: id)
         }
+        subscription.window = (offset, limit)
         subscription.watcher.setWindow(offset: offset, limit: limit)
     }
 
@@ -229,21 +291,27 @@ public actor LiveSession {
 
     /// Keeps a batch taken from a subscription's watcher until the transport takes it; the
     /// subscription's pump waits here, so its watcher is not read again before then.
-    private func hold(_ frame: String, for id: FieldValue) async {
+    private func hold(_ members: [String: FieldValue], toSequence: UInt64, for id: FieldValue) async {
         guard let subscription = subscriptions[id], !closed else { return }
-        subscription.held = frame
+        var members = members
+        if subscription.resetNext {
+            members["reset"] = .bool(true)
+            subscription.resetNext = false
+        }
+        subscription.held = (ServerFrame.batch(id: id, members), toSequence)
         ready.append(id)
         wake()
         await withCheckedContinuation { subscription.taken = $0 }
     }
 
-    /// The batch a subscription holds, which its pump may now replace.
+    /// The batch a subscription holds, which its pump may now replace; it counts as sent.
     private func take(_ subscription: Subscription) -> String? {
         guard let held = subscription.held else { return nil }
         subscription.held = nil
         subscription.taken?.resume()
         subscription.taken = nil
-        return held
+        subscription.sent(toSequence: held.toSequence)
+        return held.frame
     }
 
     private func fail(_ id: FieldValue, _ error: any Error) {
@@ -268,8 +336,8 @@ public actor LiveSession {
     }
 
     private func wake() {
-        waiting?.resume()
-        waiting = nil
+        for continuation in waiting { continuation.resume() }
+        waiting = []
     }
 
     /// The rows at positions `offset..<offset + limit` of the shown snapshot, across sections.
@@ -319,15 +387,41 @@ private final class Subscription {
 
     let query: LiveQuery
     let watcher: Watching
+    /// The window the watcher has now (`query`'s, moved by `setWindow`).
+    var window: (offset: Int, limit: Int)?
     var pump: Task<Void, Never>?
     /// A batch frame taken from the watcher and not yet sent.
-    var held: String?
+    var held: (frame: String, toSequence: UInt64)?
     /// The pump, waiting for `held` to be sent.
     var taken: CheckedContinuation<Void, Never>?
+    /// Whether the next batch opens the subscription again after a `resume` (a `reset`).
+    var resetNext = false
+    /// The `toSequence` of the last batch sent, and how many batches in a row were sent with it
+    /// (a window moved with no commit keeps the sequence).
+    private var lastSent: (toSequence: UInt64, batches: Int)?
 
     init(query: LiveQuery, watcher: Watching) {
         self.query = query
         self.watcher = watcher
+        window = query.limit.map { (query.offset, $0) }
+    }
+
+    func sent(toSequence: UInt64) {
+        lastSent = (toSequence, lastSent?.toSequence == toSequence ? lastSent!.batches + 1 : 1)
+    }
+
+    /// Whether a client that applied the batch ending at `applied` (nil: none) and now asks for
+    /// `query` can go on from the batches that follow: it has exactly what was sent, and asks
+    /// for the same query, its window aside.
+    func continues(with query: LiveQuery, applied: UInt64?) -> Bool {
+        var asked = query, held = self.query
+        (asked.offset, asked.limit, held.offset, held.limit) = (0, asked.limit.map { _ in 0 }, 0, held.limit.map { _ in 0 })
+        guard asked == held else { return false }
+        switch (applied, lastSent) {
+        case (nil, nil): return true
+        case let (applied?, sent?): return applied == sent.toSequence && sent.batches == 1
+        default: return false
+        }
     }
 }
 
