@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "Feedstore", targets: ["Feedstore"]),
         .library(name: "FeedstoreJetStream", targets: ["FeedstoreJetStream"]),
         .library(name: "FeedstoreLive", targets: ["FeedstoreLive"]),
+        .library(name: "FeedstoreHummingbird", targets: ["FeedstoreHummingbird"]),
         .executable(name: "storectl", targets: ["storectl"]),
     ],
     // Where LMDB comes from: the system's library (the default: Linux, and macOS with Homebrew),
@@ -28,6 +29,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // The WebSocket server that FeedstoreHummingbird mounts live queries on.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
     ],
     targets: [
         // The system's LMDB (Debian's liblmdb-dev, Homebrew's lmdb), or the bundled one's module
@@ -74,6 +78,15 @@ let package = Package(
         .target(
             name: "FeedstoreLive",
             dependencies: ["Feedstore"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        // Live queries as WebSocket connections on a Hummingbird 2 router: authentication, the
+        // connection's two directions, a client that stops reading.
+        .target(
+            name: "FeedstoreHummingbird",
+            dependencies: ["FeedstoreLive",
+                           .product(name: "Hummingbird", package: "hummingbird"),
+                           .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket")],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // The demo feed (contacts and messages) of storectl demo and the tests; not a product.
@@ -130,7 +143,10 @@ let package = Package(
         ),
         .testTarget(
             name: "FeedstoreLiveTests",
-            dependencies: ["Feedstore", "FeedstoreLive", "FeedstoreDemo", "FeedstoreTestSupport"],
+            dependencies: ["Feedstore", "FeedstoreLive", "FeedstoreHummingbird", "FeedstoreDemo", "FeedstoreTestSupport",
+                           .product(name: "Hummingbird", package: "hummingbird"),
+                           .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                           .product(name: "HummingbirdWSClient", package: "hummingbird-websocket")],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .testTarget(

@@ -19,6 +19,8 @@ struct JSONMirror {
     var sections: [Section] = []
     var toSequence: UInt64 = 0
     var batches = 0
+    /// Batches that replaced the copy (`reset`).
+    var resets = 0
 
     /// Every row, section after section.
     var rows: [[String: FieldValue]?] { sections.flatMap(\.rows) }
@@ -26,6 +28,7 @@ struct JSONMirror {
     mutating func apply(_ frame: [String: FieldValue]) throws {
         guard case .string("batch") = frame["type"] else { throw Violation(description: "not a batch: \(FieldValue.object(frame).jsonText)") }
         batches += 1
+        if frame["reset"] == .bool(true) { resets += 1 }
         if frame["initial"] == .bool(true) || frame["reset"] == .bool(true) { sections = [] }
         func path(_ value: FieldValue?) throws -> (Int, Int) {
             guard case let .array(parts) = value, parts.count == 2, case let .int(s) = parts[0], case let .int(r) = parts[1] else {
