@@ -2,6 +2,28 @@ import FeedstoreLive
 import Foundation
 import Hummingbird
 import HummingbirdWebSocket
+import NIOCore
+
+/// A WebSocket request context that keeps its connection's channel, so that the live-query
+/// route can close a connection whose client stops reading: a write to it waits forever, and
+/// so would the WebSocket close handshake. An application's own context conforms by keeping
+/// `source.channel` in its `init(source:)`.
+public protocol LiveRequestContext: WebSocketRequestContext {
+    var channel: any Channel { get }
+}
+
+/// The plain request context for a router that serves live queries.
+public struct BasicLiveRequestContext: RequestContext, LiveRequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public let webSocket: WebSocketHandlerReference<Self>
+    public let channel: any Channel
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = CoreRequestContextStorage(source: source)
+        webSocket = WebSocketHandlerReference()
+        channel = source.channel
+    }
+}
 
 /// How the WebSocket route serves its connections.
 public struct LiveSocketOptions: Sendable {
@@ -18,7 +40,7 @@ public struct LiveSocketOptions: Sendable {
     }
 }
 
-extension RouterMethods where Context: WebSocketRequestContext, Self: SendableMetatype {
+extension RouterMethods where Context: LiveRequestContext, Self: SendableMetatype {
     /// Serves `service`'s live queries as WebSocket connections at `path`, on this router and
     /// behind its middleware. `authenticate` turns the upgrade request into the principal whose
     /// queries the service's authorizer admits; nil answers 401 and no connection opens (for
@@ -39,7 +61,7 @@ extension RouterMethods where Context: WebSocketRequestContext, Self: SendableMe
             }
             let connection = await service.connect(principal)
             do {
-                try await serve(connection, inbound: inbound, outbound: outbound, options: options)
+                try await serve(connection, inbound: inbound, outbound: outbound, channel: context.requestContext.channel, options: options)
             } catch {
                 await connection.close()
                 throw error
@@ -56,7 +78,7 @@ struct ClientStoppedReading: Error, CustomStringConvertible {
 }
 
 /// Carries one connection's frames until the client leaves or stops reading.
-private func serve(_ connection: LiveConnection, inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter,
+private func serve(_ connection: LiveConnection, inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, channel: any Channel,
                    options: LiveSocketOptions) async throws
 {
     try await withThrowingTaskGroup(of: Void.self) { group in
@@ -73,7 +95,11 @@ private func serve(_ connection: LiveConnection, inbound: WebSocketInboundStream
                     }
                     let written = try await write.next() ?? false
                     write.cancelAll()
-                    guard written else { throw ClientStoppedReading(timeout: options.writeTimeout) }
+                    guard written else {
+                        // Not a close handshake: the client would have to read it.
+                        channel.close(promise: nil)
+                        throw ClientStoppedReading(timeout: options.writeTimeout)
+                    }
                 }
             }
         }

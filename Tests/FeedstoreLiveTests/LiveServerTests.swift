@@ -196,6 +196,43 @@ import Testing
         }
     }
 
+    /// A client that stops reading: its frames fill the connection, a write waits past the
+    /// timeout, and the server lets the connection go (the socket closes, the session is kept
+    /// for a resume), while another client keeps getting its batches meanwhile.
+    @Test func aClientThatStopsReadingIsLetGoAndOthersGoOn() async throws {
+        let limits = LiveLimits(windowMovesPerSecond: 1_000_000)
+        try await Self.withServer(seed: 78, options: LiveSocketOptions(writeTimeout: .milliseconds(300)), limits: limits) { path, store, service, server in
+            let reader = LiveSocketClient(url: server.url, token: "0")
+            await reader.receive(#"{"type":"subscribe","id":"s0","entity":"Message",\#(LiveSessionTests.shapes[0].frame)}"#)
+            var mirrors: [String: (mirror: JSONMirror, query: LiveQuery)] = ["s0": (JSONMirror(), LiveSessionTests.shapes[0].query)]
+            try await Self.catchUp(reader, &mirrors, store)
+
+            let stuck = try RawWebSocket(port: server.port, path: "/live", token: "0")
+            try stuck.send(#"{"type":"subscribe","id":"w","entity":"Message","index":"byFolderDate","limit":400}"#)
+            // Windows that share no row, back and forth: each batch carries 800 records, until
+            // the connection holds all it can and the server stops writing to it.
+            var moves = 0
+            while await service.keptSessionCount == 0 {
+                do {
+                    try stuck.send(#"{"type":"setWindow","id":"w","offset":\#(moves % 2 == 0 ? 0 : 400),"limit":400}"#)
+                } catch {
+                    break // the server closed the connection
+                }
+                moves += 1
+                if moves % 50 == 0 { try await Task.sleep(for: .milliseconds(1)) }
+                try #require(moves < 200_000, "the server never let the client go")
+            }
+            try await waitUntil("the server keeps the session of the client it let go") { await service.keptSessionCount == 1 }
+            try await waitUntil("the server closes its end of the socket") {
+                try stuck.serverSideState(serverPort: server.port).map { $0 != "01" } ?? true
+            }
+            // The other client was served all along, and still is.
+            try Self.mutate(path, commits: 10, seed: 78)
+            try await Self.catchUp(reader, &mirrors, store)
+            await reader.drop()
+        }
+    }
+
     static func resume(_ token: String, _ mirrors: [String: (mirror: JSONMirror, query: LiveQuery)]) -> String {
         let entries = mirrors.sorted { $0.key < $1.key }.map { id, entry in
             let shape = LiveSessionTests.shapes[Int(id.dropFirst())!].frame

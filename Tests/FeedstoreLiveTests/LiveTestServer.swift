@@ -15,7 +15,7 @@ struct LiveTestServer {
     var url: String { "ws://127.0.0.1:\(port)/live" }
 
     static func start(_ service: LiveService<Int>, options: LiveSocketOptions = LiveSocketOptions()) async throws -> LiveTestServer {
-        let router = Router(context: BasicWebSocketRequestContext.self)
+        let router = Router(context: BasicLiveRequestContext.self)
         router.addLiveQueries("/live", service: service, options: options) { request, _ in
             guard let header = request.headers[.authorization], header.hasPrefix("Bearer ") else { return nil }
             return Int(header.dropFirst("Bearer ".count))
