@@ -87,6 +87,7 @@ let package = Package(
             dependencies: ["FeedstoreLive",
                            .product(name: "Hummingbird", package: "hummingbird"),
                            .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket")],
+            resources: [.copy("Web/feedstore-live.js")],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // The demo feed (contacts and messages) of storectl demo and the tests; not a product.
@@ -101,7 +102,10 @@ let package = Package(
                 "Feedstore",
                 "FeedstoreDemo",
                 "FeedstoreJetStream",
+                "FeedstoreLive",
+                "FeedstoreHummingbird",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

@@ -52,6 +52,8 @@ extension RouterMethods where Context: LiveRequestContext, Self: SendableMetatyp
         authenticate: @escaping @Sendable (Request, Context) async throws -> Principal?
     ) -> Self {
         ws(path) { request, context in
+            // A plain GET reaches this route too.
+            guard request.headers[.upgrade]?.lowercased() == "websocket" else { throw HTTPError(.upgradeRequired) }
             guard try await authenticate(request, context) != nil else { throw HTTPError(.unauthorized) }
             return .upgrade()
         } onUpgrade: { inbound, outbound, context in
@@ -116,4 +118,28 @@ private func serve(_ connection: LiveConnection, inbound: WebSocketInboundStream
         _ = try await group.next()
         group.cancelAll()
     }
+}
+
+extension RouterMethods where Self: SendableMetatype {
+    /// Serves the browser client, `feedstore-live.js` (an ES module with no dependencies), at
+    /// `path`.
+    @discardableResult
+    public func addLiveClientScript(_ path: RouterPath = "/feedstore-live.js") -> Self {
+        let script = LiveClientScript.text
+        return get(path) { _, _ in
+            Response(status: .ok, headers: [.contentType: "text/javascript; charset=utf-8", .cacheControl: "no-cache"],
+                     body: ResponseBody(byteBuffer: ByteBuffer(string: script)))
+        }
+    }
+}
+
+/// The browser client's source, shipped with the library.
+public enum LiveClientScript {
+    /// The text of `feedstore-live.js`.
+    public static let text: String = {
+        guard let url = Bundle.module.url(forResource: "feedstore-live", withExtension: "js"),
+              let text = try? String(contentsOf: url, encoding: .utf8)
+        else { fatalError("feedstore-live.js is missing from FeedstoreHummingbird's resources") }
+        return text
+    }()
 }

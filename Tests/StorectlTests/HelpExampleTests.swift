@@ -98,6 +98,7 @@ import Testing
             case "demo mutate": 1
             case "ship": 3
             case "follow": 4
+            case "serve": 5
             case "inspect" where example.text.contains("--nats"): 5
             case "load" where example.text.contains("--nats"): 5
             case "promote": 6

@@ -19,7 +19,7 @@ struct Storectl: ParsableCommand {
         version: "storectl \(feedstoreVersion) (store format \(Catalog.currentFormatVersion), LMDB \(lmdbVersion))",
         subcommands: [InspectCommand.self, DumpCommand.self, GetCommand.self, CountCommand.self, JournalCommand.self, VerifyCommand.self, WatchCommand.self,
                       CompactCommand.self, LoadCommand.self, UpgradeCommand.self, ShipCommand.self, FollowCommand.self, PromoteCommand.self,
-                      DemoCommand.self]
+                      ServeCommand.self, DemoCommand.self]
     )
 
     /// Runs the command. Exit statuses: 0 ok, 1 `verify` findings, 2 an error (a usage error,

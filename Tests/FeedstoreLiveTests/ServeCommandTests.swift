@@ -1,0 +1,139 @@
+import Feedstore
+import FeedstoreDemo
+@testable import FeedstoreLive
+import FeedstoreTestSupport
+import Foundation
+import Testing
+
+/// `storectl serve` as a user runs it: a server process on loopback, a writer in another
+/// process, and clients nobody here wrote (Python's `websockets`) as well as ours.
+@Suite struct ServeCommandTests {
+    static let pythonClient = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Interop/websockets_live_client.py").path
+
+    /// `storectl serve PATH --port 0 …`, once it listens, and its port.
+    static func serve(_ path: String, _ arguments: [String] = []) throws -> (RunningTool, Int) {
+        let server = try RunningTool(storectlURL, ["serve", path, "--port", "0"] + arguments)
+        guard server.waitFor("/live\n", timeout: 60), let line = server.lines.first(where: { $0.hasPrefix("serving ") }),
+              let port = line.split(separator: ":").last.flatMap({ Int($0.prefix { $0.isNumber }) })
+        else {
+            server.kill()
+            throw ConditionFailed(description: "storectl serve did not start: \(server.finish(timeout: 10))")
+        }
+        return (server, port)
+    }
+
+    static let tokens = #"{"all": [{"entity": "*"}], "seven": [{"entity": "Message", "index": "byContact", "prefix": [7]}]}"#
+
+    static func lastSequence(_ path: String) throws -> UInt64 {
+        let store = try Store(path: path, options: StoreOptions(readOnly: true))
+        defer { store.close() }
+        return try store.read { try $0.journalBounds().last }
+    }
+
+    @Test(arguments: [
+        #"{"entity":"Message","index":"byFolderDate","sectionBy":1,"offset":5,"limit":40}"#,
+        #"{"entity":"Message","index":"byFolderDate","sectionBy":1,"mode":"indexes"}"#,
+    ])
+    func aPythonWebsocketsClientMirrorsTheStoreAcrossADrop(query: String) async throws {
+        try await withTemporaryDirectory { dir in
+            let path = dir + "/s"
+            try populatedDemoStore(at: path, seed: 81, messages: 300, contacts: 10).close()
+            try String(Self.tokens).write(toFile: dir + "/tokens.json", atomically: true, encoding: .utf8)
+            let (server, port) = try Self.serve(path, ["--tokens", dir + "/tokens.json"])
+            defer { server.interrupt(); _ = server.finish(timeout: 30) }
+            let until = try Self.lastSequence(path) + 40
+            let client = try RunningTool(URL(fileURLWithPath: "/usr/bin/env"),
+                                         ["python3", Self.pythonClient, "ws://127.0.0.1:\(port)/live", "all", query, String(until)])
+            defer { if client.isRunning { client.kill() } }
+            try #require(client.waitFor("ready\n", timeout: 60), "\(client.finish(timeout: 5))")
+            // A first writer: the client takes a batch, drops its connection and resumes it.
+            try LiveServerTests.mutate(path, commits: 20, seed: 82)
+            try #require(client.waitFor("resumed\n", timeout: 60), "\(client.finish(timeout: 5))")
+            try LiveServerTests.mutate(path, commits: 20, seed: 83)
+            #expect(try Self.lastSequence(path) == until)
+            let run = client.finish(timeout: 120)
+            try #require(run.status == 0, "websockets client: \(run.stderr)")
+            let copy = try FieldValue(jsonText: String(run.stdout.split(separator: "\n").last ?? ""))
+            guard case let .object(members) = try FieldValue(jsonText: query), case let .array(sections) = copy else {
+                throw ConditionFailed(description: "no copy printed: \(run.stdout)")
+            }
+            let parsed = try #require(LiveQuery(members))
+            let store = try Store(path: path, options: StoreOptions(readOnly: true))
+            defer { store.close() }
+            let want = try LiveSessionTests.expected(store, parsed)
+            let got = sections.map { section -> JSONMirror.Section in
+                guard case let .object(s) = section, case let .array(key)? = s["key"], case let .array(rows)? = s["rows"] else {
+                    return JSONMirror.Section(key: [], rows: [])
+                }
+                return JSONMirror.Section(key: key, rows: rows.map { if case let .object(record) = $0 { record } else { nil } })
+            }
+            #expect(got == want, "the Python client's copy equals the store")
+        }
+    }
+
+    /// Tokens decide what each client sees: a query outside a token's grant is refused with
+    /// nothing sent, an unknown token or none gets 401, and `?token=` works as browsers send it.
+    @Test func tokensDecideWhatEachClientSees() async throws {
+        try await withTemporaryDirectory { dir in
+            let path = dir + "/s"
+            try populatedDemoStore(at: path, seed: 84, messages: 300, contacts: 10).close()
+            try Self.tokens.write(toFile: dir + "/tokens.json", atomically: true, encoding: .utf8)
+            let (server, port) = try Self.serve(path, ["--tokens", dir + "/tokens.json"])
+            defer { server.interrupt(); _ = server.finish(timeout: 30) }
+            let url = "ws://127.0.0.1:\(port)/live"
+            for token in [nil, "nobody"] {
+                let refused = LiveSocketClient(url: url, token: token)
+                #expect(await refused.nextFrame() == nil)
+                let failure = await refused.failure
+                #expect(failure != nil, "token \(token ?? "none") is refused")
+            }
+            let seven = LiveSocketClient(url: url + "?token=seven")
+            await seven.receive(#"{"type":"subscribe","id":"x","entity":"Message","index":"byContact","prefix":[6],"limit":50}"#)
+            #expect(try await LiveSessionTests.next(seven)["code"] == "refused")
+            await seven.receive(#"{"type":"subscribe","id":"x","entity":"Message","index":"byFolderDate","limit":50}"#)
+            #expect(try await LiveSessionTests.next(seven)["code"] == "refused")
+            await seven.receive(#"{"type":"subscribe","id":"m","entity":"Message","index":"byContact","prefix":[7],"limit":500}"#)
+            let store = try Store(path: path, options: StoreOptions(readOnly: true))
+            defer { store.close() }
+            var mirrors: [String: (mirror: JSONMirror, query: LiveQuery)] = [
+                "m": (JSONMirror(), LiveQuery(entity: "Message", index: "byContact", prefix: [.uint(7)], limit: 500)),
+            ]
+            try await LiveServerTests.catchUp(seven, &mirrors, store)
+            try LiveServerTests.mutate(path, commits: 20, seed: 85)
+            try await LiveServerTests.catchUp(seven, &mirrors, store)
+            #expect(mirrors["m"]!.mirror.rows.allSatisfy { $0?["contactId"] == .int(7) })
+            await seven.drop()
+        }
+    }
+
+    @Test func aBadTokensFileIsRefusedBeforeServing() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir + "/s"
+            try populatedDemoStore(at: path, seed: 86, messages: 10, contacts: 2).close()
+            let cases = [
+                ("[1]", "a JSON object mapping each token"),
+                (#"{"t": [{"entity": "Nope"}]}"#, "no entity named Nope"),
+                (#"{"t": [{"entity": "Message", "index": "byNothing"}]}"#, "its indexes are byFolderDate"),
+                (#"{"t": [{"entity": "Message", "index": "byFolderDate", "prefix": ["inbox"]}]}"#, "inbox"),
+                (#"{"t": [{"entity": "Message", "where": 1}]}"#, "\"where\" is not a member of a grant"),
+            ]
+            for (text, says) in cases {
+                try text.write(toFile: dir + "/tokens.json", atomically: true, encoding: .utf8)
+                let run = try runTool(storectlURL, ["serve", path, "--port", "0", "--tokens", dir + "/tokens.json"], timeout: 60)
+                #expect(run.status == 2 && run.stderr.contains(says), "\(text): \(run.stderr)")
+            }
+        }
+    }
+}
+
+extension LiveQuery {
+    /// The query of a `subscribe` frame's members.
+    init?(_ members: [String: FieldValue]) {
+        var frame = members
+        frame["type"] = "subscribe"
+        frame["id"] = "q"
+        guard case let .subscribe(_, query)? = try? ClientFrame(text: FieldValue.object(frame).jsonText) else { return nil }
+        self = query
+    }
+}

@@ -1,0 +1,152 @@
+import ArgumentParser
+import Dispatch
+import Feedstore
+import FeedstoreHummingbird
+import FeedstoreLive
+import Foundation
+import Hummingbird
+import Logging
+
+struct ServeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Serve a store's live queries over WebSocket, read-only.",
+        discussion: """
+        Clients connect to ws://ADDRESS:PORT/live and speak the live-query protocol (JSON text \
+        frames: subscribe, setWindow, rows, unsubscribe, resume; the server answers with \
+        welcome, batch, rows and error frames). The store is opened read-only, so another \
+        process may write it meanwhile, or follow a primary into it (storectl follow): each \
+        commit reaches the clients as change batches. GET /feedstore-live.js is the browser \
+        client.
+
+        Without --tokens every client may watch everything; the server binds the loopback \
+        address unless --bind says otherwise. With --tokens, a client gives its token as \
+        `Authorization: Bearer TOKEN` or `?token=TOKEN` (browsers cannot set headers on a \
+        WebSocket), and may watch what the file grants it:
+          {"TOKEN": [{"entity": "Message", "index": "byContact", "prefix": [7]}],
+           "ADMIN-TOKEN": [{"entity": "*"}]}
+
+        Prints `serving PATH at ws://ADDRESS:PORT/live` once it listens. Stops on Ctrl-C or \
+        SIGTERM, letting connections close.
+
+        Examples:
+          storectl serve ./demo-store --port 8080
+          storectl serve ./replica --bind 0.0.0.0 --port 8080
+        """
+    )
+
+    @Argument(help: "The store directory.")
+    var path: String
+
+    @Option(help: "The TCP port (0: a free one, printed when listening).")
+    var port: Int = 8080
+
+    @Option(help: "The address to listen on.")
+    var bind: String = "127.0.0.1"
+
+    @Option(help: "A JSON file mapping bearer tokens to what each may watch.")
+    var tokens: String?
+
+    @Option(name: .customLong("grace-period"), help: "Seconds a dropped connection's session waits for its client to resume it.")
+    var gracePeriod: Int = 60
+
+    @Option(name: .customLong("write-timeout"), help: "Seconds a frame may wait to be written before a client that reads nothing is let go.")
+    var writeTimeout: Int = 30
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be from 0 to 65535") }
+        guard gracePeriod >= 0 else { throw ValidationError("--grace-period must be 0 or more") }
+        guard writeTimeout >= 1 else { throw ValidationError("--write-timeout must be 1 or more") }
+    }
+
+    func run() throws {
+        try StoreAccess.withReadOnlyStore(path) { store in
+            let catalog = try store.catalog
+            let grants = tokens.map { file in
+                let text: String
+                do {
+                    text = try String(contentsOfFile: file, encoding: .utf8)
+                } catch {
+                    StoreAccess.fail("cannot read the tokens file \(file): \(error.localizedDescription)")
+                }
+                do {
+                    return try LiveTokens(json: text, catalog: catalog)
+                } catch let error as LiveError {
+                    StoreAccess.fail("the tokens file \(file): \(error.message)")
+                } catch {
+                    StoreAccess.fail("the tokens file \(file): \(error)")
+                }
+            }
+            if grants == nil, !["127.0.0.1", "::1", "localhost"].contains(bind) {
+                Output.diagnostic("storectl: serving without --tokens: anyone who reaches \(bind):\(port) may watch every query\n")
+            }
+            let server = LiveServer(store: store, path: path, grants: grants, bind: bind, port: port,
+                                    gracePeriod: .seconds(gracePeriod), writeTimeout: .seconds(writeTimeout))
+            if let failure = server.runUntilStopped() {
+                StoreAccess.fail("cannot serve at \(bind):\(port): \(failure)")
+            }
+        }
+    }
+}
+
+/// The Hummingbird application of `storectl serve`: the live-query route, the browser client,
+/// and a principal that is the bearer token (empty without a tokens file).
+struct LiveServer {
+    let store: Store
+    let path: String
+    let grants: LiveTokens?
+    let bind: String
+    let port: Int
+    let gracePeriod: Duration
+    let writeTimeout: Duration
+
+    /// Serves until SIGINT or SIGTERM; the error that stopped it otherwise.
+    func runUntilStopped() -> (any Error)? {
+        let grants = grants
+        let service = LiveService<String>(store: store, gracePeriod: gracePeriod) { token, query in
+            grants?.admits(token, query) ?? true
+        }
+        let router = Router(context: BasicLiveRequestContext.self)
+        router.addLiveQueries("/live", service: service, options: LiveSocketOptions(writeTimeout: writeTimeout)) { request, _ in
+            guard let grants else { return "" }
+            let token = request.headers[.authorization].flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
+                ?? request.uri.queryParameters["token"].map(String.init)
+            guard let token, grants.grants(for: token) != nil else { return nil }
+            return token
+        }
+        router.addLiveClientScript("/feedstore-live.js")
+        let path = path
+        let app = Application(router: router, server: .http1WebSocketUpgrade(webSocketRouter: router),
+                              configuration: ApplicationConfiguration(address: .hostname(bind, port: port)),
+                              onServerRunning: { channel in
+                                  let address = channel.localAddress
+                                  let host = address?.ipAddress.map { $0.contains(":") ? "[\($0)]" : $0 } ?? "?"
+                                  Output.line("serving \(path) at ws://\(host):\(address?.port ?? 0)/live")
+                                  Output.flush()
+                              }, logger: Logger(label: "storectl.serve"))
+        let finished = DispatchSemaphore(value: 0)
+        let failure = Locked<(any Error)?>(nil)
+        Task {
+            do {
+                try await app.runService()
+            } catch {
+                failure.set(error)
+            }
+            await service.close()
+            finished.signal()
+        }
+        finished.wait()
+        return failure.value
+    }
+}
+
+/// A value shared between the serving task and the command's thread.
+final class Locked<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Value
+
+    init(_ value: Value) { stored = value }
+
+    var value: Value { lock.withLock { stored } }
+    func set(_ value: Value) { lock.withLock { stored = value } }
+}
