@@ -111,6 +111,7 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             path: "Tools/storectl",
+            resources: [.copy("Web/inbox.html")],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // Kills a durable writer at random moments and checks the store after each kill, or with

@@ -6,6 +6,7 @@ import FeedstoreLive
 import Foundation
 import Hummingbird
 import Logging
+import NIOCore
 
 struct ServeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -17,7 +18,9 @@ struct ServeCommand: ParsableCommand {
         welcome, batch, rows and error frames). The store is opened read-only, so another \
         process may write it meanwhile, or follow a primary into it (storectl follow): each \
         commit reaches the clients as change batches. GET /feedstore-live.js is the browser \
-        client.
+        client; with --demo, GET / is an inbox page for the demo store: a section per folder, a \
+        virtual list scrolled over every message by moving a window, the unread count, and rows \
+        that change marked as they arrive (run storectl demo mutate beside it).
 
         Without --tokens every client may watch everything; the server binds the loopback \
         address unless --bind says otherwise. With --tokens, a client gives its token as \
@@ -30,7 +33,7 @@ struct ServeCommand: ParsableCommand {
         SIGTERM, letting connections close.
 
         Examples:
-          storectl serve ./demo-store --port 8080
+          storectl serve ./demo-store --port 8080 --demo
           storectl serve ./replica --bind 0.0.0.0 --port 8080
         """
     )
@@ -52,6 +55,9 @@ struct ServeCommand: ParsableCommand {
 
     @Option(name: .customLong("write-timeout"), help: "Seconds a frame may wait to be written before a client that reads nothing is let go.")
     var writeTimeout: Int = 30
+
+    @Flag(help: "Also serve the demo inbox page at / (for a store of storectl demo populate).")
+    var demo = false
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be from 0 to 65535") }
@@ -80,7 +86,7 @@ struct ServeCommand: ParsableCommand {
             if grants == nil, !["127.0.0.1", "::1", "localhost"].contains(bind) {
                 Output.diagnostic("storectl: serving without --tokens: anyone who reaches \(bind):\(port) may watch every query\n")
             }
-            let server = LiveServer(store: store, path: path, grants: grants, bind: bind, port: port,
+            let server = LiveServer(store: store, path: path, grants: grants, bind: bind, port: port, demo: demo,
                                     gracePeriod: .seconds(gracePeriod), writeTimeout: .seconds(writeTimeout))
             if let failure = server.runUntilStopped() {
                 StoreAccess.fail("cannot serve at \(bind):\(port): \(failure)")
@@ -97,8 +103,17 @@ struct LiveServer {
     let grants: LiveTokens?
     let bind: String
     let port: Int
+    let demo: Bool
     let gracePeriod: Duration
     let writeTimeout: Duration
+
+    /// The demo's inbox page.
+    static var inboxPage: String {
+        guard let url = Bundle.module.url(forResource: "inbox", withExtension: "html"), let page = try? String(contentsOf: url, encoding: .utf8) else {
+            StoreAccess.fail("the demo page is missing from storectl's resources")
+        }
+        return page
+    }
 
     /// Serves until SIGINT or SIGTERM; the error that stopped it otherwise.
     func runUntilStopped() -> (any Error)? {
@@ -115,6 +130,13 @@ struct LiveServer {
             return token
         }
         router.addLiveClientScript("/feedstore-live.js")
+        if demo {
+            let page = Self.inboxPage
+            router.get("/") { _, _ in
+                Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-cache"],
+                         body: ResponseBody(byteBuffer: ByteBuffer(string: page)))
+            }
+        }
         let path = path
         let app = Application(router: router, server: .http1WebSocketUpgrade(webSocketRouter: router),
                               configuration: ApplicationConfiguration(address: .hostname(bind, port: port)),

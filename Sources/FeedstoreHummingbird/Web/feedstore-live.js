@@ -84,6 +84,9 @@ export class Subscription {
     this.query = { ...query };
     this.onChange = onChange;
     this.sections = [];
+    /** The window the copy shows ({offset, limit}; the first row is at `offset` of the whole
+     *  order), from the last batch: a moved window shows from the batch that carries it. */
+    this.shownWindow = query.limit !== undefined ? { offset: query.offset ?? 0, limit: query.limit } : null;
     this.applied = null;
     this.error = null;
   }
@@ -114,8 +117,13 @@ export class Subscription {
   _apply(frame) {
     if (frame.type === "batch") {
       const changed = applyBatch(this.sections, frame);
+      const before = this.shownWindow;
+      const windowMoved = !!frame.window && (!before || before.offset !== frame.window.offset || before.limit !== frame.window.limit);
+      if (frame.window) this.shownWindow = frame.window;
       this.applied = frame.toSequence;
-      this.onChange?.(this, { kind: "batch", batch: frame, changed });
+      // `changed`: rows inserted, moved or updated, by new path; with `windowMoved`, inserts
+      // include rows that only came into the window.
+      this.onChange?.(this, { kind: "batch", batch: frame, changed, windowMoved });
     } else if (frame.type === "rows") {
       applyRows(this.sections, frame);
       this.onChange?.(this, { kind: "rows", frame });

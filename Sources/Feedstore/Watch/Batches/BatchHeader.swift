@@ -16,10 +16,14 @@ public struct BatchHeader: Sendable, Hashable {
     public var sectionDeletes: [Int]
     /// New sections, by new index, with the index components they group by.
     public var sectionInserts: [SectionInsert]
+    /// The window the batch's state shows, for a watcher with one: the first row is at this
+    /// offset of the whole order. A window moved by `setWindow` shows from the batch that
+    /// carries it (a batch may carry only a moved window).
+    public var window: WatchWindow?
 
     /// A header; see each property.
     public init(fromSequence: UInt64, toSequence: UInt64, isInitial: Bool = false, isReset: Bool = false,
-                sectionDeletes: [Int] = [], sectionInserts: [SectionInsert] = [])
+                sectionDeletes: [Int] = [], sectionInserts: [SectionInsert] = [], window: WatchWindow? = nil)
     {
         self.fromSequence = fromSequence
         self.toSequence = toSequence
@@ -27,5 +31,6 @@ public struct BatchHeader: Sendable, Hashable {
         self.isReset = isReset
         self.sectionDeletes = sectionDeletes
         self.sectionInserts = sectionInserts
+        self.window = window
     }
 }

@@ -4,7 +4,8 @@
 ///
 /// Every batch has `fromSequence`, `toSequence`, `initial`, `reset`, `sectionDeletes`
 /// (`{"at": s}`), `sectionInserts` (`{"at": s, "key": [components]}`), `deletes`, `inserts`,
-/// `moves` and `updates`. In objects mode a delete is `{"at", "id"}`, an insert
+/// `moves` and `updates`; a watcher with a window adds `window` (`{"offset", "limit"}`), the
+/// window its state shows. In objects mode a delete is `{"at", "id"}`, an insert
 /// `{"at", "id", "record"}`, a move or an update `{"from", "to", "id", "fields", "record"}`. In
 /// indexes mode deletes and inserts are runs `{"at": [s, r], "count": k}`, moves
 /// `{"from", "to"}`, updates `{"from", "to", "fields"}`.
@@ -41,9 +42,13 @@ extension IndexBatch {
 extension BatchHeader {
     /// Sequences, flags and section changes.
     var jsonMembers: [String: FieldValue] {
-        ["fromSequence": .uint(fromSequence), "toSequence": .uint(toSequence), "initial": .bool(isInitial), "reset": .bool(isReset),
-         "sectionDeletes": .array(sectionDeletes.map { .object(["at": .int(Int64($0))]) }),
-         "sectionInserts": .array(sectionInserts.map { .object(["at": .int(Int64($0.index)), "key": .array($0.key)]) })]
+        var members: [String: FieldValue] = [
+            "fromSequence": .uint(fromSequence), "toSequence": .uint(toSequence), "initial": .bool(isInitial), "reset": .bool(isReset),
+            "sectionDeletes": .array(sectionDeletes.map { .object(["at": .int(Int64($0))]) }),
+            "sectionInserts": .array(sectionInserts.map { .object(["at": .int(Int64($0.index)), "key": .array($0.key)]) }),
+        ]
+        if let window { members["window"] = .object(["offset": .int(Int64(window.offset)), "limit": .int(Int64(window.limit))]) }
+        return members
     }
 }
 

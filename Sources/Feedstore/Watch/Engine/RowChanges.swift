@@ -28,6 +28,8 @@ struct RowChanges {
     var insertedSections: [(section: Int, count: Int)] = []
     var moves: [Pair] = []
     var updates: [Pair] = []
+    /// The batch moves the window (so it goes out even with no row changed).
+    var movesWindow = false
 
     init(fromSequence: UInt64, toSequence: UInt64, isInitial: Bool, isReset: Bool) {
         header = BatchHeader(fromSequence: fromSequence, toSequence: toSequence, isInitial: isInitial, isReset: isReset)

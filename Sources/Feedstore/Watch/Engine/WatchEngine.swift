@@ -92,7 +92,7 @@ final class WatchEngine {
         }
         let changes = try changedRecords(folded, entity: entity, in: tx)
         let batch = try build(ChangedRows(changes, query: resolved, reverse: query.reverse, in: tx), resolved, in: tx, head: head)
-        return batch.isEmpty ? .unchanged : .batch(batch)
+        return batch.isEmpty && !batch.movesWindow ? .unchanged : .batch(batch)
     }
 
     /// Refuses options that name no field, entity or index of the store, before the first batch.
@@ -116,6 +116,7 @@ final class WatchEngine {
         let visible = WindowProjection.visible(options.window, count: list.rowCount)
         let shown = list.clipped(to: visible)
         var batch = RowChanges(fromSequence: reset ? sequence : 0, toSequence: head, isInitial: !reset, isReset: reset)
+        batch.header.window = options.window
         batch.header.sectionInserts = shown.sections.enumerated().map { SectionInsert(index: $0.offset, key: $0.element.key) }
         if indexesOnly {
             batch.insertedSections = shown.sections.enumerated().map { ($0.offset, $0.element.count) }
@@ -131,9 +132,13 @@ final class WatchEngine {
         return batch
     }
 
-    private func takePendingWindow() {
-        if let window = pendingWindow { options.window = window }
-        pendingWindow = nil
+    /// Shows the window asked for; whether it differs from the one shown.
+    @discardableResult
+    private func takePendingWindow() -> Bool {
+        defer { pendingWindow = nil }
+        guard let window = pendingWindow, window != options.window else { return false }
+        options.window = window
+        return true
     }
 
     /// The snapshot's sections, found one per O(log n) step (one section when unsectioned).
@@ -161,12 +166,14 @@ final class WatchEngine {
             throw FeedstoreError.corruptData(what: "journal", reason: "the changes since the last batch do not lead back to its row count")
         }
         let oldVisible = WindowProjection.visible(options.window, count: rows.oldCount)
-        takePendingWindow()
+        let movesWindow = takePendingWindow()
         // Sections.
         let newSections = try oldSections.applying(rows, sectionBy: options.sectionBy)
         let newVisible = WindowProjection.visible(options.window, count: rows.newCount)
         let oldShown = oldSections.clipped(to: oldVisible), newShown = newSections.clipped(to: newVisible)
         var batch = RowChanges(fromSequence: sequence, toSequence: head, isInitial: false, isReset: false)
+        batch.header.window = options.window
+        batch.movesWindow = movesWindow
         if options.sectionBy > 0 { (batch.header.sectionDeletes, batch.header.sectionInserts) = SectionList.difference(from: oldShown, to: newShown) }
 
         // Window: changed rows by their full positions, untouched rows pushed across its edges.
