@@ -106,4 +106,19 @@ struct JSONMirror {
             sections[Int(s)].rows[Int(r)] = record
         }
     }
+
+    /// Where two copies differ, briefly: section keys and counts, then the first rows that differ.
+    static func differences(_ got: [Section], _ want: [Section]) -> String {
+        var lines: [String] = []
+        if got.map(\.key) != want.map(\.key) || got.map(\.rows.count) != want.map(\.rows.count) {
+            lines.append("sections \(got.map { "\($0.key)×\($0.rows.count)" }) ≠ \(want.map { "\($0.key)×\($0.rows.count)" })")
+        }
+        for (s, (a, b)) in zip(got, want).enumerated() {
+            for (r, (x, y)) in zip(a.rows, b.rows).enumerated() where x != y {
+                lines.append("[\(s), \(r)]: \(x.map { FieldValue.object($0).jsonText } ?? "nil") ≠ \(y.map { FieldValue.object($0).jsonText } ?? "nil")")
+                if lines.count > 8 { return lines.joined(separator: "; ") }
+            }
+        }
+        return lines.joined(separator: "; ")
+    }
 }

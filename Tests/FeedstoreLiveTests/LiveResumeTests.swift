@@ -64,7 +64,9 @@ import Testing
             #expect(await second.sessionToken == token)
             let batch = try await LiveSessionTests.next(second)
             #expect(batch["type"] == "batch" && batch["reset"] == false && batch["initial"] == false)
-            #expect(batch["fromSequence"] == .int(Int64(mirror.toSequence)), "the batch goes on from what the client applied")
+            // It goes on from what the client applied (or from a later commit that changed nothing
+            // the query shows, which the watcher passed without a batch).
+            if case let .int(from) = batch["fromSequence"] { #expect(UInt64(from) >= mirror.toSequence) } else { Issue.record("no fromSequence") }
             let before = mirror.batches
             try mirror.apply(batch)
             try await LiveSessionTests.catchUp(second, &mirror, id: "s", store, query)

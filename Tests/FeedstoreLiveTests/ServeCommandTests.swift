@@ -68,7 +68,7 @@ import Testing
                 }
                 return JSONMirror.Section(key: key, rows: rows.map { if case let .object(record) = $0 { record } else { nil } })
             }
-            #expect(got == want, "the Python client's copy equals the store")
+            #expect(got == want, "the Python client's copy differs from the store: \(JSONMirror.differences(got, want))")
         }
     }
 

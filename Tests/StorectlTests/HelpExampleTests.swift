@@ -113,7 +113,9 @@ import Testing
             let server = try NATSServer(directory: dir + "/nats")
             defer { server.stop() }
             for example in examples {
+                // The examples' fixed ports may be taken on this machine: the servers take free ones.
                 let text = example.text.replacingOccurrences(of: "nats://127.0.0.1:4222", with: server.url)
+                    .replacingOccurrences(of: "--port 8080", with: "--port 0")
                 let (status, output, errors, stopped) = try Self.run(text, in: dir)
                 #expect(stopped || status == 0, "\(example) exits \(status): \(errors.suffix(500))")
                 // A redirect sends the output to a file; anything else prints.

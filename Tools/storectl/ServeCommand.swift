@@ -56,7 +56,7 @@ struct ServeCommand: ParsableCommand {
     @Option(name: .customLong("write-timeout"), help: "Seconds a frame may wait to be written before a client that reads nothing is let go.")
     var writeTimeout: Int = 30
 
-    @Flag(help: "Also serve the demo inbox page at / (for a store of storectl demo populate).")
+    @Flag(help: "Also serve the demo inbox page at / (for the demo store).")
     var demo = false
 
     func validate() throws {

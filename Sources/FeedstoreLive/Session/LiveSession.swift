@@ -131,17 +131,20 @@ public actor LiveSession {
     /// calling task is cancelled.
     public func nextFrame() async -> String? {
         while !closed, !Task.isCancelled {
-            if !outbox.isEmpty {
-                let reply = outbox.removeFirst()
+            if let reply = outbox.first {
                 switch reply {
                 case let .text(text):
+                    outbox.removeFirst()
                     return text
                 case let .rows(id, offset, limit):
-                    // Rows follow the batch the client has: one still held goes first.
-                    if let subscription = subscriptions[id], let held = take(subscription) {
-                        outbox.insert(reply, at: 0)
-                        return held
+                    guard let subscription = subscriptions[id] else {
+                        outbox.removeFirst()
+                        return rowsFrame(id, offset: offset, limit: limit)
                     }
+                    // Rows come from the snapshot of the last batch sent: one still held goes
+                    // first.
+                    if let held = take(subscription) { return held }
+                    outbox.removeFirst()
                     return rowsFrame(id, offset: offset, limit: limit)
                 }
             }
@@ -199,15 +202,39 @@ public actor LiveSession {
                              members: @escaping @Sendable (Batch) -> ([String: FieldValue], toSequence: UInt64)) -> Task<Void, Never>
     {
         Task { [weak self] in
-            do {
-                for try await batch in watcher {
-                    guard let self else { return }
-                    let (members, toSequence) = members(batch)
-                    await self.hold(members, toSequence: toSequence, for: id)
+            while let session = self {
+                switch await session.poll(watcher, id: id, members: members) {
+                case .gone: return
+                case .held: continue  // more may have come while it waited to be sent
+                case .unchanged: await watcher.waitForChanges()
                 }
-            } catch {
-                await self?.fail(id, error)
             }
+        }
+    }
+
+    private enum Polled { case held, unchanged, gone }
+
+    /// Polls a subscription's watcher here, on the session, so that its snapshot moves only
+    /// between frames: a `rows` request is answered from the snapshot of the last batch taken,
+    /// which is sent first. A batch taken is held until the transport sends it.
+    private func poll<Batch>(_ watcher: BatchWatcher<Batch, [String: FieldValue]>, id: FieldValue,
+                             members: (Batch) -> ([String: FieldValue], toSequence: UInt64)) async -> Polled
+    {
+        // The subscription this pump serves: a resume may have opened another with its id.
+        func current() -> Subscription? {
+            guard let subscription = subscriptions[id], subscription.watcher.identity == ObjectIdentifier(watcher), !closed, !watcher.isCancelled
+            else { return nil }
+            return subscription
+        }
+        guard let subscription = current() else { return .gone }
+        do {
+            guard let batch = try watcher.poll() else { return .unchanged }
+            let (members, toSequence) = members(batch)
+            await hold(members, toSequence: toSequence, in: subscription, id: id)
+            return current() == nil ? .gone : .held
+        } catch {
+            fail(id, error)
+            return .gone
         }
     }
 
@@ -291,8 +318,7 @@ public actor LiveSession {
 
     /// Keeps a batch taken from a subscription's watcher until the transport takes it; the
     /// subscription's pump waits here, so its watcher is not read again before then.
-    private func hold(_ members: [String: FieldValue], toSequence: UInt64, for id: FieldValue) async {
-        guard let subscription = subscriptions[id], !closed else { return }
+    private func hold(_ members: [String: FieldValue], toSequence: UInt64, in subscription: Subscription, id: FieldValue) async {
         var members = members
         if subscription.resetNext {
             members["reset"] = .bool(true)
@@ -374,6 +400,14 @@ private final class Subscription {
             switch self {
             case let .objects(w): w.setWindow(offset: offset, limit: limit)
             case let .indexes(w): w.setWindow(offset: offset, limit: limit)
+            }
+        }
+
+        /// The watcher's identity, which its pump checks against the subscription of its id.
+        var identity: ObjectIdentifier {
+            switch self {
+            case let .objects(w): ObjectIdentifier(w)
+            case let .indexes(w): ObjectIdentifier(w)
             }
         }
 

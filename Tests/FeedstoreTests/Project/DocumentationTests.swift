@@ -9,8 +9,11 @@ import Testing
     @Test func theDocumentationBuildsWithoutWarnings() throws {
         let root = packageRoot
         let result = try runTool(root.appendingPathComponent("Tools/docs"), [], timeout: 900)
+        // SwiftPM's warnings about a dependency's files (`warning: 'swift-distributed-tracing':
+        // found 1 file(s) which are unhandled`) are that package's, not the catalog's.
+        let identity = root.lastPathComponent.lowercased()
         let diagnostics = (result.stdout + result.stderr).split(separator: "\n").filter {
-            $0.hasPrefix("warning:") || $0.hasPrefix("error:")
+            ($0.hasPrefix("warning:") || $0.hasPrefix("error:")) && !($0.hasPrefix("warning: '") && !$0.hasPrefix("warning: '\(identity)'"))
         }
         #expect(result.status == 0, "Tools/docs failed:\n\(diagnostics.joined(separator: "\n"))\n\(result.stderr.suffix(2_000))")
         #expect(diagnostics.isEmpty, "\(diagnostics.joined(separator: "\n"))")

@@ -199,6 +199,28 @@ struct SampleCompiler {
         return ["-I", root.path + "/Sources/CFeedstoreLMDB"] + (FileManager.default.fileExists(atPath: bundled + "/module.modulemap") ? ["-I", bundled] : [])
     }
 
+    /// The module maps of the C targets this build compiled (of the library's dependencies, such
+    /// as SwiftNIO's): a module that imports one needs its map, as SwiftPM passes it.
+    var cModuleMaps: [String] {
+        let products = buildProductsDirectory
+        let checkouts = products.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("checkouts").path
+        let files = FileManager.default
+        let built = ((try? files.contentsOfDirectory(atPath: products.path)) ?? []).filter { $0.hasSuffix(".build") }.map { String($0.dropLast(6)) }
+        var maps: [String] = []
+        for target in built {
+            let generated = products.appendingPathComponent(target + ".build/module.modulemap").path
+            if files.fileExists(atPath: generated) { maps.append(generated) }
+        }
+        let builtTargets = Set(built)
+        for package in (try? files.contentsOfDirectory(atPath: checkouts)) ?? [] {
+            for target in (try? files.contentsOfDirectory(atPath: "\(checkouts)/\(package)/Sources")) ?? [] where builtTargets.contains(target) {
+                let declared = "\(checkouts)/\(package)/Sources/\(target)/include/module.modulemap"
+                if files.fileExists(atPath: declared), !maps.contains(where: { $0.hasSuffix("/\(target).build/module.modulemap") }) { maps.append(declared) }
+            }
+        }
+        return maps.flatMap { ["-Xcc", "-fmodule-map-file=" + $0] }
+    }
+
     struct CompilerMissing: Error {}
     struct StandInFailed: Error { var output: String }
 
@@ -234,7 +256,8 @@ struct SampleCompiler {
         } else {
             try sample.code.write(toFile: name + "/main.swift", atomically: true, encoding: .utf8)
             arguments += ["-I", modules, "-I", directory, "-I", root.path + "/Sources/CFeedstoreNATS", "-I", root.path + "/Sources/CFeedstoreCrypto"]
-                + lmdbModuleSearchPaths + [name + "/main.swift"]
+                + lmdbModuleSearchPaths + (sample.code.contains("import Hummingbird") || sample.code.contains("import FeedstoreHummingbird") ? cModuleMaps : [])
+                + [name + "/main.swift"]
             arguments += sample.contexts.map { root.path + "/Tests/Samples/Contexts/\($0).swift" }
             // Feedstore's UIKit and SwiftUI adapters, compiled as they are where those exist.
             let sources = [sample.code] + (try sample.contexts.map { try String(contentsOfFile: root.path + "/Tests/Samples/Contexts/\($0).swift", encoding: .utf8) })

@@ -241,9 +241,12 @@ public final class BatchWatcher<Batch: Sendable, Row>: AsyncSequence, @unchecked
         } ?? []
     }
 
-    /// Suspends until the store's change feed routes news to this watcher (or it is signalled
-    /// or cancelled); the next ``poll()`` may then have a batch.
-    func waitForChanges() async {
+    /// Suspends until the store's change feed routes news to this watcher (a commit in its
+    /// range, a moved window), or it or the calling task is cancelled; the next ``poll()`` may
+    /// then have a batch. For consumers that poll where they choose, so that the watcher's
+    /// snapshot moves only there: the live-query session answers `rows` requests from it.
+    /// Before the first poll, it returns at once.
+    public func waitForChanges() async {
         guard !isCancelled, let subscription = waitSubscription else { return }
         await store.core.feed.wait(for: subscription)
     }
