@@ -148,7 +148,7 @@ let package = Package(
         ),
         .testTarget(
             name: "FeedstoreLiveTests",
-            dependencies: ["Feedstore", "FeedstoreLive", "FeedstoreHummingbird", "FeedstoreDemo", "FeedstoreTestSupport",
+            dependencies: ["Feedstore", "FeedstoreLive", "FeedstoreHummingbird", "FeedstoreDemo", "FeedstoreTestSupport", "NATSTestServer",
                            .product(name: "Hummingbird", package: "hummingbird"),
                            .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                            .product(name: "HummingbirdWSClient", package: "hummingbird-websocket")],

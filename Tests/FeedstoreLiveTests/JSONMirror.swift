@@ -25,6 +25,14 @@ struct JSONMirror {
     /// Every row, section after section.
     var rows: [[String: FieldValue]?] { sections.flatMap(\.rows) }
 
+    /// A `rows` frame for the rows not known yet, from the first of them, at most 500 (the
+    /// default limit of a request).
+    func rowsRequest(id: String) -> String {
+        let rows = rows
+        let first = rows.firstIndex { $0 == nil } ?? 0
+        return #"{"type":"rows","id":"\#(id)","offset":\#(first),"limit":\#(min(500, rows.count - first))}"#
+    }
+
     mutating func apply(_ frame: [String: FieldValue]) throws {
         guard case .string("batch") = frame["type"] else { throw Violation(description: "not a batch: \(FieldValue.object(frame).jsonText)") }
         batches += 1

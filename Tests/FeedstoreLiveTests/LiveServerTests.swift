@@ -9,16 +9,25 @@ import Testing
 /// Live queries over real WebSocket connections on loopback: a Hummingbird server, clients
 /// that connect, drop and resume, and a writer in another process (`storectl demo mutate`).
 @Suite struct LiveServerTests {
-    /// Every subscription of `mirrors` takes frames from `client` until it equals the store.
+    /// Every subscription of `mirrors` takes frames from `client` until it equals the store
+    /// (indexes-mode ones asking for their missing rows, one request at a time).
     static func catchUp(_ client: some LiveEndpoint, _ mirrors: inout [String: (mirror: JSONMirror, query: LiveQuery)], _ store: Store) async throws {
         var pending = Set(mirrors.keys)
+        var asked = Set<String>()
+        // What each query shows, read again only when the store has a new commit.
+        var wanted: [String: (head: UInt64, sections: [JSONMirror.Section])] = [:]
         var frames = 0
         while true {
+            let head = try await store.read { try $0.journalBounds().last }
             for id in pending.sorted() {
                 let (mirror, query) = mirrors[id]!
-                let want = try LiveSessionTests.expected(store, query)
+                if wanted[id]?.head != head { wanted[id] = (head, try LiveSessionTests.expected(store, query)) }
+                let want = wanted[id]!.sections
                 if query.mode == .indexes, mirror.sections.map(\.rows.count) == want.map(\.rows.count), mirror.rows.contains(where: { $0 == nil }) {
-                    await client.receive(#"{"type":"rows","id":"\#(id)","offset":0,"limit":\#(mirror.rows.count)}"#)
+                    if !asked.contains(id) {
+                        asked.insert(id)
+                        await client.receive(mirror.rowsRequest(id: id))
+                    }
                     continue
                 }
                 if LiveSessionTests.project(mirror.sections, query.fields) == LiveSessionTests.project(want, query.fields) { pending.remove(id) }
@@ -30,7 +39,9 @@ import Testing
             }
             switch frame["type"] {
             case .string("batch"): try mirrors[id]!.mirror.apply(frame)
-            case .string("rows"): try mirrors[id]!.mirror.fill(frame)
+            case .string("rows"):
+                try mirrors[id]!.mirror.fill(frame)
+                asked.remove(id)
             default: throw JSONMirror.Violation(description: "unexpected \(FieldValue.object(frame).jsonText.prefix(300))")
             }
             pending.insert(id)

@@ -62,23 +62,9 @@ import Testing
 
     /// Takes frames into `mirror` until it equals the store (filling indexes-mode rows), or fails.
     static func catchUp(_ session: some LiveEndpoint, _ mirror: inout JSONMirror, id: String, _ store: Store, _ query: LiveQuery) async throws {
-        let want = try expected(store, query)
-        var guardFrames = 0
-        while true {
-            if query.mode == .indexes, mirror.sections.map(\.rows.count) == want.map(\.rows.count), mirror.rows.contains(where: { $0 == nil }) {
-                await session.receive(#"{"type":"rows","id":"\#(id)","offset":0,"limit":\#(mirror.rows.count)}"#)
-            } else if project(mirror.sections, query.fields) == project(want, query.fields) {
-                return
-            }
-            let frame = try await next(session)
-            switch frame["type"] {
-            case .string("batch"): try mirror.apply(frame)
-            case .string("rows"): try mirror.fill(frame)
-            default: throw JSONMirror.Violation(description: "unexpected \(FieldValue.object(frame).jsonText)")
-            }
-            guardFrames += 1
-            if guardFrames > 10_000 { throw JSONMirror.Violation(description: "the mirror never caught up") }
-        }
+        var mirrors = [id: (mirror: mirror, query: query)]
+        try await LiveServerTests.catchUp(session, &mirrors, store)
+        mirror = mirrors[id]!.mirror
     }
 
     /// The sections with each row cut to the fields a field-filtered subscription shows (and

@@ -3,6 +3,7 @@ import FeedstoreDemo
 @testable import FeedstoreLive
 import FeedstoreTestSupport
 import Foundation
+import NATSTestServer
 import Testing
 
 /// `storectl serve` as a user runs it: a server process on loopback, a writer in another
@@ -135,5 +136,48 @@ extension LiveQuery {
         frame["id"] = "q"
         guard case let .subscribe(_, query)? = try? ClientFrame(text: FieldValue.object(frame).jsonText) else { return nil }
         self = query
+    }
+}
+
+/// `storectl serve` on a replica that follows the primary over JetStream: reads scale across
+/// machines, and the replica's clients end with what the primary's clients have.
+@Suite(.serialized) struct ServeReplicaTests {
+    @Test func aReplicasClientsEndEqualToThePrimarysAfterTheWriter() async throws {
+        try await withTemporaryDirectory { dir in
+            let server = try NATSServer(directory: dir + "/nats")
+            defer { server.stop() }
+            let nats = ["--nats", server.url, "--stream", "LIVE"]
+            let primaryPath = dir + "/primary", replicaPath = dir + "/replica"
+            let primary = try populatedDemoStore(at: primaryPath, seed: 95, messages: 300, contacts: 10)
+            defer { primary.close() }
+            try primary.sync()
+            let ship = try RunningTool(storectlURL, ["ship", primaryPath] + nats)
+            defer { ship.interrupt(); _ = ship.finish(timeout: 30) }
+            // The follower starts from the snapshot, once the shipper made the stream and stored it.
+            try #require(ship.waitFor("snapshot commit-", timeout: 60), "\(ship.finish(timeout: 5))")
+            let follow = try RunningTool(storectlURL, ["follow", replicaPath] + nats)
+            defer { follow.interrupt(); _ = follow.finish(timeout: 30) }
+            try await waitUntil("the replica is made") { FileManager.default.fileExists(atPath: replicaPath + "/data.mdb") }
+            let (primaryServer, primaryPort) = try ServeCommandTests.serve(primaryPath)
+            defer { primaryServer.interrupt(); _ = primaryServer.finish(timeout: 30) }
+            let (replicaServer, replicaPort) = try ServeCommandTests.serve(replicaPath)
+            defer { replicaServer.interrupt(); _ = replicaServer.finish(timeout: 30) }
+
+            let onPrimary = LiveSocketClient(url: "ws://127.0.0.1:\(primaryPort)/live")
+            let onReplica = LiveSocketClient(url: "ws://127.0.0.1:\(replicaPort)/live")
+            var primaryMirrors = await LiveServerTests.subscribeAll(onPrimary)
+            var replicaMirrors = await LiveServerTests.subscribeAll(onReplica)
+            try LiveServerTests.mutate(primaryPath, commits: 30, seed: 96)
+            // Both end at the primary's state: the replica's once its follower applied the writer's
+            // last commit.
+            try await LiveServerTests.catchUp(onPrimary, &primaryMirrors, primary)
+            try await LiveServerTests.catchUp(onReplica, &replicaMirrors, primary)
+            for (id, entry) in primaryMirrors {
+                #expect(LiveSessionTests.project(entry.mirror.sections, entry.query.fields)
+                    == LiveSessionTests.project(replicaMirrors[id]!.mirror.sections, entry.query.fields), "\(id)")
+            }
+            await onPrimary.drop()
+            await onReplica.drop()
+        }
     }
 }

@@ -130,7 +130,8 @@ public final class RunningTool: @unchecked Sendable {
     public func finish(timeout: TimeInterval) -> (status: Int32, stdout: String, stderr: String) {
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning && Date() < deadline { usleep(10_000) }
-        if process.isRunning { process.terminate() }
+        // SIGKILL: the test runner's children inherit its blocked signals, SIGTERM among them.
+        if process.isRunning { kill() }
         process.waitUntilExit()
         lock.lock()
         while finishedReading < 2 { lock.wait() }

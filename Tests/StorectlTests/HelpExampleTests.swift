@@ -5,8 +5,8 @@ import Testing
 
 /// Every example in `storectl`'s help runs as printed, on a terminal 80 columns wide, in a
 /// directory where the demo store is made by the demo's own examples, and gives output. Commands
-/// that run until stopped (watch, journal --follow, ship, follow) must print before they are
-/// stopped.
+/// that run until stopped (watch, journal --follow, ship, follow, serve) must print before they
+/// are stopped.
 @Suite struct HelpExampleTests {
     /// An example as the help prints it, with its command's name.
     struct Example: CustomStringConvertible {
@@ -132,7 +132,7 @@ import Testing
     static func run(_ example: String, in directory: String) throws -> (status: Int32, stdout: String, stderr: String, stopped: Bool) {
         let environment = ["PATH": buildProductsDirectory.path + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? ""), "COLUMNS": "80"]
         let keepsRunning = example.contains(" watch ") || example.contains("--follow") || example.contains(" ship ") || example.contains(" follow ")
-            || example.contains(" promote ")
+            || example.contains(" promote ") || example.contains(" serve ")
         // A load through a replica needs a primary that accepts writes and a follower: the
         // ship and follow examples' own, run beside it.
         var helpers: [RunningTool] = []
@@ -161,7 +161,7 @@ import Testing
         // Shipping goes on until its first snapshot is stored, following until it applied
         // what the stream held, promoting until it is done: what the next examples start from.
         let marker = example.contains(" ship ") ? "snapshot commit-" : example.contains(" follow ") ? "applied through"
-            : example.contains(" promote ") ? "now ships to stream" : nil
+            : example.contains(" promote ") ? "now ships to stream" : example.contains(" serve ") ? "/live" : nil
         let printed = marker.map { tool.waitFor($0, timeout: 60) } ?? tool.waitForOutput(timeout: 30)
         // Children of the test runner inherit its blocked signals: Ctrl-C would not reach them.
         tool.kill()

@@ -27,6 +27,13 @@ struct Storectl: ParsableCommand {
     /// `storectl: <what and where>`), 3 `get` found no such record.
     static func main() {
         Output.ignoreBrokenPipes()
+        // A parent may have blocked Ctrl-C and SIGTERM (a test runner, some supervisors), which
+        // children inherit: the commands that run until stopped stop cleanly on them.
+        var stops = sigset_t()
+        sigemptyset(&stops)
+        sigaddset(&stops, SIGINT)
+        sigaddset(&stops, SIGTERM)
+        pthread_sigmask(SIG_UNBLOCK, &stops, nil)
         // storectl prints its own progress; the library's logs go to stderr only when asked
         // for, at FEEDSTORE_LOG_LEVEL (trace, debug, info, notice, warning, error).
         let level = ProcessInfo.processInfo.environment["FEEDSTORE_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .critical
