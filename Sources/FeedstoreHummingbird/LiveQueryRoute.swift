@@ -1,44 +1,7 @@
 import FeedstoreLive
-import Foundation
 import Hummingbird
 import HummingbirdWebSocket
 import NIOCore
-
-/// A WebSocket request context that keeps its connection's channel, so that the live-query
-/// route can close a connection whose client stops reading: a write to it waits forever, and
-/// so would the WebSocket close handshake. An application's own context conforms by keeping
-/// `source.channel` in its `init(source:)`.
-public protocol LiveRequestContext: WebSocketRequestContext {
-    var channel: any Channel { get }
-}
-
-/// The plain request context for a router that serves live queries.
-public struct BasicLiveRequestContext: RequestContext, LiveRequestContext {
-    public var coreContext: CoreRequestContextStorage
-    public let webSocket: WebSocketHandlerReference<Self>
-    public let channel: any Channel
-
-    public init(source: ApplicationRequestContextSource) {
-        coreContext = CoreRequestContextStorage(source: source)
-        webSocket = WebSocketHandlerReference()
-        channel = source.channel
-    }
-}
-
-/// How the WebSocket route serves its connections.
-public struct LiveSocketOptions: Sendable {
-    /// How long one frame may take to be written before the connection closes: a client that
-    /// reads nothing is let go, and its session kept for it to resume.
-    public var writeTimeout: Duration
-    /// The largest message read. A larger one closes the connection; a smaller one over the
-    /// service's frame limit gets an `error` frame.
-    public var maxMessageBytes: Int
-
-    public init(writeTimeout: Duration = .seconds(30), maxMessageBytes: Int = 65_536) {
-        self.writeTimeout = writeTimeout
-        self.maxMessageBytes = maxMessageBytes
-    }
-}
 
 extension RouterMethods where Context: LiveRequestContext, Self: SendableMetatype {
     /// Serves `service`'s live queries as WebSocket connections at `path`, on this router and
@@ -118,28 +81,4 @@ private func serve(_ connection: LiveConnection, inbound: WebSocketInboundStream
         _ = try await group.next()
         group.cancelAll()
     }
-}
-
-extension RouterMethods where Self: SendableMetatype {
-    /// Serves the browser client, `feedstore-live.js` (an ES module with no dependencies), at
-    /// `path`.
-    @discardableResult
-    public func addLiveClientScript(_ path: RouterPath = "/feedstore-live.js") -> Self {
-        let script = LiveClientScript.text
-        return get(path) { _, _ in
-            Response(status: .ok, headers: [.contentType: "text/javascript; charset=utf-8", .cacheControl: "no-cache"],
-                     body: ResponseBody(byteBuffer: ByteBuffer(string: script)))
-        }
-    }
-}
-
-/// The browser client's source, shipped with the library.
-public enum LiveClientScript {
-    /// The text of `feedstore-live.js`.
-    public static let text: String = {
-        guard let url = Bundle.module.url(forResource: "feedstore-live", withExtension: "js"),
-              let text = try? String(contentsOf: url, encoding: .utf8)
-        else { fatalError("feedstore-live.js is missing from FeedstoreHummingbird's resources") }
-        return text
-    }()
 }
