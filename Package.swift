@@ -130,9 +130,16 @@ let package = Package(
             path: "Tests/FeedstoreTestSupport",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        // `@Suite(.blocking)`: threads of their own for suites whose tests hold their thread, so
+        // that Swift concurrency's shared threads stay free for the tests that suspend.
+        .target(
+            name: "FeedstoreTestTraits",
+            path: "Tests/FeedstoreTestTraits",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         .testTarget(
             name: "FeedstoreTests",
-            dependencies: ["Feedstore", "FeedstoreDemo", "FeedstoreTestSupport"],
+            dependencies: ["Feedstore", "FeedstoreDemo", "FeedstoreTestSupport", "FeedstoreTestTraits"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // A real nats-server on loopback, started by the JetStream tests and benchmarks.
@@ -143,7 +150,7 @@ let package = Package(
         ),
         .testTarget(
             name: "JetStreamTests",
-            dependencies: ["Feedstore", "FeedstoreJetStream", "FeedstoreDemo", "FeedstoreTestSupport", "NATSTestServer"],
+            dependencies: ["Feedstore", "FeedstoreJetStream", "FeedstoreDemo", "FeedstoreTestSupport", "FeedstoreTestTraits", "NATSTestServer"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .testTarget(
@@ -156,7 +163,7 @@ let package = Package(
         ),
         .testTarget(
             name: "StorectlTests",
-            dependencies: ["Feedstore", "FeedstoreDemo", "FeedstoreTestSupport", "NATSTestServer"],
+            dependencies: ["Feedstore", "FeedstoreDemo", "FeedstoreTestSupport", "FeedstoreTestTraits", "NATSTestServer"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
     ]

@@ -2,15 +2,16 @@ import Feedstore
 import FeedstoreDemo
 import FeedstoreJetStream
 import FeedstoreTestSupport
-import NATSTestServer
+import FeedstoreTestTraits
 import Foundation
+import NATSTestServer
 import Testing
 
 /// Shipping and following against servers that authenticate: user and password, token, TLS with
 /// a certificate authority of the test's own. Right credentials work, from options or (for
 /// storectl) from the environment; wrong or missing ones are a typed error at once, never a hang,
 /// and no message shows a secret.
-@Suite(.serialized) struct AuthenticationTests {
+@Suite(.serialized, .blocking) struct AuthenticationTests {
     static let stream = ShipperTests.stream
     static let password = "pw-5f1c93e0-never-printed"
     static let token = "tk-8d2e77a1-never-printed"

@@ -2,13 +2,14 @@
 import FeedstoreDemo
 @testable import FeedstoreJetStream
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// Envelopes read back as written: the reader that skips what a replica does not use gives the
 /// same entries and commit for compact text, for the same JSON laid out with white space and
 /// escapes, and, without `stored`, from `after`.
-@Suite struct ChangeEnvelopeTests {
+@Suite(.blocking) struct ChangeEnvelopeTests {
     @Test(arguments: testSeeds(2, base: 91))
     func envelopesReadBackWhateverTheirLayout(seed: UInt64) throws {
         var rng = SeededGenerator(seed: seed)

@@ -2,14 +2,15 @@ import Feedstore
 import FeedstoreDemo
 @testable import FeedstoreJetStream
 import FeedstoreTestSupport
-import NATSTestServer
+import FeedstoreTestTraits
 import Foundation
+import NATSTestServer
 import Testing
 
 /// The follower against a real `nats-server -js`: a replica, from an empty store or from a copy
 /// of the primary, ends equal to the primary (records, every index, the journal), verifies clean,
 /// refuses other writers, and its watchers end equal to a fresh query.
-@Suite(.serialized) struct FollowerTests {
+@Suite(.serialized, .blocking) struct FollowerTests {
     /// A follower says how far behind the stream its replica is: the commits waiting, and how
     /// long ago the origin made the last one applied while some wait.
     @Test func lagCountsTheCommitsTheStreamHoldsPastTheReplica() throws {

@@ -1,9 +1,10 @@
 @_spi(Replication) import Feedstore
-@testable import FeedstoreJetStream
 import FeedstoreDemo
+@testable import FeedstoreJetStream
 import FeedstoreTestSupport
-import NATSTestServer
+import FeedstoreTestTraits
 import Foundation
+import NATSTestServer
 import Testing
 
 /// Forwarded writes through real faults: the primary (`storectl ship --accept-writes`) killed
@@ -11,7 +12,7 @@ import Testing
 /// a disk that refuses a write; the NATS server restarted; a loading client (`storectl load` on
 /// a replica) killed and run again with the same request ids. Every request is applied exactly
 /// once, and none acknowledged is lost.
-@Suite(.serialized) struct ForwardedWriteFaultTests {
+@Suite(.serialized, .blocking) struct ForwardedWriteFaultTests {
     static let stream = ForwardedWriteTests.stream
 
     /// A replica following the stream in this process, on a thread of its own, until ``stop()``.

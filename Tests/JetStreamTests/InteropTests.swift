@@ -2,14 +2,15 @@ import Feedstore
 import FeedstoreDemo
 @testable import FeedstoreJetStream
 import FeedstoreTestSupport
-import NATSTestServer
+import FeedstoreTestTraits
 import Foundation
+import NATSTestServer
 import Testing
 
 /// A client that is not Feedstore's reads what Feedstore writes: nats-py (PyPI) lists the
 /// snapshot bucket with its own Object Store, fetches the newest snapshot with the digest
 /// checked, and reads every envelope of the stream.
-@Suite(.serialized) struct InteropTests {
+@Suite(.serialized, .blocking) struct InteropTests {
     static let stream = ShipperTests.stream
     static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Interop/nats_py_reads_replication.py").path

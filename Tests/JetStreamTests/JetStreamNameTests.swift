@@ -1,13 +1,14 @@
 import Feedstore
 import FeedstoreJetStream
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import NATSTestServer
 import Testing
 
 /// Names of streams and buckets are checked before anything is sent or written, and a request
 /// the server refuses says what the server said (and, for a subject another stream has, which).
-@Suite(.serialized) struct JetStreamNameTests {
+@Suite(.serialized, .blocking) struct JetStreamNameTests {
     /// Expects `body` to refuse `name` as a name of a `kind` (stream or bucket).
     private func expectRefused(_ kind: String, _ name: String, _ body: () throws -> Any) {
         do {

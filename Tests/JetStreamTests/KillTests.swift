@@ -2,14 +2,15 @@ import Feedstore
 import FeedstoreDemo
 @testable import FeedstoreJetStream
 import FeedstoreTestSupport
-import NATSTestServer
+import FeedstoreTestTraits
 import Foundation
+import NATSTestServer
 import Testing
 
 /// `storectl ship` and `storectl follow` killed with SIGKILL at random moments, and the server
 /// restarted, while commits keep coming: the stream ends with every commit once, in order, and
 /// the replica equal to the primary.
-@Suite(.serialized) struct KillTests {
+@Suite(.serialized, .blocking) struct KillTests {
     static let stream = ShipperTests.stream
 
     /// Runs `storectl` with `arguments` for a random time within `seconds` (or until it exits),

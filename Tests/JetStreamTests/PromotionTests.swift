@@ -2,15 +2,16 @@
 import FeedstoreDemo
 @testable import FeedstoreJetStream
 import FeedstoreTestSupport
-import NATSTestServer
+import FeedstoreTestTraits
 import Foundation
+import NATSTestServer
 import Testing
 
 /// Promotion against a real `nats-server -js`: a replica takes over the stream while the old
 /// primary keeps committing and shipping; the stream's fence keeps one writer, no acknowledged
 /// commit is lost, the old primary is refused and told what never shipped, and other replicas
 /// follow the promoted store without re-seeding.
-@Suite(.serialized) struct PromotionTests {
+@Suite(.serialized, .blocking) struct PromotionTests {
     static let stream = ShipperTests.stream
 
     @Test(arguments: testSeeds(2, base: 61))

@@ -2,8 +2,9 @@ import Feedstore
 import FeedstoreDemo
 @testable import FeedstoreJetStream
 import FeedstoreTestSupport
-import NATSTestServer
+import FeedstoreTestTraits
 import Foundation
+import NATSTestServer
 import Testing
 
 /// An entity whose values JSON cannot carry exactly: dates with sub-millisecond parts, bytes,
@@ -26,7 +27,7 @@ struct Event: Entity, Equatable {
 /// The shipper against a real `nats-server -js` on loopback: every commit reaches the stream
 /// once, in order, as the envelope of the journal's commit; restarts of either side leave no gap
 /// and no duplicate; a second shipper is refused.
-@Suite(.serialized) struct ShipperTests {
+@Suite(.serialized, .blocking) struct ShipperTests {
     static let stream = "ITEMS"
 
     /// A store of the entities these tests write, written without syncs (what is tested here is

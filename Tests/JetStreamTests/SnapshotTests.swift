@@ -2,14 +2,15 @@
 import FeedstoreDemo
 @testable import FeedstoreJetStream
 import FeedstoreTestSupport
-import NATSTestServer
+import FeedstoreTestTraits
 import Foundation
+import NATSTestServer
 import Testing
 
 /// Snapshots in a JetStream Object Store bucket, against a real `nats-server -js`: a replica
 /// starts from nothing and ends equal to its primary, a restore cut short starts over, and a
 /// replica the stream left behind re-seeds when asked.
-@Suite(.serialized) struct SnapshotTests {
+@Suite(.serialized, .blocking) struct SnapshotTests {
     static let stream = ShipperTests.stream
 
     /// The digest matches FIPS 180-4's examples, fed whole or in uneven pieces.

@@ -2,13 +2,14 @@
 import FeedstoreDemo
 @testable import FeedstoreJetStream
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// Forwarded write requests and replies read back exactly as sent, every kind of value and
 /// precondition included; bytes that are not one are refused with a typed error, never read
 /// halfway.
-@Suite struct WriteMessageTests {
+@Suite(.blocking) struct WriteMessageTests {
     static func randomValue(_ rng: inout SeededGenerator, depth: Int = 0) -> FieldValue {
         switch Int.random(in: 0..<(depth < 2 ? 11 : 9), using: &rng) {
         case 0: .null

@@ -1,6 +1,7 @@
 @testable import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
 /// directory holds what a store should not. Tests run as root, which file permissions do not
 /// stop, so there storectl runs as `nobody` (through `setpriv`); run as anyone else, it runs as
 /// that user, whom the same file modes keep out.
-@Suite struct AccessTests {
+@Suite(.blocking) struct AccessTests {
     /// A populated demo store at `dir/s`, closed, with every file and the directory readable by all.
     func withSharedStore(_ body: (_ dir: String, _ path: String) throws -> Void) throws {
         try withTemporaryDirectory { dir in

@@ -1,6 +1,7 @@
 @testable import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
@@ -9,7 +10,7 @@ import Testing
 /// once that process has closed it, another writes it again and retires the log. A process that
 /// finds the store as a machine crash left it recovers it before reading, or, when it may not
 /// write the store, refuses to read.
-@Suite struct CommitLogProcessTests {
+@Suite(.blocking) struct CommitLogProcessTests {
     static var options: StoreOptions {
         var options = StoreOptions(durability: .full)
         options.keepsCommitLog = true

@@ -1,6 +1,7 @@
 @testable import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
@@ -48,7 +49,7 @@ struct Everything: Entity, Equatable {
 /// storectl on the daily jobs of big stores: streaming output in every format, counts, the
 /// journal's tail, timestamps and keys, a full inspect, compact's file modes, exit statuses, and
 /// load as dump's inverse. Each output is checked against the library.
-@Suite struct DailyUseTests {
+@Suite(.blocking) struct DailyUseTests {
     func lines(_ text: String) -> [String] { text.split(separator: "\n").map(String.init) }
 
     @Test func countsComeFromTheLibrarysCounts() throws {

@@ -1,11 +1,12 @@
 import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// End-to-end runs of the built `storectl` binary's demo commands.
-@Suite struct DemoCommandTests {
+@Suite(.blocking) struct DemoCommandTests {
     @Test func demoRunPopulatesOnceAndPrintsTheFeed() throws {
         try withTemporaryDirectory { dir in
             let path = dir + "/demo"

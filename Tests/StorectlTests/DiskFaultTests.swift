@@ -1,6 +1,7 @@
 @testable import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
@@ -17,7 +18,7 @@ import Testing
 /// way every acknowledged commit, and no other, is in the store when it is opened again, and the
 /// store is consistent; a read after a failed commit sees the last acknowledged one, or is
 /// refused.
-@Suite struct DiskFaultTests {
+@Suite(.blocking) struct DiskFaultTests {
     /// Runs 30 commits of the demo feed with `fault`, through the commit log unless
     /// `commitLog` is false; returns the run and the last sequence it acknowledged. With
     /// `goingOn`, the writer makes its next commit after one fails, rather than exiting.

@@ -1,12 +1,13 @@
 @testable import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// A store on a small filesystem, written until the disk is full: the writer gets a typed error,
 /// and the store still opens, verifies clean and holds every acknowledged commit.
-@Suite struct DiskFullTests {
+@Suite(.blocking) struct DiskFullTests {
     /// A 3 MB tmpfs mounted for the test, or, where mounting is not allowed, a child process
     /// limited to 3 MB of file size (`ulimit -f`), which fails writes the same way.
     struct SmallDisk {

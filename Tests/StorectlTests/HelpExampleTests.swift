@@ -1,4 +1,5 @@
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import NATSTestServer
 import Testing
@@ -7,7 +8,7 @@ import Testing
 /// directory where the demo store is made by the demo's own examples, and gives output. Commands
 /// that run until stopped (watch, journal --follow, ship, follow, serve) must print before they
 /// are stopped.
-@Suite struct HelpExampleTests {
+@Suite(.blocking) struct HelpExampleTests {
     /// An example as the help prints it, with its command's name.
     struct Example: CustomStringConvertible {
         var command: String

@@ -1,12 +1,13 @@
 import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// `storectl load` holds each line to what the entity's Swift type reads: the demo's `Message`
 /// records, whose kinds the store learned when the demo's types opened it.
-@Suite struct LoadCommandTests {
+@Suite(.blocking) struct LoadCommandTests {
     private func record(_ id: Int, _ changes: [String: String] = [:]) -> String {
         var fields = ["id": "\(id)", "folder": "1", "date": "\"2026-01-01T09:30:00Z\"", "title": "\"hello\"", "isRead": "false",
                       "contactId": "2"]

@@ -1,13 +1,14 @@
 import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// Simulated power losses (see ``PowerLoss``): `storectl demo mutate` runs under the write
 /// recorder, and file states a power loss could leave at points of its run are built and checked.
 /// `crash-loop --power-loss` runs the long soaks.
-@Suite(.serialized) struct PowerLossTests {
+@Suite(.serialized, .blocking) struct PowerLossTests {
     /// Crash states to check: `long` in the long run, half as many in the quick one.
     static func states(_ long: Int) -> Int { TestSize.choose(quick: long / 2, long: long) }
 

@@ -1,11 +1,12 @@
 @testable import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// End-to-end runs of storectl's read-only commands on a populated store.
-@Suite struct ReadCommandTests {
+@Suite(.blocking) struct ReadCommandTests {
     @Test func versionNamesTheLibraryAndStoreFormat() throws {
         let result = try runTool(storectlURL, ["--version"])
         #expect(result.status == 0)

@@ -1,13 +1,14 @@
 import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
-import NATSTestServer
+import FeedstoreTestTraits
 import Foundation
+import NATSTestServer
 import Testing
 
 /// `storectl ship`, `follow` and `promote` as an operator runs them, against a real
 /// `nats-server -js`, with processes killed as a supervisor or a crash would.
-@Suite(.serialized) struct ReplicationCommandTests {
+@Suite(.serialized, .blocking) struct ReplicationCommandTests {
     static let stream = "FEED"
 
     /// A real server and a synced demo store at `dir/primary` of `messages` messages from a feed

@@ -1,11 +1,12 @@
 import Feedstore
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// `--format table` lines up columns by display width: wide characters take two columns,
 /// combining marks none; text longer than its column is cut, numbers and dates never are.
-@Suite struct TableFormatTests {
+@Suite(.blocking) struct TableFormatTests {
     /// Columns a terminal gives `text` (the test's own count: CJK wide, combining marks zero).
     static func columns(_ text: Substring) -> Int {
         text.unicodeScalars.reduce(0) { width, scalar in

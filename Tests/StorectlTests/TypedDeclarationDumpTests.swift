@@ -1,11 +1,12 @@
 import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// What tools see of a store does not depend on how its type declared its indexes.
-@Suite struct TypedDeclarationDumpTests {
+@Suite(.blocking) struct TypedDeclarationDumpTests {
     @Test func storesDeclaredByKeyPathsAndByNamesDumpTheSameBytes() throws {
         try withTemporaryDirectory { dir in
             let messages = (1...120).map { numberedMessage(UInt64($0), folder: Int64($0 % 3)) }

@@ -1,13 +1,14 @@
 @testable import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// `verify` says what it checked of records' kinds: against the kinds the type declares when the
 /// catalog holds them; otherwise it says the types were not checked, and still finds fields of
 /// several kinds and fields the type does not declare.
-@Suite struct VerifyTypesTests {
+@Suite(.blocking) struct VerifyTypesTests {
     /// A demo store whose catalog lost its declared kinds (as a store written before they were
     /// recorded has none), with one message whose folder is text and one holding an undeclared
     /// field, written by name.

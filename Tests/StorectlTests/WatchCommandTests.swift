@@ -1,13 +1,14 @@
 @testable import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// `storectl watch` end to end: the watching process prints JSONL batches while another process
 /// writes; the batches, applied to a mirror by the contract's rules, must give what `dump`
 /// prints at the end.
-@Suite struct WatchCommandTests {
+@Suite(.blocking) struct WatchCommandTests {
     struct Case: CustomTestStringConvertible, Sendable {
         var name: String
         var index: String

@@ -1,12 +1,13 @@
 @testable import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// The store's change feed: routing by key range finds exactly the watchers a change concerns,
 /// and a watcher no change touches does no work and is not woken.
-@Suite struct ChangeFeedTests {
+@Suite(.blocking) struct ChangeFeedTests {
     /// Random ranges added and removed; after every step the tree's invariants hold and every
     /// key finds exactly the ranges a scan of all of them finds.
     @Test(arguments: testSeeds(4))

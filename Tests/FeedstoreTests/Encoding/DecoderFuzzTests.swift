@@ -1,5 +1,6 @@
 @testable import Feedstore
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
@@ -9,7 +10,7 @@ import Testing
 /// value or throw ``FeedstoreError`` — never trap or read out of bounds. The record decoder has
 /// the same test in `RecordCodecTests`. `FEEDSTORE_FUZZ_ITERATIONS=n` sets the inputs per seed
 /// and decoder for long runs.
-@Suite struct DecoderFuzzTests {
+@Suite(.blocking) struct DecoderFuzzTests {
     static let iterations = ProcessInfo.processInfo.environment["FEEDSTORE_FUZZ_ITERATIONS"].flatMap(Int.init) ?? 4_000
 
     /// Random bytes, or a mutation of `valid`.

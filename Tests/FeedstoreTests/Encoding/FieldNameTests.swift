@@ -1,13 +1,14 @@
 @testable import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// Every place a field name appears is checked against the entity's fields: index components,
 /// partial-index conditions, watch options' fields and related records. A wrong name is a typed
 /// error naming it and listing the fields, never an index of nulls or a filter that never matches.
-@Suite struct FieldNameTests {
+@Suite(.blocking) struct FieldNameTests {
     struct Address: Codable, Sendable { var city: String; var zip: String? }
     enum Kind: String, Codable, Sendable, CaseIterable { case person, company }
     enum Unlisted: String, Codable, Sendable { case a, b }

@@ -1,11 +1,12 @@
 @testable import Feedstore
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// JSON text as tools write and read it: dates as the ISO 8601 formatter writes them, and
 /// ``FieldValue/jsonText`` reading back as the same kinds.
-@Suite struct JSONTextTests {
+@Suite(.blocking) struct JSONTextTests {
     @Test(arguments: testSeeds(2, base: 31)) func datesPrintAsTheISOFormatterPrintsThem(seed: UInt64) {
         var values = RandomValues(seed: seed)
         let formatter = FieldValue.isoFormatter

@@ -1,10 +1,11 @@
 @testable import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
-@Suite struct KeyEncodingTests {
+@Suite(.blocking) struct KeyEncodingTests {
     /// memcmp order of encoded keys equals the order of their values, for random tuples with
     /// random directions per component (the same directions on both sides, as in one index).
     @Test(arguments: testSeeds(4))

@@ -1,9 +1,10 @@
 @testable import Feedstore
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
-@Suite struct RecordCodecTests {
+@Suite(.blocking) struct RecordCodecTests {
     /// The stored bytes of `fields` (ascending numbers, gaps allowed), made by the encoder the
     /// write path uses: values by field number.
     static func encoded(_ fields: [RecordField]) -> [UInt8] {

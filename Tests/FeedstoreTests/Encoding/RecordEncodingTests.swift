@@ -1,5 +1,6 @@
 @testable import Feedstore
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
@@ -7,7 +8,7 @@ import Testing
 /// to the general encoder, which builds a tree of named values: whatever a record's `encode(to:)`
 /// does, the stored record, its index entries and the journal's changed fields must be what the
 /// tree says.
-@Suite struct RecordEncodingTests {
+@Suite(.blocking) struct RecordEncodingTests {
     /// A record whose encoding is a script: members written twice, as scalars, nested objects,
     /// arrays or nil, fields the catalog has not seen yet, and fields whose kind changes.
     struct Scripted: Entity {

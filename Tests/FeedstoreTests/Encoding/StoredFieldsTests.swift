@@ -1,12 +1,13 @@
 @testable import Feedstore
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// Types that read their stored fields themselves (`StoredFieldsDecodable`) read what the same
 /// type reads through `Codable`: every kind, conversions, optionals, nested values, and the same
 /// typed errors, through every typed read (by id, by position, windows, scans, watchers).
-@Suite struct StoredFieldsTests {
+@Suite(.blocking) struct StoredFieldsTests {
     struct Address: Codable, Equatable {
         var street: String
         var zip: Int32

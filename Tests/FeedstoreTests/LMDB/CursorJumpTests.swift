@@ -1,12 +1,13 @@
 @testable import Feedstore
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// A cursor's jump within its leaf page (`LMDBCursor.key(offsetBy:)`, which reads LMDB's page
 /// layout) finds the key that stepping finds, at random positions and distances over keys of
 /// random lengths; it answers within the page only, and never in a write transaction.
-@Suite struct CursorJumpTests {
+@Suite(.blocking) struct CursorJumpTests {
     @Test(arguments: testSeeds(3, base: 41)) func jumpsFindWhatSteppingFinds(seed: UInt64) throws {
         var random = RandomValues(seed: seed)
         try withTemporaryDirectory { dir in

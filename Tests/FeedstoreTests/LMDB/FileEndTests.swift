@@ -1,13 +1,14 @@
 @testable import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// A data file may end before the last page its meta page counts: pages allocated and freed
 /// within one transaction go to the free list unwritten. Such a file is healthy; a file that
 /// lost a page a tree uses is not.
-@Suite struct FileEndTests {
+@Suite(.blocking) struct FileEndTests {
     func fileEnd(_ store: Store) throws -> LMDBPageCheck.FileEnd? {
         try LMDBPageCheck.fileEnd(store.core.environment, in: try store.core.begin(readOnly: true))
     }

@@ -1,9 +1,10 @@
 @testable import Feedstore
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
-@Suite struct MapGrowthTests {
+@Suite(.blocking) struct MapGrowthTests {
     static func note(_ i: Int) -> Note {
         Note(id: "note\(i)", body: "body\(i)", priority: Int8(i % 7), when: Date(timeIntervalSinceReferenceDate: Double(i)), labels: [String(repeating: "b", count: 2_000)])
     }

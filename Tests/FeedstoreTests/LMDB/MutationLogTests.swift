@@ -1,5 +1,6 @@
 @testable import Feedstore
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
@@ -7,7 +8,7 @@ import Testing
 /// of the store as it was before them, makes every tree of the copy hold what the store holds:
 /// records, index entries, counted trees changed in place, the journal, trimmed keys, the
 /// catalog, and indexes made and dropped.
-@Suite struct MutationLogTests {
+@Suite(.blocking) struct MutationLogTests {
     /// Every named database and its entries, read with raw LMDB.
     static func contents(of path: String) throws -> [String: [[UInt8]: [UInt8]]] {
         let env = try LMDBEnvironment(path: path, flags: .readOnly, mapSize: 1 << 30, maxDatabases: 256, maxReaders: 8, mode: 0o600)

@@ -1,11 +1,12 @@
 @testable import Feedstore
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// The structural check of LMDB's data file: sound after any mix of writes (large values on
 /// overflow pages, deletes, trimming, map growth), and each kind of damage named.
-@Suite struct PageCheckTests {
+@Suite(.blocking) struct PageCheckTests {
     func pageProblems(_ store: Store) throws -> [String] {
         try LMDBPageCheck.check(store.core.environment, begin: { try store.core.begin(readOnly: true) })
     }

@@ -1,11 +1,12 @@
 import Feedstore
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// The DocC catalog builds with no warning: every symbol link in the articles and the doc
 /// comments resolves to exactly one symbol.
-@Suite struct DocumentationTests {
+@Suite(.blocking) struct DocumentationTests {
     @Test func theDocumentationBuildsWithoutWarnings() throws {
         let root = packageRoot
         let result = try runTool(root.appendingPathComponent("Tools/docs"), [], timeout: 900)

@@ -1,10 +1,11 @@
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// `Tools/check-layers` passes on the sources as they are, and fails on a copy with one reference
 /// that goes up a layer: a type, or a method declared in an extension of a lower layer's type.
-@Suite struct LayerCheckTests {
+@Suite(.blocking) struct LayerCheckTests {
     static let root = packageRoot
 
     /// The check's exit status and output on a copy of the sources with `line` added to the

@@ -1,11 +1,12 @@
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// Every Swift code block of README.md and of the DocC catalog compiles against the library, in
 /// Swift 6 language mode, with UIKit and SwiftUI from the stand-ins in `Tests/Samples/StandIns`.
 /// The markers a block may carry are described in `Tests/Samples/README.md`.
-@Suite struct SampleTests {
+@Suite(.blocking) struct SampleTests {
     static let root = packageRoot
 
     @Test func everyCodeSampleCompiles() throws {

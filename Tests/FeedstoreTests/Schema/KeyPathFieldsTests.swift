@@ -1,6 +1,7 @@
-import FeedstoreTestSupport
 @testable import Feedstore
 import FeedstoreDemo
+import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
@@ -50,7 +51,7 @@ struct EveryFieldType: Entity {
     }
 }
 
-@Suite struct KeyPathFieldsTests {
+@Suite(.blocking) struct KeyPathFieldsTests {
     func field(_ keyPath: PartialKeyPath<EveryFieldType>) -> String? {
         try? KeyPathFields.field(of: keyPath).get()
     }

@@ -1,6 +1,7 @@
 @testable import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
 /// changes and in-place updates, then each changed row's old and new position (worked out from
 /// the new index and the changed keys, never from the old snapshot) compared with its place in
 /// full reads of the query before and after, for a whole index and a prefix, in both directions.
-@Suite struct ChangedRowsTests {
+@Suite(.blocking) struct ChangedRowsTests {
     static let index = "byGroupScore"
 
     @Test(arguments: testSeeds(3, base: 301))

@@ -1,12 +1,13 @@
 @testable import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// Indexes-only watchers: batches of ranges applied to the mirror (rows read through
 /// `object(at:)`), compared with a fresh query after every commit, in every configuration.
-@Suite struct IndexWatcherTests {
+@Suite(.blocking) struct IndexWatcherTests {
     /// Applies an indexes-only batch to the one mirror of every kind, reading rows from the
     /// watcher's snapshot, and checks the watcher's section and row counts against it.
     static func apply(_ batch: IndexBatch, to mirror: inout SectionedMirror<Message>, reading watcher: IndexWatcher<Message>) throws {

@@ -1,6 +1,7 @@
 @testable import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Observation
 import Testing
@@ -9,7 +10,7 @@ import Testing
 /// sections and every row it holds decoded equal what a new query of the same snapshot returns,
 /// in every shape of query (sectioned, reversed, windowed), with a cache small enough to be
 /// evicted and refilled between batches.
-@Suite struct LazyLiveListTests {
+@Suite(.blocking) struct LazyLiveListTests {
     enum Shape: String, CaseIterable, CustomTestStringConvertible {
         case plain, sectioned, reversedSectioned, unread, windowed
 

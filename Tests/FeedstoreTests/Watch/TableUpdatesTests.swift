@@ -1,6 +1,7 @@
 import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
 /// (deletes, move sources and reloads at old index paths; then sections; then inserts and move
 /// destinations at new ones, ascending) to the ids a view shows gives the ids of a fresh query,
 /// for typed and indexes-only watchers alike.
-@Suite struct TableUpdatesTests {
+@Suite(.blocking) struct TableUpdatesTests {
     /// The ids of the demo feed's byFolderDate order, a section per folder.
     static func sections(in store: Store) throws -> [[UInt64]] {
         let rows = try store.read { try $0.objects(in: Query(Message.self, index: "byFolderDate")) }

@@ -1,12 +1,13 @@
 @testable import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// One scenario through the typed declarations and queries (key paths, Swift values) and
 /// through names: the stores end equal, and every watcher's batches are the same.
-@Suite struct TypedDeclarationTests {
+@Suite(.blocking) struct TypedDeclarationTests {
     /// A batch as text: sequences, sections, and each list's paths, ids and fields.
     func text<E: Entity>(_ batch: ChangeBatch<E>) -> String {
         let h = batch.header

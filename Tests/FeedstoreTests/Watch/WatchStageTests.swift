@@ -1,6 +1,7 @@
 @testable import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
 /// rows move, which untouched rows a window's edges push, how a batch moves cached positions,
 /// and how sections map flat positions. The end-to-end contract tests check the same stages
 /// through a store; these name the stage that breaks.
-@Suite struct WatchStageTests {
+@Suite(.blocking) struct WatchStageTests {
     /// One batch as a list sees it: the old and the new order of row ids, and what happened.
     struct Scenario {
         var old: [Int]

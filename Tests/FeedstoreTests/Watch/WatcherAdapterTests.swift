@@ -1,12 +1,13 @@
 @testable import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Observation
 import Testing
 
 /// Single-record observation, related records, and the adapters (CollectionDifference, LiveResults).
-@Suite struct WatcherAdapterTests {
+@Suite(.blocking) struct WatcherAdapterTests {
     @Test func observingOneRecord() throws {
         try withTemporaryDirectory { dir in
             let store = try Store(path: dir + "/s", entities: DemoFeed.entities)

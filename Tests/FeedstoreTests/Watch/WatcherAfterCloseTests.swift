@@ -1,12 +1,13 @@
 import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// A watcher that outlives its store's last handle gets `storeClosed`, never a transaction on an
 /// environment that is gone (an indexes-only watcher holds a read snapshot between batches).
-@Suite struct WatcherAfterCloseTests {
+@Suite(.blocking) struct WatcherAfterCloseTests {
     @Test func watchersOfAClosedStoreThrowStoreClosed() throws {
         try withTemporaryDirectory { dir in
             let store = try Store(path: dir + "/s", entities: [Message.self, Contact.self])

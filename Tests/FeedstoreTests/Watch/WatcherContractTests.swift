@@ -1,6 +1,7 @@
 @testable import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
@@ -9,7 +10,7 @@ import Testing
 /// values). Random commits of the demo feed's changes, in every watcher configuration, for the
 /// typed watcher and the two watchers without the entity's type (values, and indexes only);
 /// `IndexWatcherTests` runs the typed indexes-only watcher over the same configurations.
-@Suite struct WatcherContractTests {
+@Suite(.blocking) struct WatcherContractTests {
     struct Configuration: CustomTestStringConvertible, Sendable {
         var name: String
         var query: Query<Message>

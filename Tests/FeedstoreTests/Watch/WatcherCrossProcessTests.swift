@@ -1,11 +1,12 @@
 @testable import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// Commits made by another process are delivered like local ones, quickly.
-@Suite struct WatcherCrossProcessTests {
+@Suite(.blocking) struct WatcherCrossProcessTests {
     /// All messages (plain and sectioned), and the unread partial index, where another process's
     /// read/unread flips make existing messages newly enter the query.
     static let cases: [(index: String, options: WatchOptions)] = [("byFolderDate", WatchOptions()),

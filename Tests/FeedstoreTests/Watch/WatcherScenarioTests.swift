@@ -1,12 +1,13 @@
 @testable import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// Named situations that break other live-query systems, each checked for the exact batch and
 /// against a fresh query.
-@Suite struct WatcherScenarioTests {
+@Suite(.blocking) struct WatcherScenarioTests {
     /// A store with messages 1...6 in folder 1 (newest first: 6, 5, 4, 3, 2, 1), one in folder 3.
     func withFeed(_ body: (Store) throws -> Void) throws {
         try withTemporaryDirectory { dir in

@@ -1,11 +1,12 @@
 @testable import Feedstore
-import FeedstoreTestSupport
 import FeedstoreDemo
+import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Testing
 
 /// The commit log's CRC-32 is the IEEE one (zlib's): known values, and random inputs of every
 /// length against a bit-at-a-time reference, whole or continued from any split.
-@Suite struct CRC32Tests {
+@Suite(.blocking) struct CRC32Tests {
     /// One bit at a time, as the polynomial defines it.
     static func reference(_ bytes: [UInt8]) -> UInt32 {
         var c: UInt32 = 0xFFFF_FFFF

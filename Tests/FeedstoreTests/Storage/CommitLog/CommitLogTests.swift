@@ -1,5 +1,6 @@
 @_spi(Benchmarking) @testable import Feedstore
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
 /// commit. Crashes are simulated from the files: LMDB's file as the checkpoint left it, with any
 /// subset of the pages written since over it (what a power loss may leave of unsynced writes),
 /// and the log as synced, whole or with its last record torn.
-@Suite struct CommitLogTests {
+@Suite(.blocking) struct CommitLogTests {
     static var options: StoreOptions {
         var options = StoreOptions(durability: .full)
         options.keepsCommitLog = true

@@ -1,12 +1,13 @@
 @testable import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Testing
 
 /// The table of count-tree nodes a read transaction keeps, checked on its own: nodes are found by
 /// their fence's address and length, through growth and collisions, and fences never kept are
 /// not found.
-@Suite struct CountNodeCacheTests {
+@Suite(.blocking) struct CountNodeCacheTests {
     @Test(arguments: testSeeds(2, base: 31))
     func nodesAreFoundByTheirFencesAlone(seed: UInt64) throws {
         var rng = SeededGenerator(seed: seed)

@@ -1,6 +1,7 @@
 @testable import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
@@ -33,7 +34,7 @@ struct Point: Entity, Equatable {
     }
 }
 
-@Suite struct CountedIndexTests {
+@Suite(.blocking) struct CountedIndexTests {
     static let indexNames = Point.indexes.map(\.name)
 
     /// Twelve rounds of 10,000 writes (over a hundred thousand entries) with `Tools/test --long`,

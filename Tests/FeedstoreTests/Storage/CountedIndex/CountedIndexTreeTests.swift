@@ -1,13 +1,14 @@
 @testable import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// The counted tree on its own, with tiny buckets and nodes so that a few thousand entries make
 /// a deep tree: random inserts and deletes of keys of random length (some long enough to split
 /// nodes by size), with the invariant checker and a sorted model after every transaction.
-@Suite struct CountedIndexTreeTests {
+@Suite(.blocking) struct CountedIndexTreeTests {
     func withTree(_ limits: CountedIndex.Limits, _ body: (LMDBEnvironment, CountedIndex) throws -> Void) throws {
         try withTemporaryDirectory { dir in
             let env = try LMDBEnvironment(path: dir, flags: .noSync, mapSize: 256 << 20, maxDatabases: 4, maxReaders: 8, mode: 0o600)

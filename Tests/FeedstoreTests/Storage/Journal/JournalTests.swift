@@ -1,9 +1,10 @@
 @_spi(Benchmarking) @testable import Feedstore
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
-@Suite struct JournalTests {
+@Suite(.blocking) struct JournalTests {
     static func item(_ id: Int64, name: String? = nil) -> Item {
         Item(id: id, group: 1, score: Double(id), name: name ?? "i\(id)", flag: false, tag: nil)
     }

@@ -1,13 +1,14 @@
 @testable import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// Format 3: every store has an identifier, and a store can keep, in each journal entry, the
 /// record after the change, so that a reader of an old commit sees that commit's record and not
 /// today's.
-@Suite struct RecordImageTests {
+@Suite(.blocking) struct RecordImageTests {
     static func item(_ id: Int64, name: String) -> Item {
         Item(id: id, group: id % 3, score: Double(id) / 4, name: name, flag: id % 2 == 0, tag: id % 5 == 0 ? nil : UUID())
     }

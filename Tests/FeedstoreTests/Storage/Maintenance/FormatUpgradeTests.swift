@@ -1,12 +1,13 @@
 @testable import Feedstore
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// Format 2 keeps commit headers in the journal and no per-commit "last sequence" key. A format 1
 /// store (headers in `feedstore.commits`, `journal.last` in the meta database) is upgraded by the
 /// first opening for writing, and refused, untouched, by a read-only one.
-@Suite struct FormatUpgradeTests {
+@Suite(.blocking) struct FormatUpgradeTests {
     static func item(_ id: Int64, name: String? = nil) -> Item {
         Item(id: id, group: id % 3, score: Double(id), name: name ?? "i\(id)", flag: id % 2 == 0, tag: nil)
     }

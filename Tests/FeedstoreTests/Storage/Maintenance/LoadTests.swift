@@ -1,6 +1,7 @@
 @testable import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
 /// end every watcher must show exactly what a fresh query does, the store must verify clean, and
 /// memory must stay bounded. Prints throughput and the worst delay from a commit to the batch
 /// that first shows it.
-@Suite struct LoadTests {
+@Suite(.blocking) struct LoadTests {
     @Test func sixtyWatchersStayExactUnderThreadAndProcessWriters() throws {
         try withTemporaryDirectory { dir in
             let path = dir + "/s"

@@ -1,13 +1,14 @@
 @testable import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// Record migrations rewrite every record through a closure, in bounded transactions that carry
 /// their own progress: indexes, counts and the journal stay right, a failed step rolls back alone,
 /// and a migration resumes where it stopped.
-@Suite struct MigrationTests {
+@Suite(.blocking) struct MigrationTests {
     /// A store of the demo feed written with ``Message``, reopened with ``MessageV2``.
     func withMigratableStore(messages: Int, _ body: (Store, [UInt64: Message]) throws -> Void) throws {
         try withTemporaryDirectory { dir in

@@ -1,5 +1,6 @@
 @testable import Feedstore
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
@@ -20,7 +21,7 @@ struct EveryKeyKind: Entity {
 
 /// A range component whose kind is not the index component's converts where nothing is lost, or
 /// is refused naming the index, the component and both kinds: never an empty answer.
-@Suite struct ComponentKindTests {
+@Suite(.blocking) struct ComponentKindTests {
     static let uuid = UUID(uuidString: "6F1C2A9E-3B7D-4C1E-9A2B-5D8E7F6A4B3C")!
     /// The field of each kind, and the value record 1 holds there.
     static let fields: [(kind: String, field: String, value: FieldValue)] = [

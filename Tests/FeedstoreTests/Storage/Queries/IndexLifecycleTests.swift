@@ -1,11 +1,12 @@
 @testable import Feedstore
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// Indexes follow their declarations across opens: added ones are built, changed ones rebuilt,
 /// removed ones dropped; a unique index that existing data violates is refused, store unchanged.
-@Suite struct IndexLifecycleTests {
+@Suite(.blocking) struct IndexLifecycleTests {
     struct PlainV1: Entity { var id: Int64; var city: String; var age: Int; static let entityName = "Person" }
     struct IndexedV2: Entity {
         var id: Int64; var city: String; var age: Int

@@ -1,12 +1,13 @@
 @testable import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// Random ranges (prefix, inclusive/exclusive bounds, direction, offset, limit) over a compound
 /// index with a descending component and nils, compared with filtering and sorting a model.
-@Suite struct RangeQueryTests {
+@Suite(.blocking) struct RangeQueryTests {
     let index = Item.indexes[0]  // byGroupScore: group ascending, score descending
 
     /// Compares the first `bound.count` components of `key` (after `skip`) with `bound`, in index order.

@@ -1,13 +1,14 @@
 @_spi(Replication) import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// The applied requests a primary remembers: random remembering, with random bounds and times,
 /// keeps the structure whole (checked after every step), within its count bound, forgets the
 /// oldest first, and answers for what it keeps.
-@Suite struct AppliedRequestTests {
+@Suite(.blocking) struct AppliedRequestTests {
     @Test(arguments: testSeeds(3, base: 61))
     func rememberingKeepsTheStructureWholeAndWithinItsBounds(seed: UInt64) throws {
         var rng = SeededGenerator(seed: seed)

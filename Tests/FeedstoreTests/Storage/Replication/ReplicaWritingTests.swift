@@ -1,11 +1,12 @@
 @_spi(Replication) @testable import Feedstore
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// How a replica's follower writes: without syncs, it changes pages in the map itself, and what it
 /// writes is whole for every later handle, through map growth and reopening.
-@Suite struct ReplicaWritingTests {
+@Suite(.blocking) struct ReplicaWritingTests {
     func item(_ id: Int64) -> Item { Item(id: id, group: id % 7, score: Double(id), name: "n\(id)", flag: id % 2 == 0, tag: nil) }
 
     @Test func anUnsyncedReplicaWritesThroughTheMapAndStaysWhole() throws {

@@ -1,11 +1,12 @@
 @testable import Feedstore
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// File modes, read-only and immutable handles. (Users without write access are tested through
 /// storectl in `AccessTests`, since they need another user's process.)
-@Suite struct AccessOptionsTests {
+@Suite(.blocking) struct AccessOptionsTests {
     func mode(_ path: String) throws -> Int {
         try #require(FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber).intValue
     }

@@ -1,11 +1,12 @@
 @testable import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// Every kind of bad input gives a typed error and leaves the store exactly as it was.
-@Suite struct BadInputTests {
+@Suite(.blocking) struct BadInputTests {
     /// A fingerprint of everything readable: records of both entities, journal head, issues.
     func snapshot(_ store: Store) throws -> String {
         try store.read { tx in

@@ -1,9 +1,10 @@
 @testable import Feedstore
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
-@Suite struct GroupCommitTests {
+@Suite(.blocking) struct GroupCommitTests {
     static func item(_ id: Int64) -> Item { Item(id: id, group: id % 3, score: Double(id), name: "item\(id)", flag: id % 2 == 0, tag: nil) }
 
     /// Many concurrent async writers share commits; the one that throws loses exactly its own

@@ -1,5 +1,6 @@
 @testable import Feedstore
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
@@ -7,7 +8,7 @@ import Testing
 /// at once, unsynced, so one may never reach the disk, and LMDB then refuses the file. Such a
 /// file holds no commit: a writer makes the store anew, a reader says so, and a file that holds
 /// a commit, or is not LMDB's, is never taken for one.
-@Suite struct InterruptedCreationTests {
+@Suite(.blocking) struct InterruptedCreationTests {
     /// A data file as LMDB makes it, before any commit, with `page` (0 or 1) left as zeros.
     static func interrupted(at path: String, losing page: Int, transaction: UInt64? = nil) throws {
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)

@@ -1,12 +1,13 @@
 import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// A child process (`storectl demo mutate`) writes while this process reads the same store
 /// through its own open handle and sees every commit and journal entry.
-@Suite struct MultiProcessTests {
+@Suite(.blocking) struct MultiProcessTests {
     @Test func commitsOfAnotherProcessAreSeenWhileItWrites() throws {
         try withTemporaryDirectory { dir in
             let path = dir + "/s"

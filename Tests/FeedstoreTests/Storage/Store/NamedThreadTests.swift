@@ -1,11 +1,12 @@
 @testable import Feedstore
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// The library's threads carry their names for the system, which `top -H`, `perf` and
 /// debuggers show (Foundation on Linux keeps a thread's `name` to itself).
-@Suite struct NamedThreadTests {
+@Suite(.blocking) struct NamedThreadTests {
     /// The calling thread's name as the system has it.
     static func systemName() throws -> String {
         try String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8).trimmingCharacters(in: .newlines)

@@ -1,10 +1,11 @@
 import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
-@Suite struct StoreBasicsTests {
+@Suite(.blocking) struct StoreBasicsTests {
     let epoch = Date(timeIntervalSinceReferenceDate: 0)
 
     @Test func writesReadsAndQueriesTheDemoFeed() throws {

@@ -1,6 +1,7 @@
 @testable import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
@@ -9,7 +10,7 @@ import Testing
 /// journal entries of the commit (kind, changed fields, index keys before and after) and the
 /// store's invariant checker. Failing transactions (unique violations, duplicate inserts,
 /// missing updates) must leave no trace.
-@Suite struct StoreModelTests {
+@Suite(.blocking) struct StoreModelTests {
     /// The in-memory model: records by primary key, as hand-written field dictionaries.
     struct Model {
         var items: [Int64: Item] = [:]

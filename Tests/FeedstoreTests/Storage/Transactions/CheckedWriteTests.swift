@@ -1,6 +1,7 @@
 @_spi(Replication) @testable import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
 /// its `Decodable` conformance, required fields, declared names. A refused record is a typed
 /// error naming the entity, id and field, and nothing of its transaction is written; `verify`
 /// finds records that break the same rules when they got in below the checked path.
-@Suite struct CheckedWriteTests {
+@Suite(.blocking) struct CheckedWriteTests {
     struct Address: Codable, Sendable { var city: String; var zip: UInt32? }
     enum Kind: String, Codable, Sendable, CaseIterable { case person, company }
     enum Level: Int, Codable, Sendable, CaseIterable { case low, high }

@@ -1,6 +1,7 @@
 import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
 /// containers it keeps per coding-key type, and resolves each query's range once. These tests
 /// mix entity types, key types, failures and nested reads in one transaction, and read through
 /// write transactions whose counts change between reads.
-@Suite struct TypedReadTests {
+@Suite(.blocking) struct TypedReadTests {
     @Test func recordsOfSeveralTypesDecodeInTurnInOneTransaction() throws {
         try withTemporaryDirectory { dir in
             let store = try Store(path: dir + "/s", entities: DemoFeed.entities + [TwoKeyed.self])

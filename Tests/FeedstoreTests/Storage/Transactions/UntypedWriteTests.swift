@@ -1,10 +1,11 @@
 @testable import Feedstore
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// Writing records by field name, without the application's types: what tools and loaders do.
-@Suite struct UntypedWriteTests {
+@Suite(.blocking) struct UntypedWriteTests {
     @Test func recordsWrittenByNameReadBackAsTheirTypes() throws {
         try withTemporaryDirectory { dir in
             let store = try Store(path: dir + "/s", entities: [Item.self], options: StoreOptions(durability: .none))
