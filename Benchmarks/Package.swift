@@ -15,6 +15,10 @@ let package = Package(
         .package(path: ".."),
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
         .package(url: "https://github.com/ordo-one/benchmark", exact: "1.38.1", traits: ["MallocInterposer"]),
+        // The live benchmark's servers and clients.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         // LMDB's C API for the raw-LMDB peer (the library keeps its own LMDB module internal).
@@ -35,6 +39,12 @@ let package = Package(
             dependencies: [
                 .product(name: "Feedstore", package: root),
                 .product(name: "FeedstoreJetStream", package: root),
+                .product(name: "FeedstoreLive", package: root),
+                .product(name: "FeedstoreHummingbird", package: root),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "Logging", package: "swift-log"),
                 "CLMDBPeer",
                 "DemoFeed",
                 "NATSTestServer",

@@ -148,6 +148,33 @@ def commit_pages(tables):
     save(fig, "commit-pages.png")
 
 
+def live(suffix=""):
+    """Live lists over WebSocket against connections: commit → client latency and the server's CPU
+    per commit, Feedstore against GRDB's ValueObservation (live.csv)."""
+    source = results / f"live{suffix}.csv"
+    if not source.exists():
+        return
+    with open(source, newline="") as f:
+        rows = list(csv.DictReader(f))
+    fig, (latency, cpu) = plt.subplots(1, 2, figsize=(11, 4.5))
+    for kind, label, color in [("feedstore", "Feedstore", "tab:blue"), ("grdb", "GRDB ValueObservation a connection", "tab:red")]:
+        points = [r for r in rows if r["kind"] == kind and r["latency_p50_ms"]]
+        if not points:
+            continue
+        n = [int(r["connections"]) for r in points]
+        latency.plot(n, [float(r["latency_p50_ms"]) for r in points], "-o", color=color, label=f"{label}, p50")
+        latency.plot(n, [float(r["latency_p99_ms"]) for r in points], "--s", color=color, label=f"{label}, p99")
+        cpu.plot(n, [float(r["cpu_per_commit_us"]) for r in points], "-o", color=color, label=label)
+    for ax, title in [(latency, "commit → client holds the batch (ms)"), (cpu, "server CPU per commit (µs)")]:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("WebSocket connections, each watching its own 50-row window")
+        ax.set_title(title)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    save(fig, f"live{suffix}.png")
+
+
 def draw(name, tables):
     """Draws the plots of results file `name` (its tables as `tables.py` reads them)."""
     if name == "peers":
@@ -157,6 +184,8 @@ def draw(name, tables):
         watch_shapes(tables)
     elif name == "commit-pages":
         commit_pages(tables)
+    elif name == "live":
+        live()
 
 
 if __name__ == "__main__":

@@ -141,6 +141,21 @@ def headline():
             lines.append(f"| a screen of 50 rows of a lazy live list, 1 million messages, a writer committing, p50 "
                          f"| {r['Feedstore fling, per screen p50 / p99 µs'].split(' / ')[0]} µs "
                          f"| {times(r['GRDB ÷ Feedstore, fling / jumps (p50)'].split(' / ')[0])} (`LIMIT/OFFSET`) | – |")
+    live_file = results / "live.md"
+    if live_file.exists():
+        servers = tables(live_file.read_text())[0]["rows"]
+
+        def server(kind, connections):
+            return next((r for r in servers if r["server"].startswith(kind) and r["connections"] == connections), None)
+
+        most = max(servers, key=lambda r: number(r["connections"]))["connections"]
+        feedstore, peer = server("Feedstore", most), server("GRDB", "1,000")
+        own_cpu = server("Feedstore", "1,000")
+        if feedstore and peer and own_cpu:
+            cpu = number(peer["server CPU per commit (µs)"]) / number(own_cpu["server CPU per commit (µs)"])
+            lines.append(f"| one-row commit → the batch in a WebSocket client's hands, {most} connections on one server, p50 / p99 "
+                         f"| {feedstore['commit → client holds the batch, p50 / p99 (ms)']} ms "
+                         f"| {cpu:,.0f}× less server CPU per commit (`ValueObservation`, 1,000 connections) | – |")
     # The README keeps this one table; watcher shapes, replication and every other measurement
     # live in Benchmarks/README.md.
     notes = [f"Measured {date} on a shared 2-core machine; ratios above 1 mean Feedstore is faster."]
@@ -166,4 +181,4 @@ for name in names:
     if plots is not None:
         plots.draw(name, tables(text))
 replace_block(root / "README.md", "headline", headline())
-print("README.md: headline table from Benchmarks/results/peers.md and scroll.md")
+print("README.md: headline table from Benchmarks/results/peers.md, scroll.md and live.md")

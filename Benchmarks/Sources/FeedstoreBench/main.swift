@@ -369,6 +369,35 @@ case "watch":
     report.append(WatcherBench.header)
     report.append(contentsOf: rows.map(WatcherBench.format))
     try save("watch.md")
+case "live-server":
+    // A server of the live benchmark (`live` starts it): see LiveBenchServer.
+    func value(_ name: String) -> String { arguments.firstIndex(of: name).map { arguments[$0 + 1] } ?? "" }
+    try await LiveBenchServer.run(kind: value("--kind"), store: value("--store"), sqlite: value("--sqlite"))
+case "live-load":
+    // The clients of the live benchmark (`live` starts them): see LiveLoad.
+    let kind = arguments.firstIndex(of: "--kind").map { arguments[$0 + 1] } ?? "feedstore"
+    try await LiveLoad.run(port: option("--port", default: 0), connections: option("--connections", default: 1), kind: kind)
+case "live":
+    let contacts = quick ? 1_000 : 10_000
+    let bench = LiveBench(directory: NSTemporaryDirectory() + "feedstore-live-bench-\(quick ? "quick" : "full")",
+                          messages: quick ? 100_000 : 1_000_000, connections: sizes(default: quick ? [100, 1_000] : [100, 1_000, 10_000]),
+                          commits: option("--commits", default: quick ? 300 : 2_000), rate: 100)
+    print("preparing \(bench.messages.formatted()) messages in a store and in SQLite (kept for later runs)…")
+    try bench.prepare(contacts: contacts)
+    emit("\(runTitle("Live lists over WebSocket")): \(bench.messages.formatted()) messages of \(contacts.formatted()) contacts; each connection holds the newest 50 messages of its own contact (`byContact`, prefix `[contact]`, reversed); the server's writer makes \(bench.commits.formatted()) one-row commits at 100 a second (durability none; GRDB `synchronous = NORMAL`), each a new message of one watched contact. Server and clients in separate processes on loopback\n")
+    emit(LiveBench.header.joined(separator: "\n"))
+    let rows = try bench.run(kinds: ["echo", "feedstore", "grdb"], peerUpTo: option("--peer-up-to", default: 10_000)) { emit(LiveBench.format($0)) }
+    let legConnections = min(1_000, bench.connections.max() ?? 1_000)
+    let legs = try await LiveLegs.run(store: bench.storePath, connections: legConnections, commits: quick ? 300 : 1_000,
+                                      firstID: UInt64(Date().timeIntervalSince1970) * 1_000_000 + 500_000)
+    emit("\nWhere the time goes, \(legConnections.formatted()) connections: the same subscriptions in one process (no socket), one commit at a time, held by bare watchers, then by `LiveConnection`s; the socket leg is the WebSocket run's latency less the frame's\n")
+    emit(LiveBench.legs(legs, rows: rows, connections: legConnections).joined(separator: "\n"))
+    emit("\n" + LiveBench.targets(rows).joined(separator: "\n"))
+    // `--storectl PATH` (Benchmarks/run live gives it): the demo page in a real browser.
+    if let storectl = arguments.firstIndex(of: "--storectl").map({ arguments[$0 + 1] }) {
+        emit(try LiveBench.browser(storectl: storectl, store: bench.storePath).joined(separator: "\n"))
+    }
+    try save(quick ? "live-quick.md" : "live.md", extra: [quick ? "live-quick.csv" : "live.csv": LiveBench.csv(rows)])
 default:
     print("""
         usage: feedstore-bench <command>
@@ -395,6 +424,9 @@ default:
           scroll [--quick] [--sizes …] [--grdb-up-to N]
                                           a lazy list scrolled (flings and jumps) while a writer commits, against
                                           GRDB's LIMIT/OFFSET; saves Benchmarks/results/scroll.md
+          live [--quick] [--sizes 100,1000,10000] [--commits N] [--peer-up-to N] [--storectl PATH]
+                                          live lists over WebSocket: a server process and N clients on loopback, Feedstore
+                                          against GRDB ValueObservation and a bare echo server; saves …/live.md
           jetstream [--quick] [--commits N] [--bulk-commits N] [--samples N] [--messages N]
                                           a journal shipped to JetStream on loopback and followed into a replica:
                                           commits/s, rows/s, commit → replica batch latency, forwarded writes; saves …/jetstream.md
