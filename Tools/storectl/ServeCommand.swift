@@ -161,14 +161,3 @@ struct LiveServer {
         return failure.value
     }
 }
-
-/// A value shared between the serving task and the command's thread.
-final class Locked<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: Value
-
-    init(_ value: Value) { stored = value }
-
-    var value: Value { lock.withLock { stored } }
-    func set(_ value: Value) { lock.withLock { stored = value } }
-}

@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import Feedstore
 import Foundation
+import Synchronization
 
 struct WatchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -129,10 +130,10 @@ struct WatchCommand: ParsableCommand {
 
     /// Prints batches until a stop condition: --max-batches, --until-sequence, or SIGINT.
     private func follow<B: PrintableBatch, R>(_ watcher: BatchWatcher<B, R>) throws {
-        let interrupt = StopOnInterrupt { watcher.cancel() }
+        let interrupt = StopOnInterrupt()
         defer { interrupt.restore() }
         var delivered = 0
-        while !watcher.isCancelled {
+        while !watcher.isCancelled && !interrupt.happened {
             if let batch = try watcher.next(timeout: 0.1) {
                 for line in render(batch) { Output.line(line) }
                 Output.flush()
@@ -145,19 +146,22 @@ struct WatchCommand: ParsableCommand {
     }
 }
 
-/// Turns SIGINT into a clean stop: `onInterrupt` runs once, and the command returns normally.
+/// Turns SIGINT into a clean stop: ``happened`` turns true, and the command, which checks it
+/// between batches, returns normally. A handler of its own rather than a dispatch signal source:
+/// that one needs SIGINT ignored and blocked in every thread, and a thread that left it
+/// unblocked (the main thread unblocks it, for parents that block it) took it and dropped it.
 final class StopOnInterrupt {
-    private let source: DispatchSourceSignal
+    private static let interrupted = Atomic<Bool>(false)
 
-    init(_ onInterrupt: @escaping @Sendable () -> Void) {
-        signal(SIGINT, SIG_IGN)
-        source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
-        source.setEventHandler(handler: onInterrupt)
-        source.resume()
+    init() {
+        Self.interrupted.store(false, ordering: .relaxed)
+        // Only an atomic store: async-signal-safe.
+        signal(SIGINT) { _ in StopOnInterrupt.interrupted.store(true, ordering: .relaxed) }
     }
 
+    var happened: Bool { Self.interrupted.load(ordering: .relaxed) }
+
     func restore() {
-        source.cancel()
         signal(SIGINT, SIG_DFL)
     }
 }
