@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "FeedstoreLive", targets: ["FeedstoreLive"]),
         .library(name: "FeedstoreHummingbird", targets: ["FeedstoreHummingbird"]),
         .executable(name: "storectl", targets: ["storectl"]),
+        .executable(name: "feedstore-demo", targets: ["feedstore-demo"]),
     ],
     // Where LMDB comes from: the system's library (the default: Linux, and macOS with Homebrew),
     // or compiled into the package from ordo-one/swift-lmdb, for apps on Apple platforms, which
@@ -32,6 +33,7 @@ let package = Package(
         // The WebSocket server that FeedstoreHummingbird mounts live queries on.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         // The system's LMDB (Debian's liblmdb-dev, Homebrew's lmdb), or the bundled one's module
@@ -77,7 +79,7 @@ let package = Package(
         // frames) and the session that turns a client's frames into batches. No server here.
         .target(
             name: "FeedstoreLive",
-            dependencies: ["Feedstore"],
+            dependencies: ["Feedstore", .product(name: "Logging", package: "swift-log")],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // Live queries as WebSocket connections on a Hummingbird 2 router: authentication, the
@@ -86,7 +88,9 @@ let package = Package(
             name: "FeedstoreHummingbird",
             dependencies: ["FeedstoreLive",
                            .product(name: "Hummingbird", package: "hummingbird"),
-                           .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket")],
+                           .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                           .product(name: "NIOCore", package: "swift-nio"),
+                           .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
             resources: [.copy("Web/feedstore-live.js")],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
@@ -96,16 +100,35 @@ let package = Package(
             dependencies: ["Feedstore"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        // The demo's console: `demo run` (what the README's first command shows) and the batch
+        // printer, shared by storectl and feedstore-demo.
+        .target(
+            name: "DemoConsole",
+            dependencies: ["Feedstore", "FeedstoreDemo", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Tools/DemoConsole",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        // The demo alone, without the servers and replication of storectl, so that it builds in
+        // a fraction of storectl's time (Tools/demo).
+        .executableTarget(
+            name: "feedstore-demo",
+            dependencies: ["DemoConsole", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Tools/feedstore-demo",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         .executableTarget(
             name: "storectl",
             dependencies: [
                 "Feedstore",
                 "FeedstoreDemo",
+                "DemoConsole",
                 "FeedstoreJetStream",
                 "FeedstoreLive",
                 "FeedstoreHummingbird",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

@@ -4,13 +4,29 @@ import NIOCore
 
 extension RouterMethods where Self: SendableMetatype {
     /// Serves the browser client, `feedstore-live.js` (an ES module with no dependencies), at
-    /// `path`.
+    /// `path`. Pages of the server's own origin load it as any script; pages of an origin that
+    /// `origins` allows get it with CORS headers (`Access-Control-Allow-Origin` naming their
+    /// origin), which a module imported from another origin needs, and an `OPTIONS` request
+    /// gets them too.
     @discardableResult
-    public func addLiveClientScript(_ path: RouterPath = "/feedstore-live.js") -> Self {
+    public func addLiveClientScript(_ path: RouterPath = "/feedstore-live.js", origins: LiveOrigins = LiveOrigins()) -> Self {
         let script = LiveClientScript.text
-        return get(path) { _, _ in
-            Response(status: .ok, headers: [.contentType: "text/javascript; charset=utf-8", .cacheControl: "no-cache"],
-                     body: ResponseBody(byteBuffer: ByteBuffer(string: script)))
+        @Sendable func crossOrigin(_ request: Request) -> HTTPFields {
+            var headers: HTTPFields = [.vary: "Origin"]
+            if let origin = request.headers[.origin], origins.allowsCrossOrigin(origin) {
+                headers[.accessControlAllowOrigin] = origin
+                headers[.accessControlAllowMethods] = "GET"
+            }
+            return headers
+        }
+        get(path) { request, _ in
+            var headers = crossOrigin(request)
+            headers[.contentType] = "text/javascript; charset=utf-8"
+            headers[.cacheControl] = "no-cache"
+            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: script)))
+        }
+        return on(path, method: .options) { request, _ in
+            Response(status: .noContent, headers: crossOrigin(request))
         }
     }
 }

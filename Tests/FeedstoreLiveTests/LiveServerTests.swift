@@ -180,14 +180,22 @@ import Testing
         }
     }
 
-    /// No bearer token: the upgrade is refused (401) and no connection opens. A principal's
+    /// No bearer token, or a page of another origin: the connection closes with 4401 or 4403
+    /// before any frame, while the server's own page is admitted. A principal's
     /// query outside what it may watch: an error frame, and no row of anyone else's.
     @Test func onlyWhatThePrincipalMayWatchIsSent() async throws {
         try await Self.withServer(seed: 76) { path, store, _, server in
             let anonymous = LiveSocketClient(url: server.url)
             #expect(await anonymous.nextFrame() == nil)
-            let failure = await anonymous.failure
-            #expect(failure != nil, "the upgrade was refused")
+            let close = await anonymous.closedWith
+            #expect(close?.code == 4401 && close?.reason?.hasPrefix("unauthorized") == true, "\(String(describing: close))")
+            // A page of another origin, with a good token: closed as well, before any frame.
+            let otherSite = LiveSocketClient(url: server.url, token: "0", origin: "https://evil.example")
+            #expect(await otherSite.nextFrame() == nil)
+            #expect(await otherSite.closedWith?.code == 4403)
+            let ownPage = LiveSocketClient(url: server.url, token: "0", origin: "http://127.0.0.1:\(server.port)")
+            #expect(try await LiveSessionTests.next(ownPage, welcome: true)["type"] == "welcome")
+            await ownPage.drop()
 
             let user = LiveSocketClient(url: server.url, token: "3")
             await user.receive(#"{"type":"subscribe","id":"all","entity":"Message","index":"byFolderDate","limit":50}"#)

@@ -122,6 +122,22 @@ import Testing
         }
     }
 
+    /// A store error reaches the client as a code and a message written for clients: the
+    /// error's own text, which names the store's path, stays in the server's log.
+    @Test func aStoreErrorTellsTheClientACodeAndNoPath() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try Store(path: dir + "/s", entities: [Message.self, Contact.self])
+            store.close()
+            let session = LiveSession(store: store)
+            try await Self.withSession(session) { session in
+                await session.receive(#"{"type":"subscribe","id":"s","entity":"Message","index":"byFolderDate","limit":10}"#)
+                let frame = try await Self.next(session)
+                #expect(frame["type"] == "error" && frame["code"] == "storeFailed" && frame["id"] == "s")
+                #expect(!FieldValue.object(frame).jsonText.contains(dir), "\(FieldValue.object(frame).jsonText)")
+            }
+        }
+    }
+
     /// A client that reads nothing while a writer commits gets, when it reads again, one batch
     /// spanning the commits it missed (never part of one), not a frame per commit: nothing
     /// queues in the session meanwhile.

@@ -24,7 +24,7 @@ struct LiveTestServer {
         // Stopping the server cancels its connections, which it logs as errors.
         var logger = Logger(label: "live-test-server")
         logger.logLevel = .critical
-        let app = Application(router: Router(), server: .http1WebSocketUpgrade(webSocketRouter: router),
+        let app = Application(router: Router(), server: .http1WebSocketUpgrade(webSocketRouter: router, configuration: .init(ws: options.webSocketConfiguration)),
                               configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),
                               onServerRunning: { channel in
                                   announce.yield(channel.localAddress?.port ?? 0)

@@ -24,6 +24,61 @@ import Testing
         return (server, port)
     }
 
+    static let hostileClient = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Interop/hostile_live_client.py").path
+
+    /// What another site's page, a rebound name, no token, a restricted token probing names
+    /// and a frame too large meet, tried by a client not written here (Python's `websockets`
+    /// and bare HTTP): each is refused visibly, and nothing outside the grant is named.
+    @Test func theEdgesRefuseWhatTheyShouldAndSayWhy() async throws {
+        try await withTemporaryDirectory { dir in
+            let path = dir + "/s"
+            try populatedDemoStore(at: path, seed: 87, messages: 50, contacts: 10).close()
+            try Self.tokens.write(toFile: dir + "/tokens.json", atomically: true, encoding: .utf8)
+            let allowed = "http://app.example:3000"
+            let (server, port) = try Self.serve(path, ["--tokens", dir + "/tokens.json", "--allow-origin", allowed])
+            defer { server.interrupt(); _ = server.finish(timeout: 30) }
+            let run = try runTool(URL(fileURLWithPath: "/usr/bin/env"), ["python3", Self.hostileClient, String(port), allowed, "seven", "all"], timeout: 120)
+            try #require(run.status == 0, "hostile client: \(run.stderr.suffix(3000))")
+            guard case let .object(report) = try FieldValue(jsonText: String(run.stdout.split(separator: "\n").last ?? "")) else {
+                throw ConditionFailed(description: "no report: \(run.stdout)")
+            }
+            func member(_ name: String, _ key: String) -> FieldValue? {
+                if case let .object(members)? = report[name] { members[key] } else { nil }
+            }
+            #expect(member("anonymous", "code") == .int(4401) && member("wrongToken", "code") == .int(4401))
+            #expect(member("anonymous", "reason").map { "\($0)".contains("unauthorized") } == true)
+            #expect(member("otherOrigin", "code") == .int(4403), "\(String(describing: report["otherOrigin"]))")
+            for admitted in ["allowedOrigin", "ownOrigin", "noOrigin"] {
+                #expect(member(admitted, "frame") == .string("welcome"), "\(admitted): \(String(describing: report[admitted]))")
+            }
+            #expect(member("rebound", "status") == .int(403), "a page whose name points at loopback: \(String(describing: report["rebound"]))")
+            #expect(member("plainAnonymous", "status") == .int(401) && member("plainAdmitted", "status") == .int(426))
+            #expect(member("scriptAllowed", "allowOrigin") == .string(allowed) && member("scriptAllowed", "status") == .int(200))
+            #expect(member("scriptOther", "allowOrigin") == .null && member("scriptOther", "status") == .int(200))
+            #expect(member("scriptPreflight", "status") == .int(204) && member("scriptPreflight", "allowOrigin") == .string(allowed))
+            guard case let .array(probes)? = report["probes"], probes.count == 6 else {
+                throw ConditionFailed(description: "probes: \(String(describing: report["probes"]))")
+            }
+            // A: an entity that does not exist, B: an index that does not, C: an entity not
+            // granted, D: a prefix not granted: each refused alike, naming nothing of the store.
+            for (probe, id) in zip(probes.prefix(4), ["a", "b", "c", "d"]) {
+                guard case let .object(frame) = probe else { continue }
+                #expect(frame["type"] == "error" && frame["code"] == "refused" && frame["id"] == .string(id), "\(probe.jsonText)")
+                let text = probe.jsonText
+                for secret in ["Contact,", "byFolderDate", "unreadByDate", "its indexes", "the entities are"] {
+                    #expect(!text.contains(secret), "probe \(id) names \(secret): \(text)")
+                }
+            }
+            // E: within the grant, a field that does not exist: the entity's fields, which the
+            // token's records carry anyway.
+            #expect(probes[4].jsonText.contains("unknownField"), "\(probes[4].jsonText)")
+            // A frame over the service's limit and within the socket's: an error frame.
+            guard case let .object(big) = probes[5] else { return }
+            #expect(big["code"] == "limitExceeded", "\(probes[5].jsonText)")
+        }
+    }
+
     static let tokens = #"{"all": [{"entity": "*"}], "seven": [{"entity": "Message", "index": "byContact", "prefix": [7]}]}"#
 
     static func lastSequence(_ path: String) throws -> UInt64 {
@@ -86,8 +141,8 @@ import Testing
             for token in [nil, "nobody"] {
                 let refused = LiveSocketClient(url: url, token: token)
                 #expect(await refused.nextFrame() == nil)
-                let failure = await refused.failure
-                #expect(failure != nil, "token \(token ?? "none") is refused")
+                let close = await refused.closedWith
+                #expect(close?.code == 4401, "token \(token ?? "none") is refused with 4401: \(String(describing: close))")
             }
             let seven = LiveSocketClient(url: url + "?token=seven")
             await seven.receive(#"{"type":"subscribe","id":"x","entity":"Message","index":"byContact","prefix":[6],"limit":50}"#)

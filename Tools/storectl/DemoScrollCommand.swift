@@ -1,4 +1,5 @@
 import ArgumentParser
+import DemoConsole
 import Feedstore
 import FeedstoreDemo
 import Foundation
@@ -40,7 +41,7 @@ struct DemoScroll: ParsableCommand {
     }
 
     func run() throws {
-        let stored = try DemoRun.messageCount(path)
+        let stored = try DemoRunOptions.messageCount(path)
         if stored == 0 || stored < feed.messages ?? 0 {
             print("Populating \(path) with \(feed.count.formatted()) messages and \(feed.contacts.formatted()) contacts…")
             try feed.populate(path)

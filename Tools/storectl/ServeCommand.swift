@@ -5,6 +5,7 @@ import FeedstoreHummingbird
 import FeedstoreLive
 import Foundation
 import Hummingbird
+import HummingbirdWebSocket
 import Logging
 import NIOCore
 
@@ -29,12 +30,23 @@ struct ServeCommand: ParsableCommand {
           {"TOKEN": [{"entity": "Message", "index": "byContact", "prefix": [7]}],
            "ADMIN-TOKEN": [{"entity": "*"}]}
 
+        Web pages: a browser lets any page it shows open a WebSocket to any address, this \
+        machine's loopback included, so the server admits a connection only from its own pages \
+        (the demo's), from programs that are not browsers (they send no Origin), and from the \
+        origins --allow-origin names (repeatable; `*` admits every origin, for servers whose \
+        every client gives a token). Another page's connection is closed at once with code \
+        4403, an unknown token's with 4401, before any frame. On a loopback address the server \
+        answers only requests naming 127.0.0.1, localhost or [::1] (a page cannot rename itself \
+        into this server's origin). GET /feedstore-live.js carries CORS headers for the allowed \
+        origins, so that their pages can import it.
+
         Prints `serving PATH at ws://ADDRESS:PORT/live` once it listens. Stops on Ctrl-C or \
         SIGTERM, letting connections close.
 
         Examples:
           storectl serve ./demo-store --port 8080 --demo
-          storectl serve ./replica --bind 0.0.0.0 --port 8080
+          storectl serve ./replica --bind 0.0.0.0 --port 8080 --tokens tokens.json
+          storectl serve ./demo-store --allow-origin http://localhost:3000
         """
     )
 
@@ -50,6 +62,9 @@ struct ServeCommand: ParsableCommand {
     @Option(help: "A JSON file mapping bearer tokens to what each may watch.")
     var tokens: String?
 
+    @Option(name: .customLong("allow-origin"), help: "An origin whose pages may connect, such as https://app.example.com (repeatable; * for every origin).")
+    var allowOrigins: [String] = []
+
     @Option(name: .customLong("grace-period"), help: "Seconds a dropped connection's session waits for its client to resume it.")
     var gracePeriod: Int = 60
 
@@ -63,6 +78,9 @@ struct ServeCommand: ParsableCommand {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be from 0 to 65535") }
         guard gracePeriod >= 0 else { throw ValidationError("--grace-period must be 0 or more") }
         guard writeTimeout >= 1 else { throw ValidationError("--write-timeout must be 1 or more") }
+        if let bad = allowOrigins.first(where: { !LiveOrigins.isOrigin($0) }) {
+            throw ValidationError("--allow-origin \(bad) is not an origin: give one as a browser sends it, scheme://host[:port] (for example http://localhost:3000), or *")
+        }
     }
 
     func run() throws {
@@ -86,7 +104,9 @@ struct ServeCommand: ParsableCommand {
             if grants == nil, !["127.0.0.1", "::1", "localhost"].contains(bind) {
                 Output.diagnostic("storectl: serving without --tokens: anyone who reaches \(bind):\(port) may watch every query\n")
             }
-            let server = LiveServer(store: store, path: path, grants: grants, bind: bind, port: port, demo: demo,
+            let loopback = ["127.0.0.1", "::1", "localhost"].contains(bind)
+            let origins = LiveOrigins(allowing: allowOrigins, hosts: loopback ? LiveOrigins.loopbackHosts : nil)
+            let server = LiveServer(store: store, path: path, grants: grants, origins: origins, bind: bind, port: port, demo: demo,
                                     gracePeriod: .seconds(gracePeriod), writeTimeout: .seconds(writeTimeout))
             if let failure = server.runUntilStopped() {
                 StoreAccess.fail("cannot serve at \(bind):\(port): \(failure)")
@@ -101,6 +121,7 @@ struct LiveServer {
     let store: Store
     let path: String
     let grants: LiveTokens?
+    let origins: LiveOrigins
     let bind: String
     let port: Int
     let demo: Bool
@@ -122,14 +143,15 @@ struct LiveServer {
             grants?.admits(token, query) ?? true
         }
         let router = Router(context: BasicLiveRequestContext.self)
-        router.addLiveQueries("/live", service: service, options: LiveSocketOptions(writeTimeout: writeTimeout)) { request, _ in
+        let options = LiveSocketOptions(writeTimeout: writeTimeout, origins: origins)
+        router.addLiveQueries("/live", service: service, options: options) { request, _ in
             guard let grants else { return "" }
             let token = request.headers[.authorization].flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
                 ?? request.uri.queryParameters["token"].map(String.init)
             guard let token, grants.grants(for: token) != nil else { return nil }
             return token
         }
-        router.addLiveClientScript("/feedstore-live.js")
+        router.addLiveClientScript("/feedstore-live.js", origins: origins)
         if demo {
             let page = Self.inboxPage
             router.get("/") { _, _ in
@@ -138,7 +160,7 @@ struct LiveServer {
             }
         }
         let path = path
-        let app = Application(router: router, server: .http1WebSocketUpgrade(webSocketRouter: router),
+        let app = Application(router: router, server: .http1WebSocketUpgrade(webSocketRouter: router, configuration: .init(ws: options.webSocketConfiguration)),
                               configuration: ApplicationConfiguration(address: .hostname(bind, port: port)),
                               onServerRunning: { channel in
                                   let address = channel.localAddress

@@ -1,4 +1,5 @@
 import ArgumentParser
+import DemoConsole
 import Dispatch
 import Feedstore
 import Foundation

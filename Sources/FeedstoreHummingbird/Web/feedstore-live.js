@@ -1,13 +1,13 @@
 // feedstore-live.js: the browser client of Feedstore's live queries (protocol version 1).
 // A dependency-free ES module: it connects, subscribes, applies each batch to a sectioned copy
 // by the change-batch contract, reconnects and resumes after a dropped connection, and calls the
-// page's renderer with what changed.
+// page's renderer with what changed. Its API is documented in the Live Queries article.
 //
 //   import { LiveClient } from "/feedstore-live.js";
-//   const client = new LiveClient("ws://127.0.0.1:8080/live", { token });
+//   const client = new LiveClient("ws://127.0.0.1:8080/live", { token, onStatus: (status) => show(status) });
 //   const inbox = client.subscribe(
 //     { entity: "Message", index: "byFolderDate", sectionBy: 1, mode: "indexes" },
-//     (subscription, batch) => render(subscription.sections, batch));
+//     (subscription, change) => render(subscription.sections, change));
 //   inbox.requestRows(0, 50);          // indexes mode: rows arrive in a "rows" frame
 //   inbox.setWindow(100, 50);          // a windowed subscription moves its window
 
@@ -76,6 +76,17 @@ export function applyRows(sections, frame) {
   }
 }
 
+/** The close codes of a connection the server refused before any frame: retrying cannot help. */
+const REFUSALS = { 4401: "unauthorized", 4403: "forbiddenOrigin" };
+/** Close codes that say the server will not take this client as it is (policy, a frame it cannot
+ *  read, one too large): retrying would meet the same. */
+const POLICY_CLOSES = new Set([1003, 1007, 1008, 1009, 1010]);
+/** Error codes after which the server holds a running subscription no more. */
+const ENDING = new Set(["refused", "storeFailed", "unknownEntity", "unknownIndex", "unknownField", "invalidRange"]);
+/** Batches in a row a subscription may fail to apply (each followed by a new subscription) before
+ *  it stops. */
+const MAX_FAILED_APPLIES = 3;
+
 /** One subscription: its query, its sectioned copy, and the toSequence of the last batch applied. */
 export class Subscription {
   constructor(client, id, query, onChange) {
@@ -88,7 +99,11 @@ export class Subscription {
      *  order), from the last batch: a moved window shows from the batch that carries it. */
     this.shownWindow = query.limit !== undefined ? { offset: query.offset ?? 0, limit: query.limit } : null;
     this.applied = null;
+    /** The last error frame of this subscription, or the reason it stopped. */
     this.error = null;
+    /** "opening" until its first batch, "live", or "ended" (refused, failed, unsubscribed). */
+    this.state = "opening";
+    this._failedApplies = 0;
   }
 
   /** Every row, section after section. */
@@ -97,58 +112,96 @@ export class Subscription {
   /** The number of rows the copy holds. */
   get count() { return this.sections.reduce((n, s) => n + s.rows.length, 0); }
 
-  /** Moves the window (a subscription opened with a limit). */
+  /** Moves the window (a subscription opened with a limit). Offline, the move waits for the
+   *  connection (only the last one counts). */
   setWindow(offset, limit) {
+    if (this.state === "ended") return;
     this.query.offset = offset;
     this.query.limit = limit;
-    this.client._send({ type: "setWindow", id: this.id, offset, limit });
+    this.client._sendNow({ type: "setWindow", id: this.id, offset, limit });
   }
 
-  /** Asks for the rows at positions offset..<offset+limit (indexes mode). */
+  /** Asks for the rows at positions offset..<offset+limit (indexes mode). Offline, the last
+   *  request waits for the connection. */
   requestRows(offset, limit) {
-    this.client._send({ type: "rows", id: this.id, offset, limit });
+    if (this.state === "ended") return;
+    this._pendingRows = { offset, limit };
+    if (this.client._sendNow({ type: "rows", id: this.id, offset, limit })) this._pendingRows = undefined;
   }
 
   unsubscribe() {
+    if (this.state === "ended") return;
+    this._end(null);
+    // Offline, nothing is sent: the resume names only the subscriptions still open.
+    this.client._sendNow({ type: "unsubscribe", id: this.id });
+  }
+
+  _end(error) {
+    this.state = "ended";
+    this.error = error;
     this.client.subscriptions.delete(this.id);
-    this.client._send({ type: "unsubscribe", id: this.id });
   }
 
   _apply(frame) {
     if (frame.type === "batch") {
-      const changed = applyBatch(this.sections, frame);
+      // After a failed batch, the frames of the old subscription that were on their way.
+      let changed;
+      try {
+        changed = applyBatch(this.sections, frame);
+      } catch (error) {
+        this._failedApplies++;
+        if (this._failedApplies > MAX_FAILED_APPLIES) {
+          this._end({ type: "error", code: "unappliable", message: String(error.message ?? error), id: this.id });
+          this.client._sendNow({ type: "unsubscribe", id: this.id });
+          this.onChange?.(this, { kind: "error", error: this.error });
+        } else {
+          this.client._resubscribe(this, error);
+        }
+        return;
+      }
+      this._failedApplies = 0;
+      this.state = "live";
       const before = this.shownWindow;
       const windowMoved = !!frame.window && (!before || before.offset !== frame.window.offset || before.limit !== frame.window.limit);
       if (frame.window) this.shownWindow = frame.window;
       this.applied = frame.toSequence;
       // `changed`: rows inserted, moved or updated, by new path; with `windowMoved`, inserts
-      // include rows that only came into the window.
-      this.onChange?.(this, { kind: "batch", batch: frame, changed, windowMoved });
+      // include rows that only came into the window. `reset`: the copy was rebuilt.
+      this.onChange?.(this, { kind: "batch", batch: frame, changed, windowMoved, reset: !!frame.reset });
     } else if (frame.type === "rows") {
       applyRows(this.sections, frame);
       this.onChange?.(this, { kind: "rows", frame });
     } else if (frame.type === "error") {
       this.error = frame;
+      if ((this.state === "opening" && frame.code !== "rateLimited") || ENDING.has(frame.code)) this._end(frame);
       this.onChange?.(this, { kind: "error", error: frame });
     }
   }
 }
 
 /** A connection to a live-query server that reconnects and resumes by itself. `options`:
- *  `token` (sent as ?token=), `onStatus(status)` with "open", "resumed", "reset", "closed",
- *  `retryDelays` in milliseconds. */
+ *  `token` (sent as ?token=), `onStatus(status, detail)`, `onError(frame)` for errors of no
+ *  subscription, `retryDelays` in milliseconds, `maxErrors` kept in `errors` (50), and
+ *  `WebSocket` (the constructor to use; the browser's by default). */
 export class LiveClient {
   constructor(url, options = {}) {
-    this.url = options.token ? `${url}${url.includes("?") ? "&" : "?"}token=${encodeURIComponent(options.token)}` : url;
+    this.baseURL = url;
     this.options = options;
     this.subscriptions = new Map();
     this.session = null;
     this.nextID = 1;
     this.closed = false;
     this.attempt = 0;
-    this.queue = [];
+    /** The last `maxErrors` error frames that concern no subscription. */
     this.errors = [];
+    /** "connecting", "open", "offline", "unauthorized", "forbiddenOrigin", "refused" or "closed". */
+    this.status = "connecting";
     this._connect();
+  }
+
+  get url() {
+    const token = this.options.token;
+    return token ? `${this.baseURL}${this.baseURL.includes("?") ? "&" : "?"}token=${encodeURIComponent(token)}` : this.baseURL;
   }
 
   /** Opens a subscription; `onChange(subscription, change)` runs after each frame applied. */
@@ -156,14 +209,30 @@ export class LiveClient {
     const id = `s${this.nextID++}`;
     const subscription = new Subscription(this, id, query, onChange);
     this.subscriptions.set(id, subscription);
-    this._send({ type: "subscribe", id, ...query });
+    // Offline, the subscription opens with the connection (the resume names it).
+    this._sendNow({ type: "subscribe", id, ...subscription.query });
     return subscription;
+  }
+
+  /** Connects again now, after a refusal or while waiting to retry; `options` may bring a new
+   *  `token`. */
+  reconnect(options = {}) {
+    if (this.closed) return;
+    Object.assign(this.options, options);
+    clearTimeout(this._retry);
+    this.attempt = 0;
+    const socket = this.socket;
+    this.socket = null;
+    if (socket) { socket.onclose = null; socket.close(); }
+    this._connect();
   }
 
   /** Ends the connection for good. */
   close() {
     this.closed = true;
+    clearTimeout(this._retry);
     this.socket?.close();
+    this._status("closed");
   }
 
   /** Drops the connection as a lost network would, to reconnect and resume (for tests). */
@@ -171,47 +240,99 @@ export class LiveClient {
     this.socket?.close();
   }
 
+  _status(status, detail = {}) {
+    const changed = status !== this.status || status === "open";
+    this.status = status;
+    if (changed) this.options.onStatus?.(status, detail);
+  }
+
   _connect() {
-    const socket = new WebSocket(this.url);
+    const Socket = this.options.WebSocket ?? globalThis.WebSocket;
+    const socket = new Socket(this.url);
     this.socket = socket;
     this.open = false;
+    this._status("connecting", { attempt: this.attempt });
     socket.onopen = () => {
       this.open = true;
       this.attempt = 0;
-      if (this.session && this.subscriptions.size) {
-        const subscriptions = [...this.subscriptions.values()].map((s) => ({ id: s.id, ...s.query, applied: s.applied }));
+      const open = [...this.subscriptions.values()];
+      if (this.session && open.length) {
+        const subscriptions = open.map((s) => ({ id: s.id, ...s.query, applied: s.applied }));
         socket.send(JSON.stringify({ type: "resume", session: this.session, subscriptions }));
+      } else {
+        for (const s of open) socket.send(JSON.stringify({ type: "subscribe", id: s.id, ...s.query }));
       }
-      for (const text of this.queue) socket.send(text);
-      this.queue = [];
+      for (const s of open) {
+        if (s._pendingRows) socket.send(JSON.stringify({ type: "rows", id: s.id, ...s._pendingRows }));
+        s._pendingRows = undefined;
+      }
     };
-    socket.onmessage = (event) => this._receive(JSON.parse(event.data));
-    socket.onclose = () => {
+    socket.onmessage = (event) => {
+      let frame;
+      try {
+        frame = JSON.parse(event.data);
+      } catch {
+        this._error({ type: "error", code: "malformed", message: "the server sent a frame that is not JSON" });
+        return;
+      }
+      this._receive(frame);
+    };
+    socket.onclose = (event) => {
+      if (this.socket !== socket) return;
       this.open = false;
-      this.options.onStatus?.("closed");
       if (this.closed) return;
+      const refusal = REFUSALS[event.code] ?? (POLICY_CLOSES.has(event.code) ? "refused" : null);
+      if (refusal) {
+        // Retrying would meet the same refusal: the page decides (reconnect()).
+        this._status(refusal, { code: event.code, reason: event.reason });
+        return;
+      }
       const delays = this.options.retryDelays ?? [100, 250, 500, 1000, 2000, 5000];
-      setTimeout(() => this._connect(), delays[Math.min(this.attempt++, delays.length - 1)]);
+      const retryIn = delays[Math.min(this.attempt++, delays.length - 1)];
+      this._status("offline", { code: event.code, reason: event.reason, retryIn });
+      this._retry = setTimeout(() => this._connect(), retryIn);
     };
   }
 
   _receive(frame) {
     if (frame.type === "welcome") {
-      // The first welcome of a connection that will resume is followed by the resume's answer.
+      // A connection that resumes gets a first welcome, then the resume's answer.
       this.session = frame.session;
-      this.options.onStatus?.(frame.resumed ? "resumed" : "open", frame);
+      this._status("open", { resumed: !!frame.resumed, session: frame.session });
       return;
     }
-    if (frame.type === "batch" && frame.reset) this.options.onStatus?.("reset", frame);
     const subscription = frame.id !== undefined ? this.subscriptions.get(frame.id) : undefined;
     if (subscription) subscription._apply(frame);
-    else if (frame.type === "error") this.errors.push(frame);
+    else if (frame.type === "error" && frame.code !== "unknownSubscription") this._error(frame);
   }
 
-  _send(frame) {
-    const text = JSON.stringify(frame);
-    if (this.open) this.socket.send(text);
-    // Sent on open, unless a resume carries it: a subscription or window is in the resume.
-    else if (frame.type !== "setWindow" && !(this.session && frame.type === "subscribe")) this.queue.push(text);
+  _error(frame) {
+    this.errors.push(frame);
+    const most = this.options.maxErrors ?? 50;
+    if (this.errors.length > most) this.errors.splice(0, this.errors.length - most);
+    this.options.onError?.(frame);
+  }
+
+  /** Opens `subscription` again under a new id after a batch its copy could not take; the old
+   *  one's frames still on their way are ignored. Reported once, as a change of kind "reset". */
+  _resubscribe(subscription, error) {
+    const old = subscription.id;
+    this.subscriptions.delete(old);
+    subscription.id = `s${this.nextID++}`;
+    subscription.sections = [];
+    subscription.applied = null;
+    subscription.state = "opening";
+    this.subscriptions.set(subscription.id, subscription);
+    this._sendNow({ type: "unsubscribe", id: old });
+    this._sendNow({ type: "subscribe", id: subscription.id, ...subscription.query });
+    subscription.onChange?.(subscription, { kind: "reset", reason: String(error?.message ?? error) });
+  }
+
+  /** Sends `frame` if the connection is open; offline, the connection's opening sends what
+   *  the subscriptions are then. Whether it was sent. */
+  _sendNow(frame) {
+    if (!this.open) return false;
+    this.socket.send(JSON.stringify(frame));
+    return true;
   }
 }

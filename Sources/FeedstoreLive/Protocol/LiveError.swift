@@ -41,15 +41,16 @@ public struct LiveError: Error, Sendable, Hashable, CustomStringConvertible {
 
     public var description: String { "\(code.rawValue): \(message)" }
 
-    /// The refusal for a store error met while opening or running a subscription.
+    /// The refusal for a store error met while opening or running a subscription: a code, and
+    /// a message written for clients, the same whatever the error says (which can name files and
+    /// internals; the session logs it).
     static func from(_ error: any Error, id: FieldValue?) -> LiveError {
-        let code: Code = switch error as? FeedstoreError {
-        case .unknownEntity: .unknownEntity
-        case .unknownIndex: .unknownIndex
-        case .unknownField, .unknownKeyPath: .unknownField
-        case .invalidRange: .invalidRange
-        default: .storeFailed
+        switch error as? FeedstoreError {
+        case .unknownEntity: LiveError(.unknownEntity, "the entity of this query is no longer in the store", id: id)
+        case .unknownIndex: LiveError(.unknownIndex, "the index of this query is no longer in the store", id: id)
+        case .unknownField, .unknownKeyPath: LiveError(.unknownField, "a field of this query is no longer in the store", id: id)
+        case .invalidRange: LiveError(.invalidRange, "the range of this query does not fit its index", id: id)
+        default: LiveError(.storeFailed, "the store could not answer; the server's log says why", id: id)
         }
-        return LiveError(code, "\(error)", id: id)
     }
 }

@@ -1,4 +1,5 @@
 import Feedstore
+import Logging
 
 /// The live queries a process serves over one store: a ``LiveConnection`` per client, each
 /// admitting what the authorizer allows its principal, and the sessions of dropped connections,
@@ -18,6 +19,7 @@ public actor LiveService<Principal: Hashable & Sendable> {
     private let gracePeriod: Duration
     private let keptSessions: Int
     private let authorize: Authorizer
+    private let logger: Logger
     private var kept: [String: Kept] = [:]
     private var detachments = 0
 
@@ -29,10 +31,12 @@ public actor LiveService<Principal: Hashable & Sendable> {
     }
 
     /// A service on `store`, whose connections keep `limits`, whose dropped sessions wait
-    /// `gracePeriod` (at most `keptSessions` of them), admitting what `authorize` allows.
+    /// `gracePeriod` (at most `keptSessions` of them), admitting what `authorize` allows. The
+    /// detail of a store error, which a client gets only as a code, goes to `logger`.
     public init(store: Store, limits: LiveLimits = LiveLimits(), gracePeriod: Duration = .seconds(60), keptSessions: Int = 10_000,
-                authorize: @escaping Authorizer = { _, _ in true })
+                logger: Logger = Logger(label: "feedstore.live"), authorize: @escaping Authorizer = { _, _ in true })
     {
+        self.logger = logger
         self.store = store
         self.limits = limits
         self.gracePeriod = gracePeriod
@@ -46,7 +50,7 @@ public actor LiveService<Principal: Hashable & Sendable> {
     /// A new connection for `principal`; its first frame is `welcome`.
     public func connect(_ principal: Principal) -> LiveConnection {
         let authorize = authorize
-        let session = LiveSession(store: store, limits: limits) { authorize(principal, $0) }
+        let session = LiveSession(store: store, limits: limits, logger: logger) { authorize(principal, $0) }
         return LiveConnection(session: session, reattach: { [weak self] token in await self?.reattach(token, for: principal) },
                               detach: { [weak self] session in await self?.keep(session, for: principal) })
     }

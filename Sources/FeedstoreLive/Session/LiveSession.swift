@@ -1,5 +1,6 @@
 import Feedstore
 import Foundation
+import Logging
 
 /// One connection's live queries, whatever carries its frames: it takes the client's text
 /// frames (``receive(_:)``) and gives the server's (``nextFrame()``), holding a watcher per
@@ -30,6 +31,7 @@ public actor LiveSession {
     let limits: LiveLimits
     private let store: Store
     private let authorize: Authorizer
+    private let logger: Logger
     private var subscriptions: [FieldValue: Subscription] = [:]
     /// Subscriptions holding a batch to send, oldest first.
     private var ready: [FieldValue] = []
@@ -45,10 +47,14 @@ public actor LiveSession {
         case rows(id: FieldValue, offset: Int, limit: Int)
     }
 
-    /// A session on `store`, within `limits`, admitting the queries `authorize` allows.
-    public init(store: Store, limits: LiveLimits = LiveLimits(), authorize: @escaping Authorizer = { _ in true }) {
+    /// A session on `store`, within `limits`, admitting the queries `authorize` allows; the
+    /// detail of store errors, which clients get only as a code, goes to `logger`.
+    public init(store: Store, limits: LiveLimits = LiveLimits(), logger: Logger = Logger(label: "feedstore.live"),
+                authorize: @escaping Authorizer = { _ in true })
+    {
         self.store = store
         self.limits = limits
+        self.logger = logger
         self.authorize = authorize
         windowMoves = TokenBucket(perSecond: limits.windowMovesPerSecond)
         var random = SystemRandomNumberGenerator()
@@ -91,7 +97,7 @@ public actor LiveSession {
         } catch let error as LiveError {
             send(.text(ServerFrame.error(error)))
         } catch {
-            send(.text(ServerFrame.error(LiveError.from(error, id: nil))))
+            send(.text(ServerFrame.error(storeError(error, id: nil))))
         }
     }
 
@@ -109,8 +115,8 @@ public actor LiveSession {
         for entry in entries {
             do {
                 if let subscription = subscriptions[entry.id] {
-                    let query = try checked(entry.query, id: entry.id)
-                    if subscription.continues(with: query, applied: entry.applied), authorize(query) {
+                    let query = try admitted(entry.query, id: entry.id)
+                    if subscription.continues(with: query, applied: entry.applied) {
                         if let limit = query.limit, subscription.window.map({ $0 != (query.offset, limit) }) ?? true {
                             subscription.window = (query.offset, limit)
                             subscription.watcher.setWindow(offset: query.offset, limit: limit)
@@ -122,7 +128,7 @@ public actor LiveSession {
                 try subscribe(entry.id, entry.query, reset: true)
             } catch {
                 remove(entry.id)
-                send(.text(ServerFrame.error(error as? LiveError ?? LiveError.from(error, id: entry.id))))
+                send(.text(ServerFrame.error(error as? LiveError ?? storeError(error, id: entry.id))))
             }
         }
     }
@@ -175,10 +181,7 @@ public actor LiveSession {
         guard subscriptions.count < limits.subscriptions else {
             throw LiveError(.limitExceeded, "a connection holds at most \(limits.subscriptions) subscriptions", id: id)
         }
-        let query = try checked(requested, id: id)
-        guard authorize(query) else {
-            throw LiveError(.refused, "this connection may not watch \(query.entity).\(query.index) with prefix \(FieldValue.array(query.prefix).jsonText)", id: id)
-        }
+        let query = try admitted(requested, id: id)
         let range = IndexRange(prefix: query.prefix, from: query.from.map { .inclusive($0) }, to: query.to.map { .inclusive($0) })
         let options = WatchOptions(sectionBy: query.sectionBy, fields: query.fields.map(Set.init),
                                    window: query.limit.map { WatchWindow(offset: query.offset, limit: $0) })
@@ -279,6 +282,25 @@ public actor LiveSession {
         }
     }
 
+    /// The query checked and converted (``checked(_:id:)``), if the authorizer admits it. The
+    /// authorizer decides first, on the query as converted when it can be, as sent otherwise:
+    /// a refused principal learns nothing of the catalog, not even whether what it named
+    /// exists, and the errors of an admitted one name only what it may watch.
+    private func admitted(_ requested: LiveQuery, id: FieldValue) throws -> LiveQuery {
+        let checking = Result { try checked(requested, id: id) }
+        let asked = (try? checking.get()) ?? requested
+        guard authorize(asked) else {
+            throw LiveError(.refused, "this connection may not watch \(requested.entity).\(requested.index) with prefix \(FieldValue.array(requested.prefix).jsonText)", id: id)
+        }
+        do {
+            return try checking.get()
+        } catch let error as LiveError {
+            throw error
+        } catch {
+            throw storeError(error, id: id)
+        }
+    }
+
     /// The query with its components converted to the kinds the catalog stores, its names
     /// checked, and the limits applied.
     private func checked(_ query: LiveQuery, id: FieldValue) throws -> LiveQuery {
@@ -343,7 +365,7 @@ public actor LiveSession {
     private func fail(_ id: FieldValue, _ error: any Error) {
         guard subscriptions[id] != nil else { return }
         remove(id)
-        send(.text(ServerFrame.error(LiveError.from(error, id: id))))
+        send(.text(ServerFrame.error(storeError(error, id: id))))
     }
 
     private func remove(_ id: FieldValue) {
@@ -354,6 +376,15 @@ public actor LiveSession {
         subscription.taken?.resume()
         subscription.taken = nil
         ready.removeAll { $0 == id }
+    }
+
+    /// The refusal a client gets for a store error, whose detail (paths, internals) goes to
+    /// the server's log only.
+    private func storeError(_ error: any Error, id: FieldValue?) -> LiveError {
+        let refusal = LiveError.from(error, id: id)
+        logger.error("live query failed", metadata: ["session": "\(token.prefix(8))", "subscription": "\(id?.jsonText ?? "-")",
+                                                       "code": "\(refusal.code.rawValue)", "error": "\(error)"])
+        return refusal
     }
 
     private func send(_ reply: Reply) {
@@ -376,16 +407,19 @@ public actor LiveSession {
             var start = 0
             for (section, shape) in watcher.sections.enumerated() {
                 let lower = max(offset, start), upper = min(offset + limit, start + shape.count)
-                for row in max(lower, start) - start ..< max(upper, lower) - start {
-                    let path = RowPath(section: section, row: row)
-                    if let record = try watcher.object(at: path) { rows.append((path, record)) }
+                if upper > lower {
+                    // One walk of the index per section.
+                    let first = lower - start
+                    for (row, record) in try watcher.objects(inSection: section, rows: first ..< upper - start).enumerated() {
+                        rows.append((RowPath(section: section, row: first + row), record))
+                    }
                 }
                 start += shape.count
                 if start >= offset + limit { break }
             }
             return ServerFrame.rows(id: id, offset: offset, rows)
         } catch {
-            return ServerFrame.error(LiveError.from(error, id: id))
+            return ServerFrame.error(storeError(error, id: id))
         }
     }
 }

@@ -228,15 +228,16 @@ public final class BatchWatcher<Batch: Sendable, Row>: AsyncSequence, @unchecked
 
     /// The rows `rows` of `section`, read in one walk from the snapshot of the last batch taken;
     /// fewer when the range runs past the section.
-    fileprivate func rows<E: Entity>(_ type: E.Type, section: Int, rows: Range<Int>) throws -> [E] {
+    fileprivate func rows<R>(section: Int, rows: Range<Int>,
+                             _ read: (ReadTransaction, WatchTarget, _ offset: Int, _ limit: Int) throws -> [R]) throws -> [R]
+    {
         guard !rows.isEmpty else { return [] }
         return try lock.withLock {
-            try readShown { [engine] tx -> [E]? in
+            try readShown { [engine] tx -> [R]? in
                 guard let shown = engine.shown, shown.sections.indices.contains(section),
                       let position = engine.queryPosition(of: RowPath(section: section, row: rows.lowerBound)) else { return [] }
                 let limit = Swift.min(rows.count, shown.sections[section].count - rows.lowerBound)
-                let target = engine.query
-                return try tx.query(E.self, index: target.index, range: target.range, reverse: target.reverse, offset: position, limit: limit)
+                return try read(tx, engine.query, position, limit)
             }
         } ?? []
     }
@@ -286,7 +287,9 @@ extension BatchWatcher where Batch == IndexBatch, Row: Entity {
     /// the index (a page of a long list); fewer when the range runs past the section.
     /// - Complexity: O(log n + k) for k rows.
     public func objects(inSection section: Int, rows: Range<Int>) throws -> [Row] {
-        try self.rows(Row.self, section: section, rows: rows)
+        try self.rows(section: section, rows: rows) { tx, query, offset, limit in
+            try tx.query(Row.self, index: query.index, range: query.range, reverse: query.reverse, offset: offset, limit: limit)
+        }
     }
 
     /// The path of the record with `id` in the snapshot of the last batch taken; nil when the
@@ -296,6 +299,16 @@ extension BatchWatcher where Batch == IndexBatch, Row: Entity {
 }
 
 extension BatchWatcher where Batch == IndexBatch, Row == [String: FieldValue] {
+    /// The records of rows `rows` of `section` in the snapshot of the last batch taken, read in
+    /// one walk of the index; fewer when the range runs past the section.
+    /// - Complexity: O(log n + k) for k rows.
+    public func objects(inSection section: Int, rows: Range<Int>) throws -> [[String: FieldValue]] {
+        try self.rows(section: section, rows: rows) { tx, query, offset, limit in
+            try tx.entries(entity: query.entity, index: query.index, range: query.range, reverse: query.reverse, offset: offset, limit: limit)
+                .map(\.record)
+        }
+    }
+
     /// The path of the record with primary key `id` in the snapshot of the last batch taken;
     /// nil when the query does not show it.
     /// - Complexity: O(log n).

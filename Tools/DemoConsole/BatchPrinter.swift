@@ -2,13 +2,13 @@ import Feedstore
 import Foundation
 
 /// Prints change batches: readable lines with index paths, or one JSON object per batch.
-enum BatchPrinter {
-    static func describe(_ key: [FieldValue]) -> String { key.map(\.jsonText).joined(separator: ", ") }
+public enum BatchPrinter {
+    public static func describe(_ key: [FieldValue]) -> String { key.map(\.jsonText).joined(separator: ", ") }
 
-    static func fieldList(_ fields: [String]) -> String { fields.isEmpty ? "replaced" : fields.joined(separator: ", ") }
+    public static func fieldList(_ fields: [String]) -> String { fields.isEmpty ? "replaced" : fields.joined(separator: ", ") }
 
     /// A record as one short line: its JSON, cut to `width` characters.
-    static func summary(_ record: [String: FieldValue]?, width: Int = 96) -> String {
+    public static func summary(_ record: [String: FieldValue]?, width: Int = 96) -> String {
         guard let record else { return "" }
         let text = FieldValue.object(record).jsonText
         return text.count <= width ? text : String(text.prefix(width - 1)) + "…"
@@ -17,7 +17,7 @@ enum BatchPrinter {
     // MARK: Objects mode
 
     /// Readable lines for a batch's changes; `label` names a row from its record.
-    static func lines(_ batch: DynamicChangeBatch, label: ([String: FieldValue]?) -> String = { summary($0) }) -> [String] {
+    public static func lines(_ batch: DynamicChangeBatch, label: ([String: FieldValue]?) -> String = { summary($0) }) -> [String] {
         var out: [String] = []
         for index in batch.sectionDeletes { out.append("  section \(index) deleted") }
         for section in batch.sectionInserts { out.append("  section \(section.index) inserted [\(describe(section.key))]") }
@@ -29,11 +29,11 @@ enum BatchPrinter {
     }
 
     /// The batch as one JSON object (the `storectl watch --jsonl` format).
-    static func json(_ batch: DynamicChangeBatch) -> String { FieldValue.object(batch.jsonMembers).jsonText }
+    public static func json(_ batch: DynamicChangeBatch) -> String { FieldValue.object(batch.jsonMembers).jsonText }
 
     // MARK: Indexes-only mode
 
-    static func lines(_ batch: IndexBatch) -> [String] {
+    public static func lines(_ batch: IndexBatch) -> [String] {
         func rows(_ r: IndexBatch.RowRange) -> String {
             r.rows.count == 1 ? "row [\(r.section), \(r.rows.lowerBound)]" : "rows [\(r.section), \(r.rows.lowerBound)..<\(r.rows.upperBound)]"
         }
@@ -48,38 +48,5 @@ enum BatchPrinter {
     }
 
     /// An indexes-only batch as one JSON object: rows as runs `{"at": [s, r], "count": k}`.
-    static func json(_ batch: IndexBatch) -> String { FieldValue.object(batch.jsonMembers).jsonText }
-}
-
-/// What `storectl watch` prints of a batch, in either mode.
-protocol PrintableBatch: Sendable {
-    var fromSequence: UInt64 { get }
-    var toSequence: UInt64 { get }
-    var isInitial: Bool { get }
-    var isReset: Bool { get }
-    var sectionInserts: [SectionInsert] { get }
-    /// Inserted rows as runs (section, count), for a snapshot's summary.
-    var insertedRuns: [(section: Int, count: Int)] { get }
-    /// The `--jsonl` line.
-    var jsonLine: String { get }
-    /// Readable lines for the changes.
-    var changeLines: [String] { get }
-    /// Readable lines for the rows a snapshot inserts (a window's rows), where the batch has them.
-    var rowLines: [String] { get }
-}
-
-extension DynamicChangeBatch: PrintableBatch {
-    var insertedRuns: [(section: Int, count: Int)] { inserts.map { ($0.path.section, 1) } }
-    var jsonLine: String { BatchPrinter.json(self) }
-    var changeLines: [String] { BatchPrinter.lines(self) }
-    /// Whole records: a window small enough to print is read in full.
-    var rowLines: [String] { inserts.map { "  row \($0.path): #\($0.id.jsonText) \(BatchPrinter.summary($0.record, width: .max))" } }
-}
-
-extension IndexBatch: PrintableBatch {
-    var insertedRuns: [(section: Int, count: Int)] { inserts.map { ($0.section, $0.rows.count) } }
-    var jsonLine: String { BatchPrinter.json(self) }
-    var changeLines: [String] { BatchPrinter.lines(self) }
-    /// Positions only: an indexes-only batch has no rows to print.
-    var rowLines: [String] { [] }
+    public static func json(_ batch: IndexBatch) -> String { FieldValue.object(batch.jsonMembers).jsonText }
 }
