@@ -45,16 +45,23 @@ public struct LiveOrigins: Sendable, Hashable {
         }
     }
 
-    /// Whether a request with these `Origin` and `Host` headers is admitted; the refusal if not.
-    public func refusal(origin: String?, host: String?) -> Refusal? {
+    /// Whether a request with these `Origin` values and `Host` is admitted; the refusal if not.
+    /// A value no browser sends (`ws://…`, `wss://…`: some WebSocket libraries send the URL
+    /// they connect to) comes from a program that is not a browser, as no value does; every
+    /// other one, `null` included (a sandboxed frame, a file), must be the server's own origin
+    /// or an allowed one.
+    public func refusal(origins: [String], host: String?) -> Refusal? {
         if let hosts {
             guard let host, hosts.contains(Self.hostName(host)) else { return .host(host ?? "(none)") }
         }
-        guard let origin else { return nil }
-        let asked = Self.normalized(origin)
-        if allowsEveryOrigin || allowed.contains(asked) { return nil }
-        if let host, asked == "http://" + host.lowercased() || asked == "https://" + host.lowercased() { return nil }
-        return .origin(origin)
+        for origin in origins {
+            let asked = Self.normalized(origin)
+            if asked.hasPrefix("ws://") || asked.hasPrefix("wss://") { continue }
+            if allowsEveryOrigin || allowed.contains(asked) { continue }
+            if let host, asked == "http://" + host.lowercased() || asked == "https://" + host.lowercased() { continue }
+            return .origin(origin)
+        }
+        return nil
     }
 
     /// Whether `origin` is one of the allowed ones (not merely the server's own), so that a

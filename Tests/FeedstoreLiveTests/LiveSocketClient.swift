@@ -12,7 +12,7 @@ final class LiveSocketClient: LiveEndpoint {
     private let frames = FrameQueue()
     private let task: Task<Void, Never>
 
-    /// Connects to `url`, with `token` as a bearer token and `origin` as its `Origin` (a
+    /// Connects to `url`, with `token` as a bearer token and `origin` as an `Origin` (a
     /// browser's page) when given.
     init(url: String, token: String? = nil, origin: String? = nil) {
         let (stream, continuation) = AsyncStream<String>.makeStream()
@@ -23,7 +23,7 @@ final class LiveSocketClient: LiveEndpoint {
         let frames = frames
         task = Task {
             do {
-                let close = try await WebSocketClient.connect(url: url, configuration: WebSocketClientConfiguration(maxFrameSize: 1 << 20, additionalHeaders: headers),
+                try await WebSocketClient.connect(url: url, configuration: WebSocketClientConfiguration(maxFrameSize: 1 << 20, additionalHeaders: headers),
                                                   logger: Logger(label: "live-test-client")) { inbound, outbound, _ in
                     try await withThrowingTaskGroup(of: Void.self) { group in
                         group.addTask {
@@ -38,19 +38,9 @@ final class LiveSocketClient: LiveEndpoint {
                         group.cancelAll()
                     }
                 }
-                await frames.finish(nil, close: close.map { frame in
-                    // The number of a close code (those the tests meet).
-                    let code = switch frame.closeCode {
-                    case let .unknown(number): Int(number)
-                    case .normalClosure: 1000
-                    case .policyViolation: 1008
-                    case .messageTooLarge: 1009
-                    default: -1
-                    }
-                    return (code, frame.reason)
-                })
+                await frames.finish(nil)
             } catch {
-                await frames.finish(error, close: nil)
+                await frames.finish(error)
             }
         }
     }
@@ -63,8 +53,6 @@ final class LiveSocketClient: LiveEndpoint {
     /// Why the connection ended, once it has (nil while open, or if it closed cleanly).
     var failure: (any Error)? { get async { await frames.failure } }
     var ended: Bool { get async { await frames.finished } }
-    /// The server's close frame, once the connection ended with one: its code and reason.
-    var closedWith: (code: Int, reason: String?)? { get async { await frames.close } }
 
     /// Ends the connection without a close handshake.
     func drop() async {
@@ -81,17 +69,15 @@ private actor FrameQueue {
     private var waiters: [CheckedContinuation<Void, Never>] = []
     private(set) var finished = false
     private(set) var failure: (any Error)?
-    private(set) var close: (code: Int, reason: String?)?
 
     func push(_ frame: String) {
         frames.append(frame)
         wake()
     }
 
-    func finish(_ error: (any Error)?, close: (code: Int, reason: String?)?) {
+    func finish(_ error: (any Error)?) {
         finished = true
         failure = error
-        self.close = close
         wake()
     }
 

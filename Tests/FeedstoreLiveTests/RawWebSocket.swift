@@ -15,9 +15,9 @@ final class RawWebSocket {
         let description: String
     }
 
-    /// Connects to `127.0.0.1:port`, asks to upgrade `path` with a bearer `token`, and reads the
-    /// server's answer.
-    init(port: Int, path: String, token: String, receiveBuffer: Int32 = 4096) throws {
+    /// Connects to `127.0.0.1:port`, asks to upgrade `path` with a bearer `token` and an
+    /// `Origin` when given, and reads the server's answer.
+    init(port: Int, path: String, token: String?, origin: String? = nil, receiveBuffer: Int32 = 4096) throws {
         let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         self.socket = socket
         guard socket >= 0 else { throw Failure(description: "socket: errno \(errno)") }
@@ -36,7 +36,8 @@ final class RawWebSocket {
         _ = withUnsafeMutablePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) } }
         localPort = Int(UInt16(bigEndian: local.sin_port))
         try write(Array(("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nAuthorization: Bearer \(token)\r\n\r\n").utf8))
+                + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+                + (token.map { "Authorization: Bearer \($0)\r\n" } ?? "") + (origin.map { "Origin: \($0)\r\n" } ?? "") + "\r\n").utf8))
         // The answer's head, byte by byte, so that no frame after it is read.
         var head: [UInt8] = []
         while !head.suffix(4).elementsEqual([13, 10, 13, 10]) {
@@ -64,6 +65,34 @@ final class RawWebSocket {
         frame += mask
         frame += payload.enumerated().map { $0.element ^ mask[$0.offset % 4] }
         try write(frame)
+    }
+
+    /// Reads the server's next frame (unmasked, as a server sends them): its opcode and payload.
+    func nextFrame() throws -> (opcode: UInt8, payload: [UInt8]) {
+        let head = try read(2)
+        var length = Int(head[1] & 0x7F)
+        if length == 126 { length = try read(2).reduce(0) { $0 << 8 | Int($1) } }
+        if length == 127 { length = try read(8).reduce(0) { $0 << 8 | Int($1) } }
+        return (head[0] & 0x0F, try read(length))
+    }
+
+    /// The close frame the server sends first, before any other frame: its code and reason;
+    /// nil when another frame comes first.
+    func closeFrame() throws -> (code: Int, reason: String)? {
+        let frame = try nextFrame()
+        guard frame.opcode == 0x8, frame.payload.count >= 2 else { return nil }
+        return (Int(frame.payload[0]) << 8 | Int(frame.payload[1]), String(decoding: frame.payload.dropFirst(2), as: UTF8.self))
+    }
+
+    private func read(_ count: Int) throws -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        var got = 0
+        while got < count {
+            let n = bytes[got...].withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+            guard n > 0 else { throw Failure(description: "the server closed after \(got) of \(count) bytes") }
+            got += n
+        }
+        return bytes
     }
 
     private func write(_ bytes: [UInt8]) throws {

@@ -288,7 +288,7 @@ public actor LiveSession {
     /// exists, and the errors of an admitted one name only what it may watch.
     private func admitted(_ requested: LiveQuery, id: FieldValue) throws -> LiveQuery {
         let checking = Result { try checked(requested, id: id) }
-        let asked = (try? checking.get()) ?? requested
+        let asked = (try? checking.get()) ?? converted(requested) ?? requested
         guard authorize(asked) else {
             throw LiveError(.refused, "this connection may not watch \(requested.entity).\(requested.index) with prefix \(FieldValue.array(requested.prefix).jsonText)", id: id)
         }
@@ -299,6 +299,22 @@ public actor LiveSession {
         } catch {
             throw storeError(error, id: id)
         }
+    }
+
+    /// The query with its components converted to the kinds the catalog stores, when its
+    /// entity and index exist and they convert, whatever else is wrong with it.
+    private func converted(_ query: LiveQuery) -> LiveQuery? {
+        guard let entity = try? store.catalog.entities[query.entity] else { return nil }
+        return try? Self.converting(query, of: entity)
+    }
+
+    /// `query` with its prefix and bounds in the kinds `entity`'s index stores.
+    private static func converting(_ query: LiveQuery, of entity: CatalogEntity) throws -> LiveQuery {
+        var converted = query
+        converted.prefix = try entity.keyComponents(query.prefix, forIndex: query.index)
+        converted.from = try query.from.map { try entity.keyComponents($0, forIndex: query.index, startingAt: query.prefix.count) }
+        converted.to = try query.to.map { try entity.keyComponents($0, forIndex: query.index, startingAt: query.prefix.count) }
+        return converted
     }
 
     /// The query with its components converted to the kinds the catalog stores, its names
@@ -327,15 +343,11 @@ public actor LiveSession {
             throw LiveError(.unknownField, "\(query.entity) has no field named \(unknown); its fields are "
                 + known.sorted().joined(separator: ", "), id: id)
         }
-        var converted = query
         do {
-            converted.prefix = try entity.keyComponents(query.prefix, forIndex: query.index)
-            converted.from = try query.from.map { try entity.keyComponents($0, forIndex: query.index, startingAt: query.prefix.count) }
-            converted.to = try query.to.map { try entity.keyComponents($0, forIndex: query.index, startingAt: query.prefix.count) }
+            return try Self.converting(query, of: entity)
         } catch {
             throw LiveError(.invalidRange, "\(error)", id: id)
         }
-        return converted
     }
 
     /// Keeps a batch taken from a subscription's watcher until the transport takes it; the
