@@ -45,7 +45,7 @@ struct ServeCommand: ParsableCommand {
 
         Examples:
           storectl serve ./demo-store --port 8080 --demo
-          storectl serve ./replica --bind 0.0.0.0 --port 8080 --tokens tokens.json
+          storectl serve ./replica --bind 0.0.0.0 --port 8080
           storectl serve ./demo-store --allow-origin http://localhost:3000
         """
     )
