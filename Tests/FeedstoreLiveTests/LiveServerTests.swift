@@ -186,10 +186,11 @@ import Testing
     @Test func onlyWhatThePrincipalMayWatchIsSent() async throws {
         try await Self.withServer(seed: 76) { path, store, _, server in
             // Read on a bare socket: the first frame is the close frame.
-            let anonymous = try RawWebSocket(port: server.port, path: "/live", token: nil).closeFrame()
+            let port = server.port
+            let anonymous = try await onOwnThread { try RawWebSocket(port: port, path: "/live", token: nil).closeFrame() }
             #expect(anonymous?.code == 4401 && anonymous?.reason.hasPrefix("unauthorized") == true, "\(String(describing: anonymous))")
             // A page of another origin, with a good token: closed as well, before any frame.
-            let otherSite = try RawWebSocket(port: server.port, path: "/live", token: "0", origin: "https://evil.example").closeFrame()
+            let otherSite = try await onOwnThread { try RawWebSocket(port: port, path: "/live", token: "0", origin: "https://evil.example").closeFrame() }
             #expect(otherSite?.code == 4403, "\(String(describing: otherSite))")
             let ownPage = LiveSocketClient(url: server.url, token: "0", origin: "http://127.0.0.1:\(server.port)")
             #expect(try await LiveSessionTests.next(ownPage, welcome: true)["type"] == "welcome")

@@ -38,7 +38,10 @@ import Testing
             let allowed = "http://app.example:3000"
             let (server, port) = try Self.serve(path, ["--tokens", dir + "/tokens.json", "--allow-origin", allowed])
             defer { server.interrupt(); _ = server.finish(timeout: 30) }
-            let run = try runTool(URL(fileURLWithPath: "/usr/bin/env"), ["python3", Self.hostileClient, String(port), allowed, "seven", "all"], timeout: 120)
+            // On a thread of its own: the suite's other tests need Swift concurrency's threads.
+            let run = try await onOwnThread {
+                try runTool(URL(fileURLWithPath: "/usr/bin/env"), ["python3", Self.hostileClient, String(port), allowed, "seven", "all"], timeout: 120)
+            }
             try #require(run.status == 0, "hostile client: \(run.stderr.suffix(3000))")
             guard case let .object(report) = try FieldValue(jsonText: String(run.stdout.split(separator: "\n").last ?? "")) else {
                 throw ConditionFailed(description: "no report: \(run.stdout)")
@@ -140,7 +143,7 @@ import Testing
             defer { server.interrupt(); _ = server.finish(timeout: 30) }
             let url = "ws://127.0.0.1:\(port)/live"
             for token in [nil, "nobody"] {
-                let close = try RawWebSocket(port: port, path: "/live", token: token).closeFrame()
+                let close = try await onOwnThread { try RawWebSocket(port: port, path: "/live", token: token).closeFrame() }
                 #expect(close?.code == 4401, "token \(token ?? "none") is refused with 4401: \(String(describing: close))")
             }
             let seven = LiveSocketClient(url: url + "?token=seven")
@@ -162,22 +165,27 @@ import Testing
         }
     }
 
-    @Test func aBadTokensFileIsRefusedBeforeServing() throws {
-        try withTemporaryDirectory { dir in
-            let path = dir + "/s"
-            try populatedDemoStore(at: path, seed: 86, messages: 10, contacts: 2).close()
-            let cases = [
-                ("[1]", "a JSON object mapping each token"),
-                (#"{"t": [{"entity": "Nope"}]}"#, "no entity named Nope"),
-                (#"{"t": [{"entity": "Message", "index": "byNothing"}]}"#, "its indexes are byFolderDate"),
-                (#"{"t": [{"entity": "Message", "index": "byFolderDate", "prefix": ["inbox"]}]}"#, "inbox"),
-                (#"{"t": [{"entity": "Message", "where": 1}]}"#, "\"where\" is not a member of a grant"),
-            ]
-            for (text, says) in cases {
-                try text.write(toFile: dir + "/tokens.json", atomically: true, encoding: .utf8)
-                let run = try runTool(storectlURL, ["serve", path, "--port", "0", "--tokens", dir + "/tokens.json"], timeout: 60)
-                #expect(run.status == 2 && run.stderr.contains(says), "\(text): \(run.stderr)")
+    @Test func aBadTokensFileIsRefusedBeforeServing() async throws {
+        let cases = [
+            ("[1]", "a JSON object mapping each token"),
+            (#"{"t": [{"entity": "Nope"}]}"#, "no entity named Nope"),
+            (#"{"t": [{"entity": "Message", "index": "byNothing"}]}"#, "its indexes are byFolderDate"),
+            (#"{"t": [{"entity": "Message", "index": "byFolderDate", "prefix": ["inbox"]}]}"#, "inbox"),
+            (#"{"t": [{"entity": "Message", "where": 1}]}"#, "\"where\" is not a member of a grant"),
+        ]
+        // The runs on a thread of their own: the suite's other tests need Swift concurrency's threads.
+        let runs = try await onOwnThread {
+            try withTemporaryDirectory { dir in
+                let path = dir + "/s"
+                try populatedDemoStore(at: path, seed: 86, messages: 10, contacts: 2).close()
+                return try cases.map { text, _ in
+                    try text.write(toFile: dir + "/tokens.json", atomically: true, encoding: .utf8)
+                    return try runTool(storectlURL, ["serve", path, "--port", "0", "--tokens", dir + "/tokens.json"], timeout: 60)
+                }
             }
+        }
+        for ((text, says), run) in zip(cases, runs) {
+            #expect(run.status == 2 && run.stderr.contains(says), "\(text): \(run.stderr)")
         }
     }
 }
