@@ -24,7 +24,7 @@ extension RouterMethods where Context: LiveRequestContext, Self: SendableMetatyp
         ws(path) { request, context in
             guard request.headers[.upgrade]?.lowercased() == "websocket" else {
                 // A plain GET: says what an upgrade would meet.
-                if let refusal = options.origins.refusal(origins: request.headers[values: .origin], host: request.head.authority) {
+                if let refusal = options.origins.refusal(of: request) {
                     throw HTTPError(.forbidden, message: "\(refusal)")
                 }
                 guard try await authenticate(request, context) != nil else {
@@ -35,7 +35,7 @@ extension RouterMethods where Context: LiveRequestContext, Self: SendableMetatyp
             return .upgrade()
         } onUpgrade: { inbound, outbound, context in
             let request = context.request
-            if let refusal = options.origins.refusal(origins: request.headers[values: .origin], host: request.head.authority) {
+            if let refusal = options.origins.refusal(of: request) {
                 context.logger.notice("live queries: refused a connection", metadata: ["refusal": "\(refusal)"])
                 try await outbound.close(.unknown(LiveRefusal.forbiddenOrigin.rawValue), reason: LiveRefusal.forbiddenOrigin.reason)
                 return
@@ -53,6 +53,13 @@ extension RouterMethods where Context: LiveRequestContext, Self: SendableMetatyp
             }
             await connection.close()
         }
+    }
+}
+
+extension LiveOrigins {
+    /// Why `request` is refused, from its `Origin` values and its `Host`; nil if admitted.
+    func refusal(of request: Request) -> Refusal? {
+        refusal(origins: request.headers[values: .origin], host: request.head.authority)
     }
 }
 

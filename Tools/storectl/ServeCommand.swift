@@ -101,10 +101,10 @@ struct ServeCommand: ParsableCommand {
                     StoreAccess.fail("the tokens file \(file): \(error)")
                 }
             }
-            if grants == nil, !["127.0.0.1", "::1", "localhost"].contains(bind) {
+            let loopback = ["127.0.0.1", "::1", "localhost"].contains(bind)
+            if grants == nil, !loopback {
                 Output.diagnostic("storectl: serving without --tokens: anyone who reaches \(bind):\(port) may watch every query\n")
             }
-            let loopback = ["127.0.0.1", "::1", "localhost"].contains(bind)
             let origins = LiveOrigins(allowing: allowOrigins, hosts: loopback ? LiveOrigins.loopbackHosts : nil)
             let server = LiveServer(store: store, path: path, grants: grants, origins: origins, bind: bind, port: port, demo: demo,
                                     gracePeriod: .seconds(gracePeriod), writeTimeout: .seconds(writeTimeout))
