@@ -154,7 +154,8 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // `@Suite(.blocking)`: threads of their own for suites whose tests hold their thread, so
-        // that Swift concurrency's shared threads stay free for the tests that suspend.
+        // that Swift concurrency's shared threads stay free for the tests that suspend;
+        // `@Suite(.ownThreads)` for suites whose tests wait for events under a guard.
         .target(
             name: "FeedstoreTestTraits",
             path: "Tests/FeedstoreTestTraits",
@@ -178,7 +179,7 @@ let package = Package(
         ),
         .testTarget(
             name: "FeedstoreLiveTests",
-            dependencies: ["Feedstore", "FeedstoreLive", "FeedstoreHummingbird", "FeedstoreDemo", "FeedstoreTestSupport", "NATSTestServer",
+            dependencies: ["Feedstore", "FeedstoreLive", "FeedstoreHummingbird", "FeedstoreDemo", "FeedstoreTestSupport", "FeedstoreTestTraits", "NATSTestServer",
                            .product(name: "Hummingbird", package: "hummingbird"),
                            .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                            .product(name: "HummingbirdWSClient", package: "hummingbird-websocket")],

@@ -1,6 +1,7 @@
 import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
 /// commits in another process: the rows in its DOM are the store's, at their positions, before
 /// and after scrolling moves the window, and its counts are the store's. The long run scrolls a
 /// million messages.
-@Suite struct BrowserTests {
+@Suite(.ownThreads) struct BrowserTests {
     static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Interop/browser_inbox.py").path
 

@@ -2,12 +2,13 @@ import Feedstore
 import FeedstoreDemo
 @testable import FeedstoreLive
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// Every frame a client can send is parsed or refused with a typed error naming what is wrong;
 /// none crashes the parser or the session, and the session stays usable after each.
-@Suite struct ClientFrameTests {
+@Suite(.ownThreads) struct ClientFrameTests {
     @Test func framesParse() throws {
         #expect(try ClientFrame(text: #"{"type":"subscribe","id":"a","entity":"Message","index":"byContact","prefix":[7],"limit":50}"#)
             == .subscribe(id: "a", LiveQuery(entity: "Message", index: "byContact", prefix: [.int(7)], limit: 50)))

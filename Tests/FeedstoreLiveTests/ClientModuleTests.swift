@@ -1,11 +1,12 @@
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// The browser client's module (`feedstore-live.js`) on its own, under Node's test runner
 /// (`Tests/JavaScript`): the contract's apply, connection statuses, recovery from a batch it
 /// cannot apply, and calls made offline. The browser tests run it against the real server.
-@Suite struct ClientModuleTests {
+@Suite(.blocking) struct ClientModuleTests {
     static let tests = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("JavaScript/feedstore-live.test.mjs").path
 

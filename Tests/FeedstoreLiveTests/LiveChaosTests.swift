@@ -3,13 +3,14 @@ import FeedstoreDemo
 import FeedstoreHummingbird
 @testable import FeedstoreLive
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// Many clients connecting and dropping at random while a writer commits: the server keeps
 /// serving, what it keeps for dropped clients is bounded and goes after the grace period, a
 /// client that resumes is exact, and so is every client that reads to the end.
-@Suite struct LiveChaosTests {
+@Suite(.ownThreads) struct LiveChaosTests {
     /// 300 clients in the quick run, 1,000 in the long one.
     @Test func manyClientsConnectAndDropWhileAWriterCommits() async throws {
         let seed = testSeeds(1, base: 93)[0]

@@ -2,13 +2,14 @@ import Feedstore
 import FeedstoreDemo
 @testable import FeedstoreLive
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// Resuming a dropped connection: incremental when the client has exactly what was sent, a
 /// `reset` otherwise (a batch lost in flight, an ambiguous window move, the grace period over,
 /// a restarted server, another principal); the mirror is exact either way.
-@Suite struct LiveResumeTests {
+@Suite(.ownThreads) struct LiveResumeTests {
     static let sectioned = LiveQuery(entity: "Message", index: "byFolderDate", sectionBy: 1, offset: 3, limit: 25)
     static let sectionedFrame = #""entity":"Message","index":"byFolderDate","sectionBy":1,"offset":3,"limit":25"#
     static let indexes = LiveQuery(entity: "Message", index: "byFolderDate", sectionBy: 1, mode: .indexes)

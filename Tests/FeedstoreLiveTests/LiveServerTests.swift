@@ -3,12 +3,13 @@ import FeedstoreDemo
 import FeedstoreHummingbird
 @testable import FeedstoreLive
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// Live queries over real WebSocket connections on loopback: a Hummingbird server, clients
 /// that connect, drop and resume, and a writer in another process (`storectl demo mutate`).
-@Suite struct LiveServerTests {
+@Suite(.ownThreads) struct LiveServerTests {
     /// Every subscription of `mirrors` takes frames from `client` until it equals the store
     /// (indexes-mode ones asking for their missing rows, one request at a time).
     static func catchUp(_ client: some LiveEndpoint, _ mirrors: inout [String: (mirror: JSONMirror, query: LiveQuery)], _ store: Store) async throws {

@@ -2,12 +2,13 @@ import Feedstore
 import FeedstoreDemo
 @testable import FeedstoreLive
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import Testing
 
 /// A session driven by frames as a client sends them: every query shape's mirror, built from the
 /// JSON frames alone, equals the store's rows after a writer's commits.
-@Suite struct LiveSessionTests {
+@Suite(.ownThreads) struct LiveSessionTests {
     /// The next frame, parsed (`welcome` frames skipped unless asked for); fails the test after
     /// 60 s without one (a guard, not a timing).
     static func next(_ session: some LiveEndpoint, welcome: Bool = false) async throws -> [String: FieldValue] {

@@ -2,13 +2,14 @@ import Feedstore
 import FeedstoreDemo
 @testable import FeedstoreLive
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import Foundation
 import NATSTestServer
 import Testing
 
 /// `storectl serve` as a user runs it: a server process on loopback, a writer in another
 /// process, and clients nobody here wrote (Python's `websockets`) as well as ours.
-@Suite struct ServeCommandTests {
+@Suite(.ownThreads) struct ServeCommandTests {
     static let pythonClient = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Interop/websockets_live_client.py").path
 
@@ -203,7 +204,7 @@ extension LiveQuery {
 
 /// `storectl serve` on a replica that follows the primary over JetStream: reads scale across
 /// machines, and the replica's clients end with what the primary's clients have.
-@Suite(.serialized) struct ServeReplicaTests {
+@Suite(.serialized, .ownThreads) struct ServeReplicaTests {
     @Test func aReplicasClientsEndEqualToThePrimarysAfterTheWriter() async throws {
         try await withTemporaryDirectory { dir in
             let server = try NATSServer(directory: dir + "/nats")

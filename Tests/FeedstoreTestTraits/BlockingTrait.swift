@@ -6,7 +6,16 @@ import Testing
 /// (synchronous tests, waits on child processes such as compilers and `storectl`), so that the
 /// shared threads stay free for the tests that suspend. As many such tests run at once as the
 /// machine has cores, plus one.
+///
+/// `@Suite(.ownThreads)`: the same threads of its own for each test, with no bound on how many
+/// run at once, for suites whose tests wait for events from outside (a server's frames, another
+/// process's commits) under a guard: on the shared threads, the continuation that takes an event
+/// queues behind every synchronous test not yet run, and the guard's time runs out while the
+/// event waits in that queue.
 public struct BlockingTrait: SuiteTrait, TestTrait, TestScoping {
+    /// Whether the test waits for one of a bounded number of permits (it holds a thread).
+    let admitted: Bool
+
     public var isRecursive: Bool { true }
 
     /// Each case of each test function, not the suite around them.
@@ -15,17 +24,17 @@ public struct BlockingTrait: SuiteTrait, TestTrait, TestScoping {
     }
 
     public func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
-        await Self.admission.enter()
+        if admitted { await Self.admission.enter() }
         let threads = BlockingThreads(name: test.name)
         do {
             try await withTaskExecutorPreference(threads) { try await function() }
         } catch {
             threads.end()
-            await Self.admission.leave()
+            if admitted { await Self.admission.leave() }
             throw error
         }
         threads.end()
-        await Self.admission.leave()
+        if admitted { await Self.admission.leave() }
     }
 
     private static let admission = Admission(permits: max(2, ProcessInfo.processInfo.activeProcessorCount) + 1)
@@ -33,7 +42,11 @@ public struct BlockingTrait: SuiteTrait, TestTrait, TestScoping {
 
 extension Trait where Self == BlockingTrait {
     /// Runs each of the suite's tests on threads of its own (``BlockingTrait``).
-    public static var blocking: Self { Self() }
+    public static var blocking: Self { Self(admitted: true) }
+
+    /// Runs each of the suite's tests on threads of its own, however many run at once
+    /// (``BlockingTrait``).
+    public static var ownThreads: Self { Self(admitted: false) }
 }
 
 /// Lets a bounded number of tests run at once, in the order they asked.

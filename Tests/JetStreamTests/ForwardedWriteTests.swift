@@ -2,6 +2,7 @@
 import FeedstoreDemo
 @testable import FeedstoreJetStream
 import FeedstoreTestSupport
+import FeedstoreTestTraits
 import NATSTestServer
 import Foundation
 import Testing
@@ -9,7 +10,7 @@ import Testing
 /// Writes sent from replicas to the primary over a real `nats-server -js`: each is applied
 /// once, read back on its own replica as soon as the call returns, refused as a local write
 /// would be, and answered again (not applied again) when it is sent twice.
-@Suite(.serialized) struct ForwardedWriteTests {
+@Suite(.serialized, .ownThreads) struct ForwardedWriteTests {
     static let stream = "ITEMS"
 
     /// A primary accepting writes, shipping on a thread of its own until closed, and replicas,
