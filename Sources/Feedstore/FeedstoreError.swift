@@ -121,6 +121,10 @@ public enum FeedstoreError: Error, Sendable, Equatable, CustomStringConvertible 
         case let .unknownIndex(entity, index, indexes):
             "entity \(entity) has no index named \(index)"
                 + (indexes.isEmpty ? "; it has no indexes" : "; its indexes are \(indexes.joined(separator: ", "))")
+                + (indexes == [IndexDefinition.primaryKeyOrderName] ? " (the primary-key order every entity has)" : "")
+                // An index declared as a static property but left out of `indexes` is the
+                // newcomer's usual cause.
+                + ". An index is in the store once its entity's `indexes` lists it (`static let indexes = [\(index).definition]`)"
         case let .unknownField(entity, field, usedBy, fields):
             "\(usedBy) names \"\(field)\", which is not a field of \(entity); its fields are "
                 + (fields.isEmpty ? "unknown" : fields.joined(separator: ", "))

@@ -131,7 +131,7 @@ import Testing
             }) { session in
             let cases: [(frame: String, code: LiveError.Code, says: String)] = [
                 (#"{"type":"subscribe","id":"a","entity":"Nope","index":"x","limit":5}"#, .unknownEntity, "no entity named Nope; the entities are Contact, Message"),
-                (#"{"type":"subscribe","id":"a","entity":"Message","index":"x","limit":5}"#, .unknownIndex, "its indexes are byFolderDate, unreadByDate, byContact"),
+                (#"{"type":"subscribe","id":"a","entity":"Message","index":"x","limit":5}"#, .unknownIndex, "its indexes are byFolderDate, unreadByDate, byContact, id"),
                 (#"{"type":"subscribe","id":"a","entity":"Message","index":"byFolderDate","fields":["nope"],"limit":5}"#, .unknownField, "no field named nope"),
                 (#"{"type":"subscribe","id":"a","entity":"Message","index":"byFolderDate","prefix":["inbox"],"limit":5}"#, .invalidRange, "inbox"),
                 (#"{"type":"subscribe","id":"a","entity":"Message","index":"byFolderDate","sectionBy":3,"limit":5}"#, .malformed, "sectionBy is 3"),

@@ -58,13 +58,24 @@ public struct EntityIndex<Root: Entity, each Key: IndexKeyPart>: Sendable {
         storage = Storage(definition)
     }
 
-    /// `by` and the fields, capitalized: `byFolderDate`, `byAddressCity`.
+    /// The entity's primary-key order (``IndexDefinition/primaryKeyOrder``).
+    fileprivate init(primaryKeyOrder: Void) {
+        storage = Storage(.primaryKeyOrder)
+    }
+
+    /// `by` and the fields, capitalized: `byFolderDate`, `byAddressCity`. A component whose key
+    /// path maps to no field holds the key path's text (`\Ticket.kind`), named by its members.
     private static func name(of components: [IndexDefinition.Component]) -> String {
-        "by" + components.flatMap { $0.field.split(separator: ".") }.map { $0.prefix(1).uppercased() + $0.dropFirst() }.joined()
+        let fields = components.map { $0.field.hasPrefix("\\") ? String($0.field.drop { $0 != "." }.dropFirst()) : $0.field }
+        return "by" + fields.flatMap { $0.split(separator: ".") }.map { $0.prefix(1).uppercased() + $0.dropFirst() }.joined()
     }
 }
 
 extension Entity {
+    /// The entity's records in primary-key order, which every entity has without declaring an
+    /// index (``IndexDefinition/primaryKeyOrder``): `Query(Contact.primaryKeyOrder)`.
+    public static var primaryKeyOrder: EntityIndex<Self> { EntityIndex(primaryKeyOrder: ()) }
+
     /// An index on the fields the key paths read, most significant first; `\.date.descending`
     /// reads a field in descending order. Named `by` and its fields (`byFolderDate`).
     ///

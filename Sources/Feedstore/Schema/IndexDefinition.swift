@@ -53,3 +53,14 @@ public struct IndexDefinition: Sendable, Hashable, Codable {
         case name, components, unique, condition
     }
 }
+
+extension IndexDefinition {
+    /// The name of the index every entity has without declaring it: ``primaryKeyOrder``.
+    public static let primaryKeyOrderName = "id"
+
+    /// Every entity's records in the order of their primary keys, counted as every index is, so
+    /// that an entity with no declared index can be counted, windowed and watched
+    /// (`Query(Contact.self, index: "id")`). It has no components: its entries are the primary
+    /// keys alone. The store keeps it for every entity; a declared index cannot take its name.
+    public static let primaryKeyOrder = IndexDefinition(primaryKeyOrderName, [])
+}

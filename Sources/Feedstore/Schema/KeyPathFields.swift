@@ -67,7 +67,9 @@ enum KeyPathFields {
             func problem(_ reason: String) -> Result<String, Problem> { .failure(Problem(keyPath: described, reason: reason)) }
             guard let prototypes else {
                 return problem("key paths are mapped to fields through values the type's init(from:) makes from made-up input, "
-                    + "and it refused them; name the field as a string instead")
+                    + "and it refused them, as an enum field does when the made-up raw value is none of its cases: "
+                    + "make each enum the type holds CaseIterable (a case of its own is then used), "
+                    + "or declare the indexes and options by field name (IndexDefinition(\"byKind\", [\"kind\"]))")
             }
             let values = ([prototypes.base] + prototypes.variants.map(\.value)).map { KeyPathFields.stored($0[keyPath: keyPath]) }
             guard let base = values[0] else { return problem("its value is not Encodable, so no field stores it") }

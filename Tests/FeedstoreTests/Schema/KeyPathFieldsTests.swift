@@ -116,6 +116,25 @@ struct EveryFieldType: Entity {
         }
     }
 
+    /// An enum whose raw values the made-up input cannot hit, and that is not `CaseIterable`:
+    /// the refusal says what to do.
+    @Test func anEnumThatIsNotCaseIterableIsNamedAsTheCause() throws {
+        struct Ticket: Entity {
+            enum Kind: String, Codable, FieldValueConvertible { case bug = "bug-report", idea = "feature-idea" }
+            var id: UInt64
+            var kind: Kind
+            static let byKind = index(\.kind)
+            static let indexes = [byKind.definition]
+        }
+        try withTemporaryDirectory { dir in
+            #expect { try Store(path: dir + "/s", entities: [Ticket.self]) } throws: { error in
+                guard case let FeedstoreError.unknownKeyPath(entity, _, usedBy, reason) = error else { return false }
+                return entity == "Ticket" && usedBy == "index Ticket.byKind" && reason.contains("CaseIterable")
+                    && reason.contains("by field name")
+            }
+        }
+    }
+
     /// The conversion of Swift values is the one records are written with.
     @Test func swiftValuesConvertAsRecordsStoreThem() throws {
         let values: [any FieldValueConvertible] = [

@@ -84,6 +84,31 @@ import Testing
         }
     }
 
+    /// A table view that is given each batch's `TableUpdates` through `onUpdates` (UIKit's rules,
+    /// applied to the ids it shows) shows what the list holds, which is what a fresh query gives.
+    @Test @MainActor func onUpdatesHandsATableEachBatch() throws {
+        try withTemporaryDirectory { dir in
+            var feed = DemoFeed(seed: 71)
+            let store = try populatedDemoStore(at: dir + "/s", feed: &feed, messages: 500, contacts: 20)
+            defer { store.close() }
+            let list = LazyLiveList(store: store, query: Query(Message.self, index: "byFolderDate"), options: WatchOptions(sectionBy: 1))
+            defer { list.stop() }
+            var handed: [TableUpdates] = []
+            list.onUpdates = { handed.append($0) }
+            var shown = try TableUpdatesTests.sections(in: store)
+            for step in 0..<30 {
+                try store.write { tx in try feed.mutate(tx, count: 1 + step % 5, contacts: 20) }
+                try list.update()
+                let fresh = try TableUpdatesTests.sections(in: store)
+                #expect(handed.count <= 1, "step \(step): \(handed.count) updates for one commit")
+                for updates in handed { shown = try TableUpdatesTests.apply(updates, to: shown, fresh: fresh) }
+                handed = []
+                #expect(shown == fresh, "step \(step)")
+                #expect(list.sections.map(\.count) == fresh.map(\.count), "step \(step)")
+            }
+        }
+    }
+
     func expectedRow(_ shape: Shape, at position: Int, in tx: ReadTransaction) throws -> Message? {
         try tx.object(at: position + (shape.options.window?.offset ?? 0), in: shape.query)
     }

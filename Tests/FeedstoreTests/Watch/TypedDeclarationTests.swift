@@ -86,8 +86,9 @@ import Testing
             let watcher = store.watch(Query(Message.byContact), options: WatchOptions(sectionBy: \Message.folder))
             defer { watcher.cancel() }
             #expect { try watcher.poll() } throws: { error in
-                guard case let FeedstoreError.unknownField(entity, field, usedBy, fields) = error else { return false }
-                return entity == "Message" && field == "folder" && usedBy.contains("sectionBy") && fields == ["contactId"]
+                guard case let FeedstoreError.invalidRange(entity, index, reason) = error else { return false }
+                return entity == "Message" && index == "byContact"
+                    && reason.hasPrefix("sectionBy reads folder, which is not a component of the index (its components are contactId)")
             }
         }
     }

@@ -33,6 +33,9 @@ import Testing
         Configuration(name: "window at the end, reversed", query: Query(index: "byFolderDate", reverse: true),
                       options: WatchOptions(window: WatchWindow(offset: 370, limit: 50))),
         Configuration(name: "unread window", query: Query(index: "unreadByDate"), options: WatchOptions(window: WatchWindow(offset: 5, limit: 15))),
+        Configuration(name: "primary-key order", query: Query(Message.primaryKeyOrder), options: WatchOptions()),
+        Configuration(name: "primary-key order reversed, windowed", query: Query(Message.primaryKeyOrder, reverse: true),
+                      options: WatchOptions(window: WatchWindow(offset: 30, limit: 25))),
     ]
 
     /// The expected snapshot: a fresh query grouped into sections.

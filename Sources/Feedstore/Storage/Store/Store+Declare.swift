@@ -12,7 +12,8 @@ extension Store {
     /// a typed declaration does.
     /// - Parameters:
     ///   - name: the entity's name.
-    ///   - indexes: its secondary indexes, as an ``Entity`` declares them.
+    ///   - indexes: its secondary indexes, as an ``Entity`` declares them (the primary-key order,
+    ///     ``IndexDefinition/primaryKeyOrder``, is the store's own).
     ///   - primaryKeyKind: one of ``primaryKeyKinds``, as ``CatalogEntity/primaryKeyKind`` names it.
     /// - Throws: ``FeedstoreError/invalidIndexDefinition(entity:index:reason:)`` for an unknown
     ///   key kind or a bad index; ``FeedstoreError/readOnly(path:reason:)`` on a read-only handle.
@@ -38,7 +39,7 @@ extension Store {
             throw FeedstoreError.invalidIndexDefinition(entity: name, index: "primary key",
                                                         reason: "keys cannot be stored as \(primaryKeyKind); use one of \(Self.primaryKeyKinds.sorted().joined(separator: ", "))")
         }
-        try StoreOpener.checkIndexes(indexes, of: name)
+        let indexes = try StoreOpener.withPrimaryKeyOrder(indexes, of: name)
         let existing = try catalog.entities[name]
         if let existing, existing.primaryKeyKind != primaryKeyKind {
             throw FeedstoreError.invalidIndexDefinition(entity: name, index: "primary key",

@@ -360,14 +360,19 @@ enum StoreOpener {
     /// Brings the catalog in line with `declared`, in one write transaction.
     static func register(_ declared: [Declaration], in core: StoreCore, options: StoreOptions, readOnlyReason handleReason: String? = nil) throws {
         let schema = core.schema
+        let readOnlyReason = handleReason ?? options.readOnlyReason ?? core.readOnlyReason
         let upToDate = declared.allSatisfy { entity in
             guard let existing = schema.catalog.entities[entity.name] else { return false }
-            return existing.indexes.map(\.definition) == entity.indexes
+            let stored = Set(existing.indexes.map(\.definition))
+            var wanted = Set(entity.indexes)
+            // A store written before entities had their primary-key order is read as it is;
+            // the first handle that writes builds the order.
+            if readOnlyReason != nil && !stored.contains(.primaryKeyOrder) { wanted.remove(.primaryKeyOrder) }
+            return stored == wanted
         }
         let fieldsUpToDate = declared.allSatisfy { entity in
             schema.catalog.entities[entity.name].map { $0.declaredFields == entity.fields && $0.declaredKinds == entity.kinds } ?? false
         }
-        let readOnlyReason = handleReason ?? options.readOnlyReason ?? core.readOnlyReason
         // A read-only handle keeps the fields last stored: they only serve to check names.
         if upToDate && (fieldsUpToDate || readOnlyReason != nil) { return }
         if let reason = readOnlyReason {
@@ -391,6 +396,7 @@ enum StoreOpener {
     struct Declaration {
         var name: String
         var primaryKeyKind: String
+        /// The declared indexes and the primary-key order (``IndexDefinition/primaryKeyOrder``).
         var indexes: [IndexDefinition]
         /// The type's fields in their stored form; nil when they could not all be learned.
         var fields: [String]?
@@ -405,7 +411,15 @@ enum StoreOpener {
 
     private static func primaryKeyKind<E: Entity>(of type: E.Type) -> String { E.ID.fieldKind }
 
-    /// Refuses indexes without a name, with a name declared twice, or without components.
+    /// The indexes an entity declared, after a check, with the primary-key order every entity
+    /// has (last, unless the list has it already: a catalog's copy keeps its place).
+    static func withPrimaryKeyOrder(_ indexes: [IndexDefinition], of name: String) throws -> [IndexDefinition] {
+        try checkIndexes(indexes.filter { $0 != .primaryKeyOrder }, of: name)
+        return indexes.contains(.primaryKeyOrder) ? indexes : indexes + [.primaryKeyOrder]
+    }
+
+    /// Refuses indexes without a name, with a name declared twice or taken by the primary-key
+    /// order, or without components.
     static func checkIndexes(_ indexes: [IndexDefinition], of name: String) throws {
         var seen = Set<String>()
         for index in indexes {
@@ -415,6 +429,9 @@ enum StoreOpener {
             if let problem = index.keyPathProblem { throw problem.error(entity: name, usedBy: "index \(name).\(index.name)") }
             guard !index.name.isEmpty else { throw invalid("the name is empty") }
             guard seen.insert(index.name).inserted else { throw invalid("the name is declared twice") }
+            guard index.name != IndexDefinition.primaryKeyOrderName else {
+                throw invalid("\(index.name) names every entity's primary-key order, which the store keeps without a declaration; give the index another name")
+            }
             guard !index.components.isEmpty else { throw invalid("it has no components") }
             if let field = index.components.first(where: { $0.field.isEmpty }) { throw invalid("component \(field) has no field name") }
         }
@@ -422,7 +439,7 @@ enum StoreOpener {
 
     static func declaration(of type: any Entity.Type) throws -> Declaration {
         let name = type.entityName
-        try checkIndexes(type.indexes, of: name)
+        let indexes = try withPrimaryKeyOrder(type.indexes, of: name)
         let fields = declaredFields(of: type)
         if fields.isComplete {
             for index in type.indexes {
@@ -433,7 +450,7 @@ enum StoreOpener {
                 }
             }
         }
-        return Declaration(name: name, primaryKeyKind: primaryKeyKind(of: type), indexes: type.indexes,
+        return Declaration(name: name, primaryKeyKind: primaryKeyKind(of: type), indexes: indexes,
                            fields: fields.isComplete ? fields.stored : nil,
                            // A type that names its fields (`fieldNames`) declares no kinds: an
                            // empty table, not nil, which means the kinds were never learned.

@@ -101,6 +101,13 @@ public final class LazyLiveList<E: Entity>: Observable {
         }
     }
 
+    /// Called on the main actor after each batch the list applies, with the batch as UIKit and
+    /// AppKit take it, for a table or collection view whose data source the list is:
+    /// `inbox.onUpdates = { tableView.performBatchUpdates($0) }`. The list has the batch's rows
+    /// when it is called, as `performBatchUpdates` requires. Not called for the first batch, which
+    /// the list takes as it is made (before a view asks for its rows).
+    public var onUpdates: ((TableUpdates) -> Void)?
+
     /// Takes and applies every batch available now; returns whether the list changed. The list
     /// does this by itself as commits arrive; call it to catch up at once (after a write of
     /// one's own, say).
@@ -128,6 +135,7 @@ public final class LazyLiveList<E: Entity>: Observable {
         let touched = observedPages.filter { changes.overlaps($0 * cache.pageSize ..< ($0 + 1) * cache.pageSize) }
         observedPages.subtract(touched)
         for page in touched { observation.changed(page: page) }
+        if let onUpdates, !batch.isEmpty || batch.isReset { onUpdates(TableUpdates(batch)) }
     }
 
     /// The row at `position` (from 0, across sections), decoded from the cache or with its page.

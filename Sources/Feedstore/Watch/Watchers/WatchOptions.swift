@@ -66,8 +66,13 @@ public struct WatchOptions: Sendable, Hashable {
         resolved.keyPaths = nil
         guard let sectionField = keyPaths.sectionField else { return resolved }
         guard let position = index.components.firstIndex(where: { $0.field == sectionField }) else {
-            throw FeedstoreError.unknownField(entity: entity, field: sectionField, usedBy: "the watch options' sectionBy",
-                                              fields: index.components.map(\.field))
+            let components = index.components.map(\.field)
+            throw FeedstoreError.invalidRange(
+                entity: entity, index: index.name,
+                reason: "sectionBy reads \(sectionField), which is not a component of the index "
+                    + (components.isEmpty ? "(it has none)" : "(its components are \(components.joined(separator: ", ")))")
+                    + "; sections group rows by the index's leading components, so section by one of them, "
+                    + "or watch an index whose components start with \(sectionField)")
         }
         resolved.sectionBy = position + 1
         return resolved

@@ -153,7 +153,7 @@ struct EveryKeyKind: Entity {
     @Test func unknownIndexesListTheEntitysIndexes() throws {
         try withStore { (store: Store) throws in
             #expect { try store.read { try $0.count(Query(EveryKeyKind.self, index: "by_x")) } } throws: { error in
-                "\(error)" == "entity EveryKeyKind has no index named by_x; its indexes are by_b, by_i, by_u, by_d, by_t, by_s, by_y, by_g"
+                "\(error)" == "entity EveryKeyKind has no index named by_x; its indexes are by_b, by_i, by_u, by_d, by_t, by_s, by_y, by_g, id. An index is in the store once its entity's `indexes` lists it (`static let indexes = [by_x.definition]`)"
             }
         }
     }
