@@ -36,7 +36,7 @@ import Testing
             #expect(message["records"] as? Int == (try store.read { try $0.count(Message.self) }))
             #expect(message["primaryKeyKind"] as? String == "uint")
             let indexes = try #require(message["indexes"] as? [[String: Any]])
-            #expect(Set(indexes.compactMap { $0["name"] as? String }) == ["byFolderDate", "unreadByDate", "byContact"])
+            #expect(Set(indexes.compactMap { $0["name"] as? String }) == ["byFolderDate", "unreadByDate", "byContact", "id"])
             let unread = try #require(indexes.first { $0["name"] as? String == "unreadByDate" })
             let unreadCount = try store.read { try $0.count(Message.self, index: "unreadByDate") }
             #expect(unread["partial"] as? Bool == true)

@@ -50,8 +50,8 @@ import Testing
             store.close()
 
             store = try Store(path: path, entities: [PlainV1.self])
-            #expect(try store.catalog.entities["Person"]?.indexes.isEmpty == true)
-            #expect(throws: FeedstoreError.unknownIndex(entity: "Person", index: "byAge", indexes: [])) {
+            #expect(try store.catalog.entities["Person"]?.indexes.map(\.definition) == [.primaryKeyOrder])
+            #expect(throws: FeedstoreError.unknownIndex(entity: "Person", index: "byAge", indexes: ["id"])) {
                 try store.read { try $0.query(PlainV1.self, index: "byAge") }
             }
             #expect(try store.read { try $0.count(PlainV1.self) } == 30)

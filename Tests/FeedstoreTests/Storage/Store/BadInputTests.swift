@@ -288,7 +288,7 @@ import Testing
         try withTemporaryDirectory { dir in
             let store = try seeded(dir)
             try store.read { tx in
-                #expect(throws: FeedstoreError.unknownIndex(entity: "Item", index: "nope", indexes: ["byGroupScore", "byName", "flagged", "byTag"])) { try tx.query(Item.self, index: "nope") }
+                #expect(throws: FeedstoreError.unknownIndex(entity: "Item", index: "nope", indexes: ["byGroupScore", "byName", "flagged", "byTag", "id"])) { try tx.query(Item.self, index: "nope") }
                 #expect(throws: FeedstoreError.unknownEntity("Nope", entities: ["Item", "Note"])) { try tx.entries(entity: "Nope", index: nil) }
                 #expect { try tx.query(Item.self, index: "byName", range: IndexRange(from: .inclusive(["z"]), to: .inclusive(["a"]))) }
                     throws: { error in if case FeedstoreError.invalidRange = error { return true }; return false }

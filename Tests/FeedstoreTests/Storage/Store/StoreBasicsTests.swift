@@ -173,7 +173,7 @@ import Testing
                 try await store.read { tx in (try tx.get(Contact.self, id: 1)?.name, Thread.isMainThread) }
             }.value
             #expect(name == "Ada" && !onMain)
-            await #expect(throws: FeedstoreError.unknownIndex(entity: "Contact", index: "nope", indexes: [])) {
+            await #expect(throws: FeedstoreError.unknownIndex(entity: "Contact", index: "nope", indexes: ["id"])) {
                 try await store.read { tx in try tx.count(Contact.self, index: "nope") }
             }
             store.close()

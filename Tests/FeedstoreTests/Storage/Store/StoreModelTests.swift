@@ -31,7 +31,8 @@ import Testing
         var description: String { "\(kind) \(entity) \(id) \(changed) \(indexKeys)" }
     }
 
-    static func definitions(_ entity: String) -> [IndexDefinition] { entity == "Item" ? Item.indexes : Note.indexes }
+    /// The declared indexes and the primary-key order every entity has.
+    static func definitions(_ entity: String) -> [IndexDefinition] { (entity == "Item" ? Item.indexes : Note.indexes) + [.primaryKeyOrder] }
 
     /// The index key (components then primary key) of a record, or nil when not a member.
     static func key(_ index: IndexDefinition, _ fields: [String: FieldValue]) -> [FieldValue]? {
