@@ -5,7 +5,8 @@ import Foundation
 public struct DemoFeed {
     public static let entities: [any Entity.Type] = [Contact.self, Message.self]
     public static let folders: Int64 = 8
-    static let epoch = Date(timeIntervalSinceReferenceDate: 800_000_000)
+    // Dates from October 2024 over about 19 months: all in the past, as a mailbox's are.
+    static let epoch = Date(timeIntervalSinceReferenceDate: 750_000_000)
     static let words = ["lunch", "report", "invoice", "meeting", "trip", "photos", "launch", "review", "draft",
                         "budget", "party", "release", "question", "reminder", "update", "plan"]
 

@@ -3,10 +3,14 @@ WebDriver by chromedriver and selenium) and reports what its DOM shows.
 
 Usage: browser_inbox.py URL SCROLL-POSITION SCREENSHOT
 Prints `ready` once the page shows rows, then waits for the file SCREENSHOT.go (the writer has
-finished; SCREENSHOT.json holds the store's message ids in order and the header's texts), and for the page
-to show them: the rows at the top, then, scrolled to SCROLL-POSITION, the rows there. Prints
-what the DOM showed each time as JSON ({"top": {...}, "scrolled": {...}}) and saves a
-screenshot of each at SCREENSHOT and SCREENSHOT with -scrolled before .png. A page that never shows the store fails with what it showed last.
+finished; SCREENSHOT.json holds the header's texts, the store's message count and, for the
+positions the checks look at, the ids there, as {"ids": {position: id}}), and for the page to
+show them: the rows at the top, then, scrolled to SCROLL-POSITION, the rows there, then, scrolled
+to the end, the last row. Prints what the DOM showed each time as JSON ({"top": {...},
+"scrolled": {...}, "end": {...}}: rows with their senders and dates, the sticky header, the
+scroll area's height, the placeholders drawn) and saves a screenshot of each at SCREENSHOT,
+with -scrolled and -end before .png. A page that never shows the store fails with what it
+showed last.
 """
 
 import json
@@ -34,6 +38,9 @@ def wait_for(driver, script, what, *args, limit=120):
 def shown(driver):
     return {
         "rows": driver.execute_script("return inbox.rows()"),
+        "sticky": driver.execute_script("return inbox.sticky()"),
+        "scrollHeight": driver.execute_script("return inbox.scrollHeight()"),
+        "placeholders": driver.execute_script("return inbox.placeholders()"),
         "total": driver.find_element("id", "total").text,
         "unread": driver.find_element("id", "unread").text,
         "folders": driver.find_element("id", "folders").text,
@@ -59,9 +66,12 @@ def main():
         with open(screenshot + ".json") as file:
             store = json.load(file)
 
+        ids = {int(position): id for position, id in store["ids"].items()}
+
         def shows_store(view):
             rows = view["rows"]
-            return (len(rows) >= 20 and all(store["ids"][r["position"]] == r["id"] for r in rows if r["position"] < len(store["ids"]))
+            return (len(rows) >= 20 and all(ids.get(r["position"], r["id"]) == r["id"] for r in rows)
+                    and not any(r["sender"].startswith("contact ") for r in rows)
                     and all(view[k] == store[k] for k in ["total", "unread"]))
 
         def settle(what, extra=lambda view: True):
@@ -77,10 +87,15 @@ def main():
 
         top = settle("the top of the list")
         driver.save_screenshot(screenshot)
-        driver.execute_script("inbox.scrollTo(arguments[0])", position)
+        # The jump draws at once: rows the window has not brought yet are placeholders.
+        jumped = driver.execute_script("inbox.scrollTo(arguments[0]); return inbox.placeholders()", position)
         scrolled = settle("the scrolled window", lambda view: any(r["position"] == position for r in view["rows"]))
         driver.save_screenshot(screenshot.removesuffix(".png") + "-scrolled.png")
-        print(json.dumps({"top": top, "scrolled": scrolled}), flush=True)
+        last = store["count"] - 1
+        driver.execute_script("inbox.scrollTo(arguments[0])", last)
+        end = settle("the end of the list", lambda view: any(r["position"] == last for r in view["rows"]))
+        driver.save_screenshot(screenshot.removesuffix(".png") + "-end.png")
+        print(json.dumps({"top": top, "scrolled": scrolled, "end": end, "placeholdersAfterJump": jumped}), flush=True)
     finally:
         driver.quit()
 

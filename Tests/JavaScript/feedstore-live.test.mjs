@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 
 const source = readFileSync(new URL("../../Sources/FeedstoreHummingbird/Web/feedstore-live.js", import.meta.url), "utf8");
-const { LiveClient, applyBatch } = await import("data:text/javascript," + encodeURIComponent(source));
+const { LiveClient, applyBatch, applyCounts } = await import("data:text/javascript," + encodeURIComponent(source));
 
 /** A WebSocket as the client uses it: `sent` holds what it sent, and the test opens it, gives
  *  it frames and closes it with a code, as a server would. */
@@ -49,6 +49,92 @@ test("applyBatch follows the contract: deletes and move sources at old paths, in
                                     moves: [{ from: [0, 2], to: [0, 0], record: "c" }] }));
   assert.deepEqual(sections[0].rows, ["c", "b", "d"]);
   assert.throws(() => applyBatch(sections, batch("s", { deletes: [{ at: [0, 9] }] })), /no row at \[0, 9\]/);
+});
+
+/** A seeded generator (mulberry32), so that a failing run names the seed that reproduces it. */
+function generator(seed) {
+  let state = seed >>> 0;
+  return (n) => {
+    state = (state + 0x6D2B79F5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return (((t ^ (t >>> 14)) >>> 0) % n);
+  };
+}
+
+/** The batch that takes sectioned ids `before` to `after` ([{key, ids}], ids unique), with
+ *  deletes and inserts grouped into runs of consecutive paths as the server sends them in
+ *  indexes mode (`withRecords`: one insert per row, carrying its id as the record). */
+function difference(before, after, withRecords) {
+  const keyOf = (section) => JSON.stringify(section.key);
+  const kept = new Set(after.flatMap((s) => s.ids)), had = new Set(before.flatMap((s) => s.ids));
+  const afterKeys = new Set(after.map(keyOf)), beforeKeys = new Set(before.map(keyOf));
+  const runs = (paths) => {
+    const out = [];
+    for (const [s, r] of paths) {
+      const last = out.at(-1);
+      if (last && last.at[0] === s && last.at[1] + last.count === r) last.count++; else out.push({ at: [s, r], count: 1 });
+    }
+    return out;
+  };
+  const deleted = before.flatMap((section, s) => section.ids.flatMap((id, r) => (kept.has(id) && afterKeys.has(keyOf(section)) ? [] : [[s, r]])));
+  const inserted = after.flatMap((section, s) => section.ids.flatMap((id, r) => (had.has(id) && beforeKeys.has(keyOf(section)) ? [] : [[s, r, id]])));
+  return batch("s", {
+    sectionDeletes: before.flatMap((section, s) => (afterKeys.has(keyOf(section)) ? [] : [{ at: s }])),
+    sectionInserts: after.flatMap((section, s) => (beforeKeys.has(keyOf(section)) ? [] : [{ at: s, key: section.key }])),
+    deletes: runs(deleted),
+    inserts: withRecords ? inserted.map(([s, r, id]) => ({ at: [s, r], record: id })) : runs(inserted),
+  });
+}
+
+test("runs of positions and counts-only copies follow the contract on seeded random batches", () => {
+  for (let seed = 1; seed <= 40; seed++) {
+    const random = generator(seed);
+    // Sections keep their relative order by key; rows stay in id order inside a section, so
+    // kept rows keep their order and the difference needs no moves.
+    let shown = [];
+    let nextID = 1;
+    const objects = [], positions = [], counts = [];
+    for (let step = 0; step < 25; step++) {
+      const next = [];
+      for (let key = 0; key < 6; key++) {
+        const old = shown.find((s) => s.key[0] === key);
+        if (random(4) === 0) continue;  // the section goes (or stays away)
+        const ids = (old?.ids ?? []).filter(() => random(5) !== 0);
+        for (let k = random(3) === 0 ? 200 + random(3000) : random(4); k > 0; k--) ids.push(nextID++);
+        ids.sort((a, b) => a - b);
+        if (ids.length) next.push({ key: [key], ids });
+      }
+      const context = `seed ${seed} step ${step}`;
+      const whole = step === 0 ? { initial: true } : {};
+      try {
+        applyBatch(objects, { ...difference(shown, next, true), ...whole });
+        applyBatch(positions, { ...difference(shown, next, false), ...whole });
+        applyCounts(counts, { ...difference(shown, next, false), ...whole });
+      } catch (error) {
+        throw new Error(`${context}: ${error.message}`);
+      }
+      assert.deepEqual(objects.map((s) => ({ key: s.key, ids: s.rows })), next, context);
+      assert.deepEqual(positions.map((s) => [s.key, s.rows.length]), next.map((s) => [s.key, s.ids.length]), context);
+      assert.deepEqual(counts, next.map((s) => ({ key: s.key, count: s.ids.length })), context);
+      shown = next;
+    }
+  }
+});
+
+test("a first batch of ten million positions and a small batch after it are applied by runs", () => {
+  const sections = [], counts = [];
+  const first = batch("s", { initial: true, sectionInserts: [{ at: 0, key: [0] }, { at: 1, key: [1] }],
+                             inserts: [{ at: [0, 0], count: 6_000_000 }, { at: [1, 0], count: 4_000_000 }] });
+  assert.deepEqual(applyBatch(sections, first), [], "a first batch changes nothing the page showed");
+  applyCounts(counts, first);
+  const next = batch("s", { deletes: [{ at: [0, 5], count: 3 }], inserts: [{ at: [1, 2], count: 2 }], moves: [{ from: [0, 100], to: [1, 0] }] });
+  assert.deepEqual(applyBatch(sections, next), [[1, 0], [1, 2], [1, 3]]);
+  applyCounts(counts, next);
+  assert.deepEqual(sections.map((s) => s.rows.length), [5_999_996, 4_000_003]);
+  assert.deepEqual(counts.map((s) => s.count), [5_999_996, 4_000_003]);
+  assert.throws(() => applyCounts(counts, batch("s", { deletes: [{ at: [1, 4_000_000], count: 5 }] })), /no row at \[1, 4000004\]/);
 });
 
 test("a refused connection reports why and does not retry", async () => {

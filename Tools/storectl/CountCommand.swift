@@ -17,7 +17,7 @@ struct CountCommand: ParsableCommand {
           storectl count ./demo-store --entity Message --index byFolderDate \\
             --prefix '[1]'
           storectl count ./demo-store --entity Message --index byFolderDate \\
-            --prefix '[1]' --from '["2027-01-01T00:00:00Z"]'
+            --prefix '[1]' --from '["2025-06-01T00:00:00Z"]'
         """
     )
 

@@ -20,8 +20,8 @@ struct ServeCommand: ParsableCommand {
         process may write it meanwhile, or follow a primary into it (storectl follow): each \
         commit reaches the clients as change batches. GET /feedstore-live.js is the browser \
         client; with --demo, GET / is an inbox page for the demo store: a section per folder, a \
-        virtual list scrolled over every message by moving a window, the unread count, and rows \
-        that change marked as they arrive (run storectl demo mutate beside it).
+        virtual list of any length scrolled by moving a window, each message's sender, the unread \
+        count, and rows that change marked as they arrive (run storectl demo mutate beside it).
 
         Without --tokens every client may watch everything; the server binds the loopback \
         address unless --bind says otherwise. With --tokens, a client gives its token as \

@@ -15,24 +15,29 @@
  *  their old paths (deletes, move sources; from the last), deleted sections go, new sections
  *  come, rows arrive at their new paths (inserts, move destinations; from the first), updated
  *  rows are replaced. In indexes mode a row is `undefined` until a rows frame fills it, and a
- *  row that moved or changed is `undefined` again (its content may have changed).
- *  Returns the paths [section, row] of rows inserted, moved or updated. Throws on a batch the
- *  copy cannot take (which the contract rules out). */
+ *  row that moved or changed is `undefined` again (its content may have changed). A run of
+ *  positions (`count`) leaves or arrives in one step, so a batch costs what its runs cost and
+ *  a first batch of ten million positions a few array fills.
+ *  Returns the paths [section, row] of rows inserted, moved or updated; none for a first batch or
+ *  a reset, whose rows are all new. Throws on a batch the copy cannot take (which the contract
+ *  rules out). */
+/** The longest run inserted as one spread of arguments. */
+const RUN_SPREAD = 4096;
+
 export function applyBatch(sections, batch) {
-  if (batch.initial || batch.reset) sections.length = 0;
+  const whole = !!(batch.initial || batch.reset);
+  if (whole) sections.length = 0;
   const objects = (batch.inserts || []).some((i) => "record" in i) ||
     (batch.moves || []).some((m) => "record" in m) || (batch.updates || []).some((u) => "record" in u);
-  const removals = [];
-  for (const d of batch.deletes || []) {
-    for (let k = 0; k < (d.count ?? 1); k++) removals.push([d.at[0], d.at[1] + k]);
-  }
-  for (const m of batch.moves || []) removals.push(m.from);
+  // Removals as runs [section, row, count, move source?], last first (the runs are disjoint).
+  const removals = (batch.deletes || []).map((d) => [d.at[0], d.at[1], d.count ?? 1, false]);
+  for (const m of batch.moves || []) removals.push([m.from[0], m.from[1], 1, true]);
   removals.sort((a, b) => b[0] - a[0] || b[1] - a[1]);
   const movedRows = new Map();
-  for (const [s, r] of removals) {
-    if (!sections[s] || r >= sections[s].rows.length) throw new Error(`no row at [${s}, ${r}]`);
-    const [row] = sections[s].rows.splice(r, 1);
-    movedRows.set(`${s},${r}`, row);
+  for (const [s, r, count, moved] of removals) {
+    if (!sections[s] || r + count > sections[s].rows.length) throw new Error(`no row at [${s}, ${r + count - 1}]`);
+    const removed = sections[s].rows.splice(r, count);
+    if (moved) movedRows.set(`${s},${r}`, removed[0]);
   }
   for (const s of [...(batch.sectionDeletes || [])].map((d) => d.at).sort((a, b) => b - a)) {
     if (!sections[s] || sections[s].rows.length) throw new Error(`section ${s} deleted while not empty`);
@@ -42,31 +47,72 @@ export function applyBatch(sections, batch) {
     if (insert.at > sections.length) throw new Error(`no place for section ${insert.at}`);
     sections.splice(insert.at, 0, { key: insert.key, rows: [] });
   }
+  // Arrivals as runs [[section, row], count, row], first first: each lands at its new path.
   const additions = [];
   for (const m of batch.moves || []) {
-    additions.push([m.to, objects ? (m.record ?? movedRows.get(`${m.from[0]},${m.from[1]}`)) : undefined]);
+    additions.push([m.to, 1, objects ? (m.record ?? movedRows.get(`${m.from[0]},${m.from[1]}`)) : undefined]);
   }
-  for (const i of batch.inserts || []) {
-    if ("count" in i) {
-      for (let k = 0; k < i.count; k++) additions.push([[i.at[0], i.at[1] + k], undefined]);
-    } else {
-      additions.push([i.at, i.record]);
-    }
-  }
+  for (const i of batch.inserts || []) additions.push([i.at, "count" in i ? i.count : 1, i.record]);
   additions.sort((a, b) => a[0][0] - b[0][0] || a[0][1] - b[0][1]);
   const changed = [];
-  for (const [[s, r], row] of additions) {
-    if (!sections[s] || r > sections[s].rows.length) throw new Error(`no place [${s}, ${r}]`);
-    sections[s].rows.splice(r, 0, row);
-    changed.push([s, r]);
+  for (const [[s, r], count, row] of additions) {
+    const rows = sections[s]?.rows;
+    if (!rows || r > rows.length) throw new Error(`no place [${s}, ${r}]`);
+    if (count === 1) {
+      rows.splice(r, 0, row);
+    } else if (count <= RUN_SPREAD) {
+      rows.splice(r, 0, ...new Array(count).fill(undefined));
+    } else {
+      // A long run: the rows after it step aside once, and the run is filled in place (a
+      // spread of that many arguments would overflow the stack).
+      const after = rows.splice(r);
+      rows.length = r + count;
+      rows.fill(undefined, r);
+      for (const moved of after) rows.push(moved);
+    }
+    if (!whole) for (let k = 0; k < count; k++) changed.push([s, r + k]);
   }
   for (const u of batch.updates || []) {
     const [s, r] = u.to;
     if (!sections[s] || r >= sections[s].rows.length) throw new Error(`no row to update at [${s}, ${r}]`);
     sections[s].rows[r] = objects ? u.record : undefined;
-    changed.push([s, r]);
+    if (!whole) changed.push([s, r]);
   }
   return changed;
+}
+
+/** Applies one batch to `sections` ([{key, count}]) that keep each section's row count and no
+ *  rows: a subscription opened with `{ countsOnly: true }` (an indexes-mode one, for a list's
+ *  shape or a badge). Costs what the batch's runs cost, whatever the counts. Throws on a batch
+ *  the counts cannot take, as ``applyBatch`` does. */
+export function applyCounts(sections, batch) {
+  if (batch.initial || batch.reset) sections.length = 0;
+  const take = (s, r, count, what) => {
+    if (!sections[s] || r + count > sections[s].count) throw new Error(`no ${what} at [${s}, ${r + count - 1}]`);
+    sections[s].count -= count;
+  };
+  // Last first, as rows leave a copy: each run is checked against the rows before it.
+  const removals = [...(batch.deletes || []).map((d) => [d.at, d.count ?? 1, "row"]), ...(batch.moves || []).map((m) => [m.from, 1, "moved row"])];
+  removals.sort((a, b) => b[0][0] - a[0][0] || b[0][1] - a[0][1]);
+  for (const [[s, r], count, what] of removals) take(s, r, count, what);
+  for (const s of [...(batch.sectionDeletes || [])].map((d) => d.at).sort((a, b) => b - a)) {
+    if (!sections[s] || sections[s].count) throw new Error(`section ${s} deleted while not empty`);
+    sections.splice(s, 1);
+  }
+  for (const insert of batch.sectionInserts || []) {
+    if (insert.at > sections.length) throw new Error(`no place for section ${insert.at}`);
+    sections.splice(insert.at, 0, { key: insert.key, count: 0 });
+  }
+  const arrivals = [...(batch.moves || []).map((m) => [m.to, 1]), ...(batch.inserts || []).map((i) => [i.at, i.count ?? 1])];
+  arrivals.sort((a, b) => a[0][0] - b[0][0] || a[0][1] - b[0][1]);
+  for (const [[s, r], count] of arrivals) {
+    if (!sections[s] || r > sections[s].count) throw new Error(`no place [${s}, ${r}]`);
+    sections[s].count += count;
+  }
+  for (const u of batch.updates || []) {
+    if (!sections[u.to[0]] || u.to[1] >= sections[u.to[0]].count) throw new Error(`no row to update at [${u.to}]`);
+  }
+  return [];
 }
 
 /** Fills rows of `sections` from a "rows" frame. */
@@ -89,11 +135,13 @@ const MAX_FAILED_APPLIES = 3;
 
 /** One subscription: its query, its sectioned copy, and the toSequence of the last batch applied. */
 export class Subscription {
-  constructor(client, id, query, onChange) {
+  constructor(client, id, query, onChange, options = {}) {
     this.client = client;
     this.id = id;
     this.query = { ...query };
     this.onChange = onChange;
+    /** Sections keep their row counts and no rows (`{ countsOnly: true }`). */
+    this.countsOnly = !!options.countsOnly;
     this.sections = [];
     /** The window the copy shows ({offset, limit}; the first row is at `offset` of the whole
      *  order), from the last batch: a moved window shows from the batch that carries it. */
@@ -107,10 +155,10 @@ export class Subscription {
   }
 
   /** Every row, section after section. */
-  get rows() { return this.sections.flatMap((s) => s.rows); }
+  get rows() { return this.countsOnly ? [] : this.sections.flatMap((s) => s.rows); }
 
   /** The number of rows the copy holds. */
-  get count() { return this.sections.reduce((n, s) => n + s.rows.length, 0); }
+  get count() { return this.sections.reduce((n, s) => n + (this.countsOnly ? s.count : s.rows.length), 0); }
 
   /** Moves the window (a subscription opened with a limit). Offline, the move waits for the
    *  connection (only the last one counts). */
@@ -147,7 +195,7 @@ export class Subscription {
       // After a failed batch, the frames of the old subscription that were on their way.
       let changed;
       try {
-        changed = applyBatch(this.sections, frame);
+        changed = (this.countsOnly ? applyCounts : applyBatch)(this.sections, frame);
       } catch (error) {
         this._failedApplies++;
         if (this._failedApplies > MAX_FAILED_APPLIES) {
@@ -169,7 +217,7 @@ export class Subscription {
       // include rows that only came into the window. `reset`: the copy was rebuilt.
       this.onChange?.(this, { kind: "batch", batch: frame, changed, windowMoved, reset: !!frame.reset });
     } else if (frame.type === "rows") {
-      applyRows(this.sections, frame);
+      if (!this.countsOnly) applyRows(this.sections, frame);
       this.onChange?.(this, { kind: "rows", frame });
     } else if (frame.type === "error") {
       this.error = frame;
@@ -205,9 +253,9 @@ export class LiveClient {
   }
 
   /** Opens a subscription; `onChange(subscription, change)` runs after each frame applied. */
-  subscribe(query, onChange) {
+  subscribe(query, onChange, options = {}) {
     const id = `s${this.nextID++}`;
-    const subscription = new Subscription(this, id, query, onChange);
+    const subscription = new Subscription(this, id, query, onChange, options);
     this.subscriptions.set(id, subscription);
     // Offline, the subscription opens with the connection (the resume names it).
     this._sendNow({ type: "subscribe", id, ...subscription.query });
