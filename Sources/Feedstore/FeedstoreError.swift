@@ -74,6 +74,9 @@ public enum FeedstoreError: Error, Sendable, Equatable, CustomStringConvertible 
     case diskFull(path: String)
     /// Another handle in this process has the store open in an incompatible mode.
     case incompatibleHandle(path: String, reason: String)
+    /// This handle's declaration would drop or rebuild an index that another open handle of the
+    /// store (in this process or another) declares; `holder` names that handle.
+    case indexInUse(entity: String, index: String, holder: String)
     /// A copy's destination exists and may not be replaced.
     case destinationExists(path: String, reason: String)
     /// The machine went down while a process wrote the store through its commit log, and this
@@ -138,6 +141,10 @@ public enum FeedstoreError: Error, Sendable, Equatable, CustomStringConvertible 
         case let .mapFull(path, limit): "store \(path) reached its maximum map size of \(limit) bytes"
         case let .diskFull(path): "no space left on the device holding \(path); nothing was written"
         case let .incompatibleHandle(path, reason): "cannot open \(path) again in this process: \(reason)"
+        case let .indexInUse(entity, index, holder):
+            "index \(entity).\(index) is declared by another open handle of this store (\(holder)), and this declaration of "
+                + "\(entity) would drop or rebuild it; declare the index as that handle does, or close that handle first "
+                + "(an index no open handle declares can be dropped or changed)"
         }
     }
 }

@@ -147,4 +147,7 @@ public final class RunningTool: @unchecked Sendable {
 
     /// Kills the tool at once (SIGKILL): no cleanup, as in a crash or power loss of the process.
     public func kill() { _ = Foundation.kill(process.processIdentifier, SIGKILL) }
+
+    /// The child's process id.
+    public var processIdentifier: Int32 { process.processIdentifier }
 }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A condition a test waits for did not hold within the guard's time.
 public struct ConditionTimedOut: Error, CustomStringConvertible {
     public let description: String
@@ -10,5 +12,14 @@ public func waitUntil(_ what: String, guard limit: Duration = .seconds(60), _ co
     while try await !condition() {
         guard ContinuousClock.now < deadline else { throw ConditionTimedOut(description: "\(what): not within \(limit)") }
         try await Task.sleep(for: .milliseconds(5))
+    }
+}
+
+/// ``waitUntil(_:guard:_:)`` for synchronous tests: blocks the calling thread while it waits.
+public func waitUntilBlocking(_ what: String, guard limit: Duration = .seconds(60), _ condition: () throws -> Bool) throws {
+    let deadline = ContinuousClock.now + limit
+    while try !condition() {
+        guard ContinuousClock.now < deadline else { throw ConditionTimedOut(description: "\(what): not within \(limit)") }
+        usleep(5_000)
     }
 }

@@ -20,7 +20,7 @@ extension Store {
     public func declare(entity name: String, primaryKeyKind: String, indexes: [IndexDefinition] = []) throws {
         let existing = try catalog.entities[name]
         try declare(entity: name, primaryKeyKind: primaryKeyKind, indexes: indexes,
-                    fields: existing?.declaredFields, kinds: existing?.declaredKinds)
+                    fields: existing?.declaredFields, kinds: existing?.declaredKinds, copied: false)
     }
 
     /// Declares an entity as another store's catalog holds it: its key kind, its indexes, and
@@ -29,11 +29,13 @@ extension Store {
     /// - Throws: the errors of ``declare(entity:primaryKeyKind:indexes:)``.
     public func declare(like entity: CatalogEntity) throws {
         try declare(entity: entity.name, primaryKeyKind: entity.primaryKeyKind, indexes: entity.indexes.map(\.definition),
-                    fields: entity.declaredFields, kinds: entity.declaredKinds)
+                    fields: entity.declaredFields, kinds: entity.declaredKinds, copied: true)
     }
 
+    /// `copied`: the declaration is another store's catalog entry, applied whatever other
+    /// handles declare (a replica follows its origin's schema).
     private func declare(entity name: String, primaryKeyKind: String, indexes: [IndexDefinition],
-                         fields: [String]?, kinds: [String: String]?) throws
+                         fields: [String]?, kinds: [String: String]?, copied: Bool) throws
     {
         guard Self.primaryKeyKinds.contains(primaryKeyKind) else {
             throw FeedstoreError.invalidIndexDefinition(entity: name, index: "primary key",
@@ -47,6 +49,11 @@ extension Store {
         }
         let declaration = StoreOpener.Declaration(name: name, primaryKeyKind: primaryKeyKind, indexes: indexes,
                                                      fields: fields, kinds: kinds)
-        try StoreOpener.register([declaration], in: core, options: StoreOptions(), readOnlyReason: readOnlyReason)
+        let own = claim.current
+        try StoreOpener.register([declaration], in: core, options: StoreOptions(), readOnlyReason: readOnlyReason,
+                                 checkingClaims: !copied, own: own)
+        claim.withLock { claim in
+            if let claim { claim.add(entity: name, indexes: indexes) } else { claim = IndexClaim.take(in: core.path, entities: [name: indexes]) }
+        }
     }
 }

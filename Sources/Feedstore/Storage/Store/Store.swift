@@ -25,6 +25,8 @@ public final class Store: Sendable {
     /// Whether writes throw ``FeedstoreError/readOnly(path:reason:)``; see ``readOnlyReason``.
     public var isReadOnly: Bool { readOnlyReason != nil }
     private let closed = Protected(false)
+    /// The indexes this handle declared, as other handles see them (``IndexClaim``).
+    let claim = Protected<IndexClaim?>(nil)
 
     /// Opens the store at `path`, creating it when the directory does not exist (or is empty),
     /// and registers `entities`: new entities and indexes are created, indexes whose declaration
@@ -36,7 +38,9 @@ public final class Store: Sendable {
     ///   ``FeedstoreError/formatUpgradeNeeded(path:found:current:)`` when opening an older
     ///   format read-only (opening it for writing upgrades it, in one transaction);
     ///   ``FeedstoreError/uniqueViolation(entity:index:key:existingID:)`` when a new unique index
-    ///   cannot be built from existing records (the store is left unchanged).
+    ///   cannot be built from existing records (the store is left unchanged);
+    ///   ``FeedstoreError/indexInUse(entity:index:holder:)`` when the declaration would drop or
+    ///   rebuild an index that another open handle declares (see <doc:SchemaEvolution>).
     public init(path: String, entities: [any Entity.Type] = [], options: StoreOptions = StoreOptions()) throws {
         self.path = path
         let directory = try StoreOpener.prepareDirectory(path, options: options)
@@ -54,8 +58,22 @@ public final class Store: Sendable {
         self.core = core
         do {
             self.readOnlyReason = try options.readOnlyReason ?? core.readOnlyReason ?? Self.replicaRefusal(core, options: options)
-            try StoreOpener.register(entities, in: core, options: options, readOnlyReason: readOnlyReason)
+            let declared = try entities.map { try StoreOpener.declaration(of: $0) }
+            // A replica's follower applies its origin's schema whoever reads the replica.
+            try StoreOpener.register(declared, in: core, options: options, readOnlyReason: readOnlyReason,
+                                     checkingClaims: !options.writesReplica)
+            if !declared.isEmpty && !options.immutable {
+                claim.withLock { $0 = IndexClaim.take(in: canonical, entities: Dictionary(declared.map { ($0.name, $0.indexes) }) { a, _ in a }) }
+            }
         } catch {
+            // Released here, once: the handle counts as closed, so its deinit (which a throwing
+            // initializer still runs) does not release the environment of the process's other
+            // handles a second time.
+            closed.withLock { $0 = true }
+            claim.withLock { claim in
+                claim?.release()
+                claim = nil
+            }
             StoreRegistry.release(core)
             directory.undo()
             throw error
@@ -91,7 +109,13 @@ public final class Store: Sendable {
             defer { isClosed = true }
             return !isClosed
         }
-        if wasOpen { StoreRegistry.release(core) }
+        if wasOpen {
+            claim.withLock { claim in
+                claim?.release()
+                claim = nil
+            }
+            StoreRegistry.release(core)
+        }
     }
 
     private func checkOpen() throws {

@@ -353,12 +353,13 @@ enum StoreOpener {
     // MARK: Registration
 
     /// Brings the catalog in line with the declared entities, in one write transaction.
-    static func register(_ types: [any Entity.Type], in core: StoreCore, options: StoreOptions, readOnlyReason: String? = nil) throws {
-        try register(types.map { try declaration(of: $0) }, in: core, options: options, readOnlyReason: readOnlyReason)
-    }
-
-    /// Brings the catalog in line with `declared`, in one write transaction.
-    static func register(_ declared: [Declaration], in core: StoreCore, options: StoreOptions, readOnlyReason handleReason: String? = nil) throws {
+    /// Brings the catalog in line with `declared`, in one write transaction. Unless the
+    /// declaration copies another store's (`checkingClaims` false: replicas, loads), an index it
+    /// would drop or rebuild that another open handle declares refuses it (`own`: this handle's
+    /// claim, which does not count).
+    static func register(_ declared: [Declaration], in core: StoreCore, options: StoreOptions, readOnlyReason handleReason: String? = nil,
+                         checkingClaims: Bool = true, own: IndexClaim? = nil) throws
+    {
         let schema = core.schema
         let readOnlyReason = handleReason ?? options.readOnlyReason ?? core.readOnlyReason
         let upToDate = declared.allSatisfy { entity in
@@ -379,6 +380,16 @@ enum StoreOpener {
             let missing = declared.first { schema.catalog.entities[$0.name] == nil }
             throw missing.map { FeedstoreError.unknownEntity($0.name, entities: schema.catalog.entities.keys.sorted()) }
                 ?? FeedstoreError.readOnly(path: core.path, reason: "\(reason), and the declared indexes differ from the stored ones")
+        }
+        if checkingClaims {
+            for entity in declared {
+                let wanted = Set(entity.indexes)
+                for index in schema.catalog.entities[entity.name]?.indexes ?? [] where !wanted.contains(index.definition) {
+                    if let holder = IndexClaim.holders(of: index.definition, entity: entity.name, in: core.path, except: own).first {
+                        throw FeedstoreError.indexInUse(entity: entity.name, index: index.definition.name, holder: holder.description)
+                    }
+                }
+            }
         }
         let done = DispatchSemaphore(value: 0)
         var outcome: Result<Void, any Error> = .success(())
