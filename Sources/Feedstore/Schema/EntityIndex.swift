@@ -94,6 +94,27 @@ extension Entity {
         EntityIndex(name: name, components: components(repeat each keys), unique: unique, condition: condition)
     }
 
+    // A key path to a value that is not FieldValueConvertible matches neither declaration
+    // above, and the compiler then fails on the parameter pack with no useful diagnostic
+    // ("failed to produce diagnostic for expression"). These match any key path, lose to the
+    // declarations above wherever those apply, and say what to do where they do not.
+
+    @_disfavoredOverload
+    @available(*, unavailable, message: "every key path of an index must read a FieldValueConvertible value (a stored kind, an Optional of one, or an enum declared `FieldValueConvertible, CaseIterable` with String or integer raw values)")
+    public static func index<each Key>(_ keys: repeat KeyPath<Self, each Key>, unique: Bool = false,
+                                       where condition: IndexPredicate<Self>? = nil) -> EntityIndex<Self>
+    {
+        fatalError("unavailable")
+    }
+
+    @_disfavoredOverload
+    @available(*, unavailable, message: "every key path of an index must read a FieldValueConvertible value (a stored kind, an Optional of one, or an enum declared `FieldValueConvertible, CaseIterable` with String or integer raw values)")
+    public static func index<each Key>(_ name: String, _ keys: repeat KeyPath<Self, each Key>, unique: Bool = false,
+                                       where condition: IndexPredicate<Self>? = nil) -> EntityIndex<Self>
+    {
+        fatalError("unavailable")
+    }
+
     private static func components<each Key: IndexKeyPart>(_ keys: repeat KeyPath<Self, each Key>)
         -> [(keyPath: PartialKeyPath<Self>, descending: Bool)]
     {
