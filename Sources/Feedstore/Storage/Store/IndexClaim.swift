@@ -39,10 +39,18 @@ final class IndexClaim: Sendable {
     }
 
     /// Claims `entities`' indexes for a handle of the store at `directory`; nil when the folder
-    /// cannot be written.
+    /// cannot be written. The folder and the file take the permissions of the store's data
+    /// file, so that whoever may open the store may see and make claims, and no one else.
     static func take(in directory: String, entities: [String: [IndexDefinition]]) -> IndexClaim? {
         let folder = directory + "/" + folderName
-        if mkdir(folder, 0o777) != 0 && errno != EEXIST { return nil }
+        var data = stat()
+        guard stat(directory + "/data.mdb", &data) == 0 else { return nil }
+        let fileMode = mode_t(data.st_mode) & 0o666, folderMode = fileMode | ((fileMode & 0o444) >> 2)
+        if mkdir(folder, folderMode) == 0 {
+            chmod(folder, folderMode)
+        } else if errno != EEXIST {
+            return nil
+        }
         let n = counter.withLock { count -> Int in
             count += 1
             return count
@@ -51,8 +59,9 @@ final class IndexClaim: Sendable {
         let temporary = folder + "/." + name + ".tmp", file = folder + "/" + name + ".json"
         // Written and locked under a name readers skip, then renamed: a reader never meets a
         // claim without its content or its lock.
-        let descriptor = open(temporary, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o666)
+        let descriptor = open(temporary, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, fileMode)
         guard descriptor >= 0 else { return nil }
+        fchmod(descriptor, fileMode)
         let record = Record(process: getpid(), program: ProcessInfo.processInfo.processName, opened: Date(), entities: entities)
         guard flock(descriptor, LOCK_EX | LOCK_NB) == 0, write(record, to: descriptor), rename(temporary, file) == 0 else {
             unlink(temporary)

@@ -352,7 +352,6 @@ enum StoreOpener {
 
     // MARK: Registration
 
-    /// Brings the catalog in line with the declared entities, in one write transaction.
     /// Brings the catalog in line with `declared`, in one write transaction. Unless the
     /// declaration copies another store's (`checkingClaims` false: replicas, loads), an index it
     /// would drop or rebuild that another open handle declares refuses it (`own`: this handle's
