@@ -234,7 +234,11 @@ import Testing
             let bounds = try store.read { try $0.journalBounds() }
             #expect(bounds.last == 25 && bounds.first > 5, "\(bounds): the bulk commits are trimmed")
             let retainedKeys = 2 * Int(bounds.last - bounds.first + 1)
-            #expect(try keys() > retainedKeys + WriteQueue.keysPerMaintenancePass, "20 commits leave most of 25,005 keys")
+            // The 20 commits remove at most their shares of the trimmed keys, far fewer than there
+            // are: the rest can only go by the idle writer's passes. (How many of those ran between
+            // the commits depends on the machine's load, so the keys left now are not counted.)
+            let share = JournalTrimmer.removalsPerRun / Int(JournalTrimmer.softTrimRun)
+            #expect(20 * share + WriteQueue.keysPerMaintenancePass < 25_005 - retainedKeys)
             let deadline = ContinuousClock.now + .seconds(20)
             while try keys() > retainedKeys, ContinuousClock.now < deadline { usleep(5_000) }
             #expect(try keys() == retainedKeys, "the idle writer removed every trimmed key")
