@@ -70,11 +70,7 @@ public final class Store: Sendable {
             // initializer still runs) does not release the environment of the process's other
             // handles a second time.
             closed.withLock { $0 = true }
-            claim.withLock { claim in
-                claim?.release()
-                claim = nil
-            }
-            StoreRegistry.release(core)
+            Self.release(claim, core)
             directory.undo()
             throw error
         }
@@ -109,13 +105,17 @@ public final class Store: Sendable {
             defer { isClosed = true }
             return !isClosed
         }
-        if wasOpen {
-            claim.withLock { claim in
-                claim?.release()
-                claim = nil
-            }
-            StoreRegistry.release(core)
+        if wasOpen { Self.release(claim, core) }
+    }
+
+    /// Lets go of what an open handle holds: its index claim, then its share of the environment.
+    /// (Static: a failed initializer calls it before the handle is whole.)
+    private static func release(_ claim: Protected<IndexClaim?>, _ core: StoreCore) {
+        claim.withLock { claim in
+            claim?.release()
+            claim = nil
         }
+        StoreRegistry.release(core)
     }
 
     private func checkOpen() throws {
