@@ -13,17 +13,18 @@ let package = Package(
         .executable(name: "feedstore-demo", targets: ["feedstore-demo"]),
     ],
     // Where LMDB comes from: the system's library (the default: Linux, and macOS with Homebrew),
-    // or compiled into the package from ordo-one/swift-lmdb, for apps on Apple platforms, which
-    // have no system LMDB. An app picks the second in its own manifest:
+    // or compiled into the package from JadenGeller/swift-lmdb, for apps on Apple platforms, which
+    // have no system LMDB: LMDB 0.9.70 built to lock with process-shared POSIX mutexes in its lock
+    // file, which the App Sandbox allows. An app picks the second in its own manifest:
     // `.package(url: …, from: …, traits: ["BundledLMDB"])`. SwiftPM resolves swift-lmdb only
     // when that trait is on.
     traits: [
         .trait(name: "SystemLMDB", description: "Link the system's LMDB (Debian's liblmdb-dev, Homebrew's lmdb)."),
-        .trait(name: "BundledLMDB", description: "Compile LMDB 0.9.70 into the package (ordo-one/swift-lmdb), for Apple platforms."),
+        .trait(name: "BundledLMDB", description: "Compile LMDB 0.9.70 into the package (JadenGeller/swift-lmdb: POSIX mutexes, no System V semaphores), for Apple platforms."),
         .default(enabledTraits: ["SystemLMDB"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/ordo-one/swift-lmdb", from: "1.2.0"),
+        .package(url: "https://github.com/JadenGeller/swift-lmdb", exact: "0.1.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         // How replication reports: logs and metrics through the server-side Swift interfaces,
         // whose backends the application chooses; storectl serves the metrics to Prometheus.

@@ -10,7 +10,7 @@ import Testing
     @Test func versionNamesTheLibraryAndStoreFormat() throws {
         let result = try runTool(storectlURL, ["--version"])
         #expect(result.status == 0)
-        #expect(result.stdout == "storectl \(feedstoreVersion) (store format \(Catalog.currentFormatVersion), LMDB \(lmdbVersion))\n")
+        #expect(result.stdout == "storectl \(feedstoreVersion) (store format \(Catalog.currentFormatVersion), LMDB \(lmdbVersion), \(lmdbLocking))\n")
     }
 
     /// The LMDB linked in is the one the build chose: compiled in with the BundledLMDB trait,

@@ -16,7 +16,7 @@ struct Storectl: ParsableCommand {
         Exit statuses: 0 done; 1 verify found problems; 2 an error (bad arguments or input, a \
         missing or damaged store); 3 get found no such record.
         """,
-        version: "storectl \(feedstoreVersion) (store format \(Catalog.currentFormatVersion), LMDB \(lmdbVersion))",
+        version: "storectl \(feedstoreVersion) (store format \(Catalog.currentFormatVersion), LMDB \(lmdbVersion), \(lmdbLocking))",
         subcommands: [InspectCommand.self, DumpCommand.self, GetCommand.self, CountCommand.self, JournalCommand.self, VerifyCommand.self, WatchCommand.self,
                       CompactCommand.self, LoadCommand.self, UpgradeCommand.self, ShipCommand.self, FollowCommand.self, PromoteCommand.self,
                       ServeCommand.self, DemoCommand.self]

@@ -50,17 +50,21 @@ final class LMDBEnvironment: @unchecked Sendable {
         return "\(major).\(minor).\(patch)"
     }()
 
+    /// How the LMDB compiled in locks between processes: the bundled build defines
+    /// `MDB_USE_POSIX_MUTEX` and `MDB_USE_ROBUST=0` (Apple's systems have no robust mutexes);
+    /// the system's LMDB keeps its platform's default.
+    static let lockImplementation: String = {
+        #if BundledLMDB
+        return "process-shared POSIX mutexes, not robust"
+        #elseif os(Linux)
+        return "process-shared POSIX mutexes, robust"
+        #else
+        return "System V semaphores"
+        #endif
+    }()
+
     /// Opens (creating if allowed) the environment in directory `path`.
     init(path: String, flags: Flags, mapSize: Int, maxDatabases: UInt32, maxReaders: UInt32, mode: mode_t) throws(LMDBError) {
-        #if BundledLMDB && !targetEnvironment(simulator) && (os(iOS) || os(tvOS) || os(watchOS) || os(visionOS))
-        // The bundled build (ordo-one/swift-lmdb) leaves LMDB to lock with System V semaphores
-        // here, which the app sandbox does not allow: the system stops the process (SIGSYS) in
-        // semget. Refused instead; the "Apple platforms" article tells the way out.
-        if !flags.contains(.noLock) {
-            throw LMDBError(code: ENOTSUP, operation: "mdb_env_open(\(path)): LMDB as bundled locks with System V semaphores on this "
-                + "platform, which the app sandbox does not allow")
-        }
-        #endif
         var env: OpaquePointer?
         try lmdbCheck(mdb_env_create(&env), "mdb_env_create")
         guard let env else { throw LMDBError(code: EINVAL, operation: "mdb_env_create") }
