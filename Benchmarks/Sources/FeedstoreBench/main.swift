@@ -360,6 +360,16 @@ case "envelopes":
         }
         print("encoded \(bytes) bytes" + (decoding ? ", decoded \(entries) entries" : ""))
     }
+case "wakeups":
+    // What waiting costs (wake-ups of 100 idle watchers) and another process's commits reaching a watcher.
+    let size = option("--size", default: quick ? 100_000 : 1_000_000)
+    let bench = CrossProcessWatch(size: size, directory: scratch, commits: option("--commits", default: quick ? 200 : 1_000),
+                                  executable: CommandLine.arguments[0])
+    emit("\(runTitle("Waiting and other processes' commits")): the demo feed's byFolderDate index, durability none\n")
+    for line in CrossProcessWatch.format(try bench.run(), size: size) { emit(line) }
+    try save(quick ? "wakeups-quick.md" : "wakeups.md")
+case "commit-child":
+    try CrossProcessWatch.child(path: String(arguments.dropFirst().first ?? ""))
 case "watch":
     let bench = WatcherBench(sizes: sizes(default: [10_000, 100_000, 1_000_000, 10_000_000]),
                              directory: NSTemporaryDirectory() + "feedstore-watch-\(getpid())")

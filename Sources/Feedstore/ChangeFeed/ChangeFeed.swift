@@ -7,15 +7,14 @@ import Foundation
 /// woken. Cycle: commit → fold → route → wake.
 ///
 /// Commits of this process are folded by the writer as soon as they are durable. Commits of other
-/// processes (or of another environment on the same files) are found by polling the journal's
-/// head every ``pollInterval`` while a consumer waits, and by each consumer's own
-/// ``synchronize(_:through:in:)``, which folds what the feed has not read yet before it takes
-/// the subscription's changes.
+/// processes (or of another environment on the same files) are folded when the store's
+/// ``CommitSignal`` reports them, from the first wait on (no timer: an idle store wakes
+/// nothing), and by each consumer's own ``synchronize(_:through:in:)``, which folds what the
+/// feed has not read yet before it takes the subscription's changes.
 ///
 /// Lock order: a consumer's lock, then the map lock (a transaction), then the feed's lock. The
 /// feed's lock is never held while beginning a transaction.
 final class ChangeFeed: CommitObserver, @unchecked Sendable {
-    static let pollInterval: useconds_t = 5_000
     /// More changed records than this for one subscription (or journal entries in one span) make
     /// its consumers take whole new snapshots, bounding memory whatever the backlog.
     static let backlogLimit = CommittedEntries.limit
@@ -43,7 +42,8 @@ final class ChangeFeed: CommitObserver, @unchecked Sendable {
     private var nextSerial: UInt64 = 0
     private var stamp: UInt64 = 0
     private var waiting = 0
-    private var polling = false
+    /// Whether the commit signal reports to the feed (from the first wait on).
+    private var listening = false
     private var closed = false
 
     init(core: StoreCore) { self.core = core }
@@ -268,6 +268,7 @@ final class ChangeFeed: CommitObserver, @unchecked Sendable {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 guard enqueue(subscription, resume: { continuation.resume() }) else { return continuation.resume() }
+                listenForOtherCommits()
                 // Cancelled before the waiter was queued: the handler found nothing to resume.
                 // Whoever takes the waiter resumes it, exactly once.
                 if Task.isCancelled { lock.withLock { takeWaiter(subscription) }?() }
@@ -282,6 +283,7 @@ final class ChangeFeed: CommitObserver, @unchecked Sendable {
     func waitBlocking(for subscription: FeedSubscription, timeout: TimeInterval) -> Bool {
         let signal = DispatchSemaphore(value: 0)
         guard enqueue(subscription, resume: { signal.signal() }) else { return true }
+        listenForOtherCommits()
         if signal.wait(timeout: .now() + timeout) == .success { return true }
         // Timed out, unless a wake-up raced the timeout.
         if lock.withLock({ takeWaiter(subscription) }) != nil { return false }
@@ -299,16 +301,12 @@ final class ChangeFeed: CommitObserver, @unchecked Sendable {
     }
 
     /// Registers a waiter unless the subscription has news already or the store is closed (then
-    /// returns false and the caller must not wait); starts polling for other processes' commits.
+    /// returns false and the caller must not wait).
     private func enqueue(_ subscription: FeedSubscription, resume: @escaping @Sendable () -> Void) -> Bool {
         lock.withLock {
             if subscription.hasNews || closed || !subscription.isRegistered { return false }
             if subscription.waiter == nil { waiting += 1 }
             subscription.waiter = resume
-            if !polling {
-                polling = true
-                startPolling()
-            }
             return true
         }
     }
@@ -319,26 +317,30 @@ final class ChangeFeed: CommitObserver, @unchecked Sendable {
         return waiter
     }
 
-    /// Polls the journal's head while anyone waits: one read of the last key, so waiting costs
-    /// almost nothing, and a commit of another process is delivered within one interval.
-    private func startPolling() {
-        NamedThread.start("fs change feed") { [self] in
-            while true {
-                let stop = lock.withLock {
-                    if waiting == 0 || closed {
-                        polling = false
-                        return true
-                    }
-                    return false
-                }
-                if stop { return }
-                if let newest = try? core.withReadTransaction({ txn in try core.system.newestSequence(in: txn) }),
-                   lock.withLock({ newest > head })
-                {
-                    fold()
-                }
-                usleep(Self.pollInterval)
-            }
+    /// From the first wait on, has the store's commit signal report commits, whichever process
+    /// makes them; the first time, looks at the journal once for those made before the report
+    /// was in place (after the waiting consumer last synchronized).
+    private func listenForOtherCommits() {
+        let start = lock.withLock {
+            if listening || closed { return false }
+            listening = true
+            return true
+        }
+        guard start else { return }
+        core.commitSignal.listen { [weak self] in self?.foldOtherCommits() }
+        foldOtherCommits()
+    }
+
+    /// Folds commits the journal holds past the feed's head, after the commit signal reported
+    /// one that may be another process's: one read of the journal's last key when there are none
+    /// (the signal also reports this process's own commits, already folded). Folded whether or
+    /// not anyone waits right now: a consumer about to wait would otherwise miss the commit.
+    private func foldOtherCommits() {
+        if lock.withLock({ closed }) { return }
+        if let newest = try? core.withReadTransaction({ txn in try core.system.newestSequence(in: txn) }),
+           lock.withLock({ newest > head })
+        {
+            fold()
         }
     }
 

@@ -32,6 +32,8 @@ final class StoreCore: @unchecked Sendable {
     private let observer = Protected<(any CommitObserver)?>(nil)
     /// Rung after each durable commit of this process, for threads waiting for the next one.
     let commitBell = CommitBell()
+    /// Tells other processes of this one's commits, and this one of theirs.
+    let commitSignal: CommitSignal
     /// When set, every write transaction of the writer records its changes
     /// (``LMDBMutationLog``), and each committed one's record is handed here, in commit order,
     /// right after it commits: what a log of commits ahead of LMDB keeps.
@@ -49,9 +51,10 @@ final class StoreCore: @unchecked Sendable {
     private let unsyncedCommit = Protected(false)
 
     init(path: String, environment: LMDBEnvironment, readOnlyReason: String?, options: StoreOptions, system: SystemDatabases,
-         schema: SchemaSnapshot)
+         schema: SchemaSnapshot, commitSignal: CommitSignal)
     {
         self.path = path
+        self.commitSignal = commitSignal
         self.environment = environment
         self.readOnlyReason = readOnlyReason
         self.options = options
@@ -258,6 +261,7 @@ final class StoreCore: @unchecked Sendable {
     // MARK: Closing
 
     func close() {
+        commitSignal.close()
         observer.current?.close()
         mapLock.withExclusive { releasePinnedSnapshots() }
         if !deferredCursorMoves.isEmpty, !isReadOnly {
@@ -337,6 +341,7 @@ extension StoreCore {
     func published(_ sequence: UInt64, entries: CommittedEntries?) {
         commitBell.ring(sequence)
         observer.current?.published(sequence, entries: entries)
+        commitSignal.post(sequence)
     }
 }
 

@@ -22,7 +22,7 @@ enum StoreOpener {
             let fm = FileManager.default
             do {
                 try LMDBLockFile.withNoOtherProcess(directory: path) { () throws(LMDBError) in
-                    for file in ["data.mdb", CommitLog.fileName] { try? fm.removeItem(atPath: path + "/" + file) }
+                    for file in ["data.mdb", CommitLog.fileName, CommitSignal.fileName] { try? fm.removeItem(atPath: path + "/" + file) }
                 }
             } catch {
                 return
@@ -178,8 +178,9 @@ enum StoreOpener {
             // Its commit, if it wrote anything, is synced like any other.
             if options.syncsAfterPublishing && readOnlyReason == nil { try environment.sync(force: true) }
             let placeholder = SchemaSnapshot(catalog: Catalog(), entities: [:])
+            let signal = try CommitSignal(directory: path, writable: readOnlyReason == nil && !options.immutable)
             let core = StoreCore(path: path, environment: environment, readOnlyReason: readOnlyReason, options: options,
-                                 system: system, schema: placeholder)
+                                 system: system, schema: placeholder, commitSignal: signal)
             try core.refreshSchema()
             if keepsLog, let commitLog, readOnlyReason == nil {
                 core.commitLog = try CommitLogKeeper(log: commitLog, environment: environment, path: path,

@@ -1,0 +1,123 @@
+@testable import Feedstore
+import FeedstoreDemo
+import FeedstoreTestSupport
+import FeedstoreTestTraits
+import Foundation
+import Testing
+
+/// Another process's commit wakes a waiting watcher through the store's commit signal, with no
+/// timer behind it: each test waits far longer than a working signal takes (a watcher's
+/// `next(timeout:)` of a minute), so a missing wake-up fails it instead of being covered by a poll.
+@Suite(.blocking) struct CommitSignalTests {
+    static let patience: TimeInterval = 60
+
+    /// Runs `storectl demo mutate` on `path` (one commit) and waits for it.
+    static func commitFromAnotherProcess(_ path: String) throws {
+        let result = try runTool(storectlURL, ["demo", "mutate", path, "--commits", "1", "--per-commit", "1", "--seed", "3",
+                                               "--durability", "relaxed"])
+        #expect(result.status == 0, "\(result.stderr)")
+    }
+
+    /// Waits on `watcher` (its initial batch taken) while `commit` runs; the first batch after.
+    static func batch<E: Entity>(of watcher: Watcher<E>, after commit: () throws -> Void) throws -> ChangeBatch<E>? {
+        let arrived = Protected<ChangeBatch<E>?>(nil)
+        let failure = Protected<(any Error)?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            do {
+                let batch = try watcher.next(timeout: patience)
+                arrived.withLock { $0 = batch }
+            } catch {
+                failure.withLock { $0 = error }
+            }
+            done.signal()
+        }
+        thread.start()
+        try commit()
+        done.wait()
+        if let error = failure.current { throw error }
+        return arrived.current
+    }
+
+    /// A watcher of `store`, its initial batch taken, gets a batch once another process commits.
+    static func expectWokenByAnotherProcess(_ store: Store, _ path: String) throws {
+        let watcher = store.watch(Query(Message.self, index: "byFolderDate"))
+        defer { watcher.cancel() }
+        _ = try watcher.poll()
+        let batch = try batch(of: watcher) { try commitFromAnotherProcess(path) }
+        #expect(batch != nil, "no batch within \(patience) s of the other process's commit")
+    }
+
+    @Test func aWritableHandleMakesTheSignalWithTheDataFilesPermissionsAndPostsEachCommit() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir + "/s"
+            let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(durability: .none, fileMode: 0o640))
+            defer { store.close() }
+            let signal = path + "/" + CommitSignal.fileName
+            var info = stat()
+            #expect(stat(signal, &info) == 0)
+            #expect(info.st_mode & 0o777 == 0o640)
+            try store.write { tx in try tx.put(Contact(id: 1, name: "Ada")) }
+            let head = try store.read { try $0.journalBounds().last }
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: signal))
+            #expect(bytes.count == 8)
+            #expect(bytes.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self)) } == head)
+        }
+    }
+
+    @Test func anotherProcessesCommitWakesAWaitingWatcher() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir + "/s"
+            let store = try populatedDemoStore(at: path, seed: 4, messages: 200, contacts: 10)
+            defer { store.close() }
+            try Self.expectWokenByAnotherProcess(store, path)
+        }
+    }
+
+    /// A read-only handle on a store whose signal no writable handle has made yet listens for
+    /// the file to appear, and is woken by the commit of the process that makes it.
+    @Test func aReadOnlyHandleIsWokenOnceAWriterMakesTheSignal() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir + "/s"
+            try populatedDemoStore(at: path, seed: 5, messages: 200, contacts: 10).close()
+            try FileManager.default.removeItem(atPath: path + "/" + CommitSignal.fileName)
+            let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(readOnly: true))
+            defer { store.close() }
+            try Self.expectWokenByAnotherProcess(store, path)
+            #expect(FileManager.default.fileExists(atPath: path + "/" + CommitSignal.fileName))
+        }
+    }
+
+    /// More stores with waiting watchers than Linux lets a user have inotify instances (128):
+    /// the process listens to all of them through one.
+    @Test func aProcessListensToManyStoresAtOnce() throws {
+        try withTemporaryDirectory { dir in
+            var stores: [Store] = []
+            var watchers: [Watcher<Message>] = []
+            defer {
+                watchers.forEach { $0.cancel() }
+                stores.forEach { $0.close() }
+            }
+            let waiting = DispatchGroup()
+            for i in 0..<150 {
+                let path = dir + "/s\(i)"
+                let store = try i == 149 ? populatedDemoStore(at: path, seed: 6, messages: 50, contacts: 5)
+                    : Store(path: path, entities: DemoFeed.entities, options: StoreOptions(durability: .none))
+                let watcher = store.watch(Query(Message.primaryKeyOrder))
+                _ = try watcher.poll()
+                stores.append(store)
+                watchers.append(watcher)
+                // Each waits once, so that each store's feed listens (briefly: no commit comes).
+                waiting.enter()
+                Thread {
+                    _ = try? watcher.next(timeout: 0.01)
+                    waiting.leave()
+                }.start()
+            }
+            waiting.wait()
+            let last = watchers[149]
+            let batch = try Self.batch(of: last) { try Self.commitFromAnotherProcess(dir + "/s149") }
+            #expect(batch != nil, "no batch within \(Self.patience) s of the other process's commit")
+        }
+    }
+}
