@@ -9,12 +9,27 @@ import Foundation
 /// The file holds only the newest sequence written (eight bytes, little-endian); listeners read
 /// the journal's head, not the file, so a torn or stale value never hides a commit. A handle
 /// that may write makes the file; one that only reads listens for it to appear.
+///
+/// A listening process holds a shared `fcntl` lock on the file's first byte, and a commit writes
+/// the file only when a process other than its own holds one (`F_GETLK` sees only other
+/// processes' locks): a store that one process alone uses wakes nothing, its own notice thread
+/// included. The lock is taken before the listener's first look at the journal, and a writer
+/// tests for it after its commit, so no commit falls between the two. The process keeps no
+/// other descriptor of the file (closing one would drop the lock), and lets this one go only
+/// on close.
 final class CommitSignal: @unchecked Sendable {
     static let fileName = "commits.signal"
 
     let directory: String
-    /// Open for writing when the handle may write; -1 otherwise.
-    private let descriptor: Int32
+    private let writable: Bool
+    /// The file, open for reading (and writing when the handle may write), and whether this
+    /// process holds the listener's lock on it.
+    private struct File {
+        /// -1 until the file exists (a read-only handle), and after close.
+        var descriptor: Int32 = -1
+        var holdsListenerLock = false
+    }
+    private let file = Protected(File())
     private let listening = Protected<FileWriteNotices.Registration?>(nil)
     private let closed = Protected(false)
 
@@ -22,31 +37,59 @@ final class CommitSignal: @unchecked Sendable {
     /// permissions) when `writable`.
     init(directory: String, writable: Bool) throws {
         self.directory = directory
+        self.writable = writable
         guard writable else {
-            descriptor = -1
+            file.withLock { $0.descriptor = open(directory + "/" + Self.fileName, O_RDONLY | O_CLOEXEC) }
             return
         }
         var data = stat()
         let mode = stat(directory + "/data.mdb", &data) == 0 ? mode_t(data.st_mode) & 0o666 : 0o644
-        let opened = open(directory + "/" + Self.fileName, O_WRONLY | O_CREAT | O_CLOEXEC, mode)
+        let opened = open(directory + "/" + Self.fileName, O_RDWR | O_CREAT | O_CLOEXEC, mode)
         guard opened >= 0 else {
             let reason = String(cString: strerror(errno))
             throw FeedstoreError.accessDenied(path: directory, reason: "cannot make \(Self.fileName) (\(reason)), which wakes other "
                 + "processes' watchers after each commit; let this user write the store's directory, or open the store read-only")
         }
-        descriptor = opened
+        file.withLock { $0.descriptor = opened }
     }
 
-    deinit {
-        close()
-        if descriptor >= 0 { Foundation.close(descriptor) }
-    }
+    deinit { close() }
 
-    /// Tells the other processes that `sequence` is committed (one write of the file).
+    /// Tells the other processes that listen that `sequence` is committed (one write of the
+    /// file); nothing when none does.
     func post(_ sequence: UInt64) {
-        guard descriptor >= 0 else { return }
-        var bytes = sequence.littleEndian
-        _ = withUnsafeBytes(of: &bytes) { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
+        file.withLock { file in
+            guard writable, file.descriptor >= 0, Self.anotherProcessListens(file.descriptor) else { return }
+            var bytes = sequence.littleEndian
+            _ = withUnsafeBytes(of: &bytes) { pwrite(file.descriptor, $0.baseAddress, $0.count, 0) }
+        }
+    }
+
+    /// Whether another process holds the listener's lock; true when the system cannot tell.
+    static func anotherProcessListens(_ descriptor: Int32) -> Bool {
+        var lock = listenerLock(F_WRLCK)
+        guard fcntl(descriptor, F_GETLK, &lock) == 0 else { return true }
+        return lock.l_type != Int16(F_UNLCK)
+    }
+
+    private static func listenerLock(_ type: Int32) -> flock {
+        var lock = flock()
+        lock.l_type = Int16(type)
+        lock.l_whence = Int16(SEEK_SET)
+        lock.l_start = 0
+        lock.l_len = 1
+        return lock
+    }
+
+    /// Takes the listener's lock, opening the file first when a read-only handle found none.
+    private static func lockAsListener(_ file: Protected<File>, path: String) {
+        file.withLock { file in
+            if file.holdsListenerLock { return }
+            if file.descriptor < 0 { file.descriptor = open(path, O_RDONLY | O_CLOEXEC) }
+            guard file.descriptor >= 0 else { return }
+            var lock = listenerLock(F_RDLCK)
+            file.holdsListenerLock = fcntl(file.descriptor, F_SETLK, &lock) == 0
+        }
     }
 
     /// Calls `notice` after each write of the file, from now until ``close()``, on the process's
@@ -59,14 +102,26 @@ final class CommitSignal: @unchecked Sendable {
         listening.withLock { registration in
             if registration != nil { return true }
             if closed.current { return false }
-            registration = FileWriteNotices.shared.register(file: directory + "/" + Self.fileName, in: directory, notice)
+            // A file made after this (a read-only handle's) is locked when it is first reported,
+            // before the notice looks at the journal.
+            let path = directory + "/" + Self.fileName, file = self.file
+            registration = FileWriteNotices.shared.register(file: path, in: directory) {
+                Self.lockAsListener(file, path: path)
+                notice()
+            }
+            Self.lockAsListener(file, path: path)
             return registration != nil
         }
     }
 
-    /// Ends the reports; once this returns, `notice` is not running and is not called again.
+    /// Ends the reports and lets the file go; once this returns, `notice` is not running and is
+    /// not called again.
     func close() {
         closed.withLock { $0 = true }
         if let registration = listening.withLock({ $0.take() }) { FileWriteNotices.shared.unregister(registration) }
+        file.withLock { file in
+            if file.descriptor >= 0 { Foundation.close(file.descriptor) }
+            file = File()
+        }
     }
 }

@@ -48,7 +48,10 @@ import Testing
         #expect(batch != nil, "no batch within \(patience) s of the other process's commit")
     }
 
-    @Test func aWritableHandleMakesTheSignalWithTheDataFilesPermissionsAndPostsEachCommit() throws {
+    /// The signal is made with the data file's permissions; a commit writes it only while
+    /// another process listens (a store one process alone uses wakes nothing), and then with
+    /// the commit's sequence, which wakes that process's watcher.
+    @Test func aCommitPostsTheSignalOnlyWhileAnotherProcessListens() throws {
         try withTemporaryDirectory { dir in
             let path = dir + "/s"
             let store = try Store(path: path, entities: DemoFeed.entities, options: StoreOptions(durability: .none, fileMode: 0o640))
@@ -57,11 +60,30 @@ import Testing
             var info = stat()
             #expect(stat(signal, &info) == 0)
             #expect(info.st_mode & 0o777 == 0o640)
+            func posted() throws -> UInt64? {
+                let bytes = try Data(contentsOf: URL(fileURLWithPath: signal))
+                return bytes.count == 8 ? bytes.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self)) } : nil
+            }
+            // This process's own waiting watcher does not make its commits post.
+            let own = store.watch(Query(Contact.primaryKeyOrder))
+            defer { own.cancel() }
+            _ = try own.poll()
+            _ = try own.next(timeout: 0.01)
             try store.write { tx in try tx.put(Contact(id: 1, name: "Ada")) }
-            let head = try store.read { try $0.journalBounds().last }
-            let bytes = try Data(contentsOf: URL(fileURLWithPath: signal))
-            #expect(bytes.count == 8)
-            #expect(bytes.withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self)) } == head)
+            #expect(try posted() == nil)
+
+            // Another process waits on a watcher: from then on each commit posts.
+            let watch = try RunningTool(storectlURL, ["watch", path, "--entity", "Contact", "--index", "id", "--jsonl"])
+            defer { watch.kill() }
+            #expect(watch.waitForLines(1, timeout: Self.patience), "the initial batch was not printed")
+            let descriptor = open(signal, O_RDONLY)
+            defer { close(descriptor) }
+            let deadline = Date().addingTimeInterval(Self.patience)
+            while !CommitSignal.anotherProcessListens(descriptor), Date() < deadline { usleep(1_000) }
+            #expect(CommitSignal.anotherProcessListens(descriptor), "the watching process holds no listener's lock")
+            try store.write { tx in try tx.put(Contact(id: 2, name: "Grace")) }
+            #expect(try posted() == store.read { try $0.journalBounds().last })
+            #expect(watch.waitForLines(2, timeout: Self.patience), "the other process's watcher got no batch: \(watch.lines)")
         }
     }
 
