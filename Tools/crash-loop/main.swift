@@ -1,5 +1,6 @@
 import Feedstore
 import FeedstoreTestSupport
+import FeedstoreDemo
 import Foundation
 
 // crash-loop [--cycles N] [--seed S] [--path DIR]
@@ -12,6 +13,42 @@ func option(_ name: String) -> String? {
 let cycles = option("--cycles").flatMap(Int.init) ?? 2_000
 let seed = option("--seed").flatMap(UInt64.init) ?? UInt64(Date().timeIntervalSince1970)
 let path = option("--path") ?? NSTemporaryDirectory() + "feedstore-crash-loop-\(getpid())"
+
+// crash-loop --hold-write DIR
+// Opens the demo store at DIR, begins a write, prints "inside a write" and waits in it for ever:
+// for tests that kill a process inside its write transaction.
+if let store = option("--hold-write") {
+    do {
+        let store = try Store(path: store, entities: DemoFeed.entities, options: StoreOptions(durability: .full))
+        var feed = DemoFeed(seed: 1)
+        let contact = feed.contact(id: 999_999)
+        try store.write { tx in
+            try tx.put(contact)
+            print("inside a write")
+            fflush(nil)
+            while true { pause() }
+        }
+    } catch {
+        print("FAILED: \(error)")
+        exit(2)
+    }
+}
+
+// crash-loop --lock-mutex FILE OFFSET
+// Maps FILE and locks the process-shared mutex at OFFSET, prints "locked" and waits for ever: for
+// tests that kill a process while it holds one of LMDB's mutexes in lock.mdb.
+if let file = option("--lock-mutex"), let offset = arguments.last.flatMap({ Int($0) }) {
+    let descriptor = open(file, O_RDWR)
+    guard descriptor >= 0, let base = mmap(nil, offset + MemoryLayout<pthread_mutex_t>.size, PROT_READ | PROT_WRITE, MAP_SHARED, descriptor, 0),
+          base != UnsafeMutableRawPointer(bitPattern: -1) else {
+        print("FAILED: cannot map \(file)")
+        exit(2)
+    }
+    let code = pthread_mutex_lock((base + offset).assumingMemoryBound(to: pthread_mutex_t.self))
+    print(code == 0 ? "locked" : "FAILED: pthread_mutex_lock \(code)")
+    fflush(nil)
+    while true { pause() }
+}
 
 // crash-loop --power-loss [--cycles N] [--seed S] [--durability full|relaxed|none]
 // Builds N file states a power loss could leave while a writer commits, and checks each (see

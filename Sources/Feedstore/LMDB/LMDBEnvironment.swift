@@ -42,6 +42,18 @@ final class LMDBEnvironment: @unchecked Sendable {
     /// The page size of the environment (`mdb_env_stat`).
     let pageSize: Int
     private(set) var isClosed = false
+    /// Read transactions ended with `mdb_txn_reset`, which keep their slot in the reader table,
+    /// so that the next read renews one without taking LMDB's reader-table mutex.
+    private var idleReaders: [OpaquePointer] = []
+    private let idleReadersLock = NSLock()
+    static let maximumIdleReaders = 8
+    /// Feedstore's gates in front of LMDB's writer and reader-table mutexes, when those are not
+    /// robust (``LMDBMutexGate``); nil otherwise. Let go on close, with the lock file's head
+    /// mapped for them.
+    private var writerGate: LMDBMutexGate?
+    /// The gates' files, in the environment's directory (made only by the bundled build).
+    static let gateFileNames = ["writer.lock", "readers.lock"]
+    private var readersGate: LMDBMutexGate?
 
     /// The version of the LMDB library linked in (`mdb_version`), such as "0.9.24".
     static let libraryVersion: String = {
@@ -53,6 +65,17 @@ final class LMDBEnvironment: @unchecked Sendable {
     /// How the LMDB compiled in locks between processes: the bundled build defines
     /// `MDB_USE_POSIX_MUTEX` and `MDB_USE_ROBUST=0` (Apple's systems have no robust mutexes);
     /// the system's LMDB keeps its platform's default.
+    /// Whether a mutex of LMDB's whose holder dies is recovered by the next process to take it
+    /// (robust POSIX mutexes; System V semaphores, undone by the system), or stays locked (the
+    /// bundled build: Apple's systems have no robust mutexes).
+    static let mutexesAreRobust: Bool = {
+        #if BundledLMDB
+        return false
+        #else
+        return true
+        #endif
+    }()
+
     static let lockImplementation: String = {
         #if BundledLMDB
         return "process-shared POSIX mutexes, not robust"
@@ -82,6 +105,7 @@ final class LMDBEnvironment: @unchecked Sendable {
         }
         self.handle = env
         self.path = path
+        if !Self.mutexesAreRobust && !flags.contains(.noLock) { openGates(create: !flags.contains(.readOnly), mode: mode) }
     }
 
     deinit { close() }
@@ -90,7 +114,78 @@ final class LMDBEnvironment: @unchecked Sendable {
     func close() {
         guard !isClosed else { return }
         isClosed = true
+        let idle = idleReadersLock.withLock { () -> [OpaquePointer] in
+            defer { idleReaders = [] }
+            return idleReaders
+        }
+        for reader in idle { mdb_txn_abort(reader) }
         mdb_env_close(handle)
+        // Only now: closing the gates' map of lock.mdb closes a descriptor of it.
+        writerGate = nil
+        readersGate = nil
+    }
+
+    /// Sets up the gates of the writer's and the reader table's mutexes (files `writer.lock` and
+    /// `readers.lock` beside LMDB's, made with the environment's mode when the handle may write).
+    /// Without the files (a read-only handle on a store no writer has opened since), LMDB's
+    /// mutexes are used as they are.
+    private func openGates(create: Bool, mode: mode_t) {
+        guard let region = LMDBLockRegion(path: path + "/lock.mdb") else { return }
+        let directory = path
+        writerGate = LMDBMutexGate(file: path + "/" + Self.gateFileNames[0], create: create, mode: mode, region: region, mutex: .writer) {
+            // As LMDB does when a robust writer's mutex is found with a dead holder: the next
+            // writer counts from the newest commit on disk, so that it never overwrites the pages
+            // the newest meta page refers to.
+            if let newest = try? LMDBMetaPages.newestTransaction(directory: directory) { region.lastTransaction = newest }
+        }
+        readersGate = LMDBMutexGate(file: path + "/" + Self.gateFileNames[1], create: create, mode: mode, region: region, mutex: .readers) { [unowned self] in
+            // The dead holder's slot, if it had taken one, is cleared (the gate is held here).
+            var dead: Int32 = 0
+            _ = mdb_reader_check(handle, &dead)
+        }
+    }
+
+    // MARK: Transactions' handles
+
+    /// A read transaction's handle: an idle one renewed, else a new one (which takes a slot of
+    /// the reader table, inside the readers' gate).
+    func beginRead() throws(LMDBError) -> OpaquePointer {
+        // A renewal that fails (the map grew, say) is answered by a new transaction's begin.
+        if let idle = idleReadersLock.withLock({ idleReaders.popLast() }) {
+            if mdb_txn_renew(idle) == 0 { return idle }
+            mdb_txn_abort(idle)
+        }
+        var txn: OpaquePointer?
+        let code = readersGate.map { gate in gate.withEntry { mdb_txn_begin(handle, nil, UInt32(MDB_RDONLY), &txn) } }
+            ?? mdb_txn_begin(handle, nil, UInt32(MDB_RDONLY), &txn)
+        try lmdbCheck(code, "mdb_txn_begin(read)")
+        return txn!
+    }
+
+    /// Ends a read transaction begun by ``beginRead()``, keeping its handle for the next.
+    func endRead(_ txn: OpaquePointer) {
+        mdb_txn_reset(txn)
+        let kept = idleReadersLock.withLock { () -> Bool in
+            guard !isClosed, idleReaders.count < Self.maximumIdleReaders else { return false }
+            idleReaders.append(txn)
+            return true
+        }
+        if !kept { mdb_txn_abort(txn) }
+    }
+
+    /// A write transaction's handle, begun inside the writer's gate, which ``endWrite()`` lets
+    /// go once the transaction is committed or aborted.
+    func beginWrite() throws(LMDBError) -> OpaquePointer {
+        writerGate?.enter()
+        var txn: OpaquePointer?
+        let code = mdb_txn_begin(handle, nil, 0, &txn)
+        if code != 0 { writerGate?.leave() }
+        try lmdbCheck(code, "mdb_txn_begin(write)")
+        return txn!
+    }
+
+    func endWrite() {
+        writerGate?.leave()
     }
 
     /// Notes the name of a database opened (`""` for the main one).
@@ -177,7 +272,8 @@ final class LMDBEnvironment: @unchecked Sendable {
     @discardableResult
     func clearStaleReaders() throws(LMDBError) -> Int {
         var dead: Int32 = 0
-        try lmdbCheck(mdb_reader_check(handle, &dead), "mdb_reader_check")
+        let code = readersGate.map { gate in gate.withEntry { mdb_reader_check(handle, &dead) } } ?? mdb_reader_check(handle, &dead)
+        try lmdbCheck(code, "mdb_reader_check")
         return Int(dead)
     }
 
@@ -203,7 +299,14 @@ final class LMDBEnvironment: @unchecked Sendable {
 
     /// Writes a consistent copy of the environment's data file to `descriptor`, opened for writing
     /// by the caller (who so chooses the file's mode).
+    ///
+    /// LMDB holds its mutexes only for a moment of the copy (the reader table's to take a slot,
+    /// a plain copy the writer's to read the meta pages), so the copy does not hold the gates,
+    /// which would keep other processes' writers waiting for its length: it passes them first,
+    /// which frees a mutex a dead process left locked.
     func copy(toFile descriptor: Int32, compact: Bool) throws(LMDBError) {
+        if !compact { writerGate?.withEntry {} }
+        readersGate?.withEntry {}
         try lmdbCheck(mdb_env_copyfd2(handle, descriptor, compact ? UInt32(MDB_CP_COMPACT) : 0), "mdb_env_copyfd2")
     }
 }

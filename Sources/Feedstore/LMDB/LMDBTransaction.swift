@@ -26,10 +26,7 @@ struct LMDBTransaction: ~Copyable {
     /// Begins a top-level transaction; a write transaction begun with `log` records every change
     /// it makes there.
     init(environment: LMDBEnvironment, readOnly: Bool, log: LMDBMutationLog? = nil) throws(LMDBError) {
-        var txn: OpaquePointer?
-        try lmdbCheck(mdb_txn_begin(environment.handle, nil, readOnly ? UInt32(MDB_RDONLY) : 0, &txn),
-                      readOnly ? "mdb_txn_begin(read)" : "mdb_txn_begin(write)")
-        self.handle = txn!
+        self.handle = readOnly ? try environment.beginRead() : try environment.beginWrite()
         self.isReadOnly = readOnly
         self.unmanagedEnvironment = .passUnretained(environment)
         self.unmanagedLog = readOnly ? nil : log.map { .passUnretained($0) }
@@ -41,28 +38,37 @@ struct LMDBTransaction: ~Copyable {
     /// The transaction's id: for a write transaction, the id its commit will have.
     var id: UInt64 { UInt64(mdb_txn_id(handle)) }
 
+    /// Commits; a read transaction's commit keeps the databases it opened for the environment
+    /// (an abort or a drop closes them).
     consuming func commit() throws(LMDBError) {
-        let txn = handle
+        let txn = handle, environment = self.environment, readOnly = isReadOnly
+        discard self
+        let code = mdb_txn_commit(txn)
+        if !readOnly { environment.endWrite() }
+        try lmdbCheck(code, "mdb_txn_commit")
         #if canImport(Darwin)
         // A commit LMDB syncs (full durability) is flushed from the drive's cache before it
         // counts as done: LMDB's own sync there is fsync.
-        let environment = isReadOnly ? nil : self.environment
-        discard self
-        try lmdbCheck(mdb_txn_commit(txn), "mdb_txn_commit")
-        if let environment, environment.flags.isDisjoint(with: [.noSync, .noMetaSync, .readOnly]) { try environment.flushDriveCache() }
-        #else
-        discard self
-        try lmdbCheck(mdb_txn_commit(txn), "mdb_txn_commit")
+        if !readOnly, environment.flags.isDisjoint(with: [.noSync, .noMetaSync, .readOnly]) { try environment.flushDriveCache() }
         #endif
     }
 
     consuming func abort() {
-        let txn = handle
+        Self.end(handle, readOnly: isReadOnly, in: environment)
         discard self
-        mdb_txn_abort(txn)
     }
 
-    deinit { mdb_txn_abort(handle) }
+    deinit { Self.end(handle, readOnly: isReadOnly, in: environment) }
+
+    /// Ends a transaction without committing: a read's handle is kept for the next read.
+    private static func end(_ txn: OpaquePointer, readOnly: Bool, in environment: LMDBEnvironment) {
+        if readOnly {
+            environment.endRead(txn)
+        } else {
+            mdb_txn_abort(txn)
+            environment.endWrite()
+        }
+    }
 
     // MARK: Databases
 

@@ -50,7 +50,7 @@ extension Store {
                 guard replace else {
                     throw FeedstoreError.destinationExists(path: destination, reason: "it exists and is not empty")
                 }
-                guard Set(contents).isSubset(of: ["data.mdb", "lock.mdb", CommitSignal.fileName, IndexClaim.folderName]),
+                guard Set(contents).isSubset(of: ["data.mdb", "lock.mdb", CommitSignal.fileName, IndexClaim.folderName] + LMDBEnvironment.gateFileNames),
                       contents.contains("data.mdb") else {
                     throw FeedstoreError.destinationExists(path: destination, reason: "it holds files other than a store's; only a store is replaced")
                 }

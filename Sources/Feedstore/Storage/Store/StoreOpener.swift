@@ -27,7 +27,7 @@ enum StoreOpener {
             } catch {
                 return
             }
-            try? fm.removeItem(atPath: path + "/lock.mdb")
+            for file in ["lock.mdb"] + LMDBEnvironment.gateFileNames { try? fm.removeItem(atPath: path + "/" + file) }
             for directory in madeDirectories.reversed() { rmdir(directory) }
         }
     }
