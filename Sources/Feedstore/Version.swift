@@ -1,5 +1,5 @@
 /// This library's version (semantic versioning), as `storectl --version` prints it.
-public let feedstoreVersion = "0.6.0"
+public let feedstoreVersion = "0.7.0"
 
 /// The version of LMDB the library runs on: the system's, or the one compiled in with the
 /// `BundledLMDB` trait.

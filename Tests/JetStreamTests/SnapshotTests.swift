@@ -313,7 +313,14 @@ import Testing
             }
             writer.start()
             var taken: [Snapshot] = []
-            for _ in 0..<3 { taken.append(try bucket.publish(from: primary, keep: 2)) }
+            for _ in 0..<3 {
+                // Each snapshot at a later commit than the one before: on a loaded machine the
+                // writer's thread may not have run between two of them.
+                if let last = taken.last?.commit {
+                    while try primary.read({ try $0.journalBounds().last }) <= last { usleep(1_000) }
+                }
+                taken.append(try bucket.publish(from: primary, keep: 2))
+            }
             writing.withLock { $0 = false }
             while !writer.isFinished { Thread.sleep(forTimeInterval: 0.01) }
             #expect(try bucket.snapshots() == Array(taken.suffix(2)))

@@ -1,5 +1,5 @@
 import ArgumentParser
-import Feedstore
+@_spi(Replication) import Feedstore
 import Foundation
 
 struct JournalCommand: ParsableCommand {
@@ -107,8 +107,8 @@ struct JournalCommand: ParsableCommand {
         var shown = 0
         while true {
             var stopped = false
-            let finished = try store.read { tx in
-                try tx.forEachJournalEntry(after: position) { entry, time in
+            let (finished, head) = try store.read { tx in
+                (try tx.forEachJournalEntry(after: position) { entry, time in
                     guard show(entry, time) else {
                         stopped = true
                         return false
@@ -117,7 +117,7 @@ struct JournalCommand: ParsableCommand {
                     // Pages read stay resident (and counted in RSS) until released.
                     if shown % Self.entriesPerRelease == 0 { try store.releaseMappedPages() }
                     return true
-                }
+                }, try tx.journalBounds().last)
             }
             if stopped { return }
             if finished > position {
@@ -125,8 +125,15 @@ struct JournalCommand: ParsableCommand {
                 continue
             }
             guard follow else { return }
+            // Commits of the same snapshot past the last entry shown hold no entry: passed, so
+            // that the wait below waits for a later one.
+            if head > position {
+                position = head
+                continue
+            }
             Output.flush()
-            usleep(20_000)
+            // Woken by the next commit, whichever process makes it (the store's commit signal).
+            _ = store.waitForCommit(after: position, timeout: 60)
         }
     }
 

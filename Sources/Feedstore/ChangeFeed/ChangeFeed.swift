@@ -318,8 +318,8 @@ final class ChangeFeed: CommitObserver, @unchecked Sendable {
     }
 
     /// From the first wait on, has the store's commit signal report commits, whichever process
-    /// makes them; the first time, looks at the journal once for those made before the report
-    /// was in place (after the waiting consumer last synchronized).
+    /// makes them (``othersCommitted(through:)``); the first time, looks at the journal once for
+    /// those made before the report was in place (after the waiting consumer last synchronized).
     private func listenForOtherCommits() {
         let start = lock.withLock {
             if listening || closed { return false }
@@ -327,20 +327,23 @@ final class ChangeFeed: CommitObserver, @unchecked Sendable {
             return true
         }
         guard start else { return }
-        core.commitSignal.listen { [weak self] in self?.foldOtherCommits() }
+        core.listenForOtherCommits()
         foldOtherCommits()
     }
 
-    /// Folds commits the journal holds past the feed's head, after the commit signal reported
-    /// one that may be another process's: one read of the journal's last key when there are none
-    /// (the signal also reports this process's own commits, already folded). Folded whether or
-    /// not anyone waits right now: a consumer about to wait would otherwise miss the commit.
+    /// Folds commits the journal holds past the feed's head (the commit signal reported one
+    /// that may be another process's; the signal also reports this process's own commits,
+    /// already folded). Folded whether or not anyone waits right now: a consumer about to wait
+    /// would otherwise miss the commit.
+    func othersCommitted(through newest: UInt64) {
+        if lock.withLock({ !closed && newest > head }) { fold() }
+    }
+
+    /// One read of the journal's last key, then ``othersCommitted(through:)``.
     private func foldOtherCommits() {
         if lock.withLock({ closed }) { return }
-        if let newest = try? core.withReadTransaction({ txn in try core.system.newestSequence(in: txn) }),
-           lock.withLock({ newest > head })
-        {
-            fold()
+        if let newest = try? core.withReadTransaction({ txn in try core.system.newestSequence(in: txn) }) {
+            othersCommitted(through: newest)
         }
     }
 

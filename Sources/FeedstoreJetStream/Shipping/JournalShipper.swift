@@ -331,13 +331,13 @@ public final class JournalShipper {
         return commits.count
     }
 
-    /// How often an idle shipper looks for new commits made by other processes: one read of the
-    /// journal's head, so that such a commit waits at most this long to be published. A commit
-    /// made in the shipper's own process wakes it at once.
-    public static let idleInterval: Duration = .milliseconds(1)
+    /// How long an idle shipper waits before a round of its own (acknowledging its cursor,
+    /// starting a snapshot that is due, seeing whether to stop). A commit wakes it at once,
+    /// whichever process makes it: the store's commit signal reports other processes' commits.
+    public static let idleInterval: Duration = .milliseconds(250)
 
     /// Ships commits as they are made until every commit through `sequence` is in the stream
-    /// (or forever when nil), checking for new commits every `interval` when idle, and takes
+    /// (or forever when nil), woken by each commit and at least every `interval` when idle, and takes
     /// snapshots as the schedule says. A snapshot in progress finishes before this returns.
     ///
     /// When the server does not answer or cannot be reached (``JetStreamError/isTransient``),
@@ -362,11 +362,13 @@ public final class JournalShipper {
             startSnapshotIfDue()
             if let sequence, shippedSequence >= sequence { return }
             do {
-                // Idle: a commit of this process wakes the shipper at once; one of another
-                // process is found when the wait ends.
+                // Idle: a commit wakes the shipper at once, made in this process or another.
                 if try ship(limit: 512) == 0 {
-                    if ContinuousClock.now - lastShipped >= Self.cursorInterval { try acknowledgeCursor() }
-                    _ = store.waitForCommit(after: shippedSequence, timeout: interval.seconds)
+                    let idle = ContinuousClock.now - lastShipped
+                    if idle >= Self.cursorInterval { try acknowledgeCursor() }
+                    // No longer than until the cursor is due, when it has not moved yet.
+                    let due = shippedSequence > cursorMovedTo && idle < Self.cursorInterval ? min(interval, Self.cursorInterval - idle) : interval
+                    _ = store.waitForCommit(after: shippedSequence, timeout: due.seconds)
                 } else {
                     lastShipped = .now
                     cursor.acknowledgeWithNextCommit(through: shippedSequence)

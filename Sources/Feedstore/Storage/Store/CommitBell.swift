@@ -2,11 +2,11 @@ import Foundation
 
 /// Rung by the writer after each commit of this process is durable, so that a thread waiting for
 /// the next commit (a journal shipper) wakes at once instead of polling, and listeners run on the
-/// writer's thread. Commits of other processes do not ring it: waiters still look at the journal
-/// when their wait times out.
+/// writer's thread. Other processes' commits wake its waiters too, once one has waited: the
+/// store's commit signal reports them (``StoreCore/listenForOtherCommits()``).
 final class CommitBell: @unchecked Sendable {
     private let condition = NSCondition()
-    /// The newest commit of this process rung so far.
+    /// The newest commit rung or noted so far.
     private var latest: UInt64 = 0
     /// Called on the committing thread at each ring, by number.
     private var listeners: [(number: Int, body: @Sendable (UInt64) -> Void)] = []
@@ -19,6 +19,16 @@ final class CommitBell: @unchecked Sendable {
             return self.listeners
         }
         for listener in listeners { listener.body(sequence) }
+    }
+
+    /// Notes that the journal's head is `sequence`, read after another process may have
+    /// committed: wakes the waiters, not the listeners (which hear of this process's commits).
+    func note(_ sequence: UInt64) {
+        condition.withLock {
+            guard sequence > latest else { return }
+            latest = sequence
+            condition.broadcast()
+        }
     }
 
     /// Calls `body` with the newest sequence after each commit of this process, on the thread
@@ -35,7 +45,7 @@ final class CommitBell: @unchecked Sendable {
         condition.withLock { listeners.removeAll { $0.number == number } }
     }
 
-    /// Waits until this process has committed past `sequence`, or `timeout` passed; whether it did.
+    /// Waits until a commit past `sequence` was rung or noted, or `timeout` passed; whether one was.
     func wait(after sequence: UInt64, timeout: TimeInterval) -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         return condition.withLock {
@@ -48,11 +58,12 @@ final class CommitBell: @unchecked Sendable {
 }
 
 extension Store {
-    /// Waits until a commit made in this process after `sequence` is durable, or `timeout`
-    /// passed; whether one was. Commits of other processes are not seen here: a caller that
-    /// times out reads the journal's head itself.
+    /// Waits until a commit after `sequence` is durable, made in this process or another, or
+    /// `timeout` passed; whether one was. From the first call on, the process listens to the
+    /// store's commit signal, so that another process's commit ends the wait with no timer.
     @_spi(Replication) public func waitForCommit(after sequence: UInt64, timeout: TimeInterval) -> Bool {
-        core.commitBell.wait(after: sequence, timeout: timeout)
+        core.listenForOtherCommits()
+        return core.commitBell.wait(after: sequence, timeout: timeout)
     }
 
     /// Calls `body` after each commit this process makes to the store once it is durable, on the

@@ -32,6 +32,7 @@ final class StoreCore: @unchecked Sendable {
     private let observer = Protected<(any CommitObserver)?>(nil)
     /// Rung after each durable commit of this process, for threads waiting for the next one.
     let commitBell = CommitBell()
+    private let listeningForOtherCommits = Protected(false)
     /// Tells other processes of this one's commits, and this one of theirs.
     let commitSignal: CommitSignal
     /// When set, every write transaction of the writer records its changes
@@ -289,6 +290,9 @@ protocol CommitObserver: AnyObject, Sendable {
     /// This process committed through `sequence`, durably as the store's durability says.
     /// `entries` are the commits' entries of the followed entities, when the writer kept them.
     func published(_ sequence: UInt64, entries: CommittedEntries?)
+    /// The journal's head is `newest`, read after the commit signal reported a commit that may
+    /// be another process's (see ``StoreCore/listenForOtherCommits()``).
+    func othersCommitted(through newest: UInt64)
     /// The store is closing.
     func close()
 }
@@ -336,6 +340,26 @@ extension StoreCore {
 
     /// The entities the commit observer follows, if any (asked once per group commit).
     func followedEntities() -> FollowedEntities? { observer.current?.followedEntities() }
+
+    /// From now until close, has the commit signal report commits, whichever process makes
+    /// them: each report reads the journal's head once, and hands it to the commit bell and to
+    /// the observer. The first call also looks at the head once, for commits made before the
+    /// report was in place.
+    func listenForOtherCommits() {
+        let start = listeningForOtherCommits.withLock { listening in
+            defer { listening = true }
+            return !listening
+        }
+        guard start else { return }
+        commitSignal.listen { [weak self] in self?.othersCommitted() }
+        othersCommitted()
+    }
+
+    private func othersCommitted() {
+        guard let newest = try? withReadTransaction({ txn in try system.newestSequence(in: txn) }) else { return }
+        commitBell.note(newest)
+        observer.current?.othersCommitted(through: newest)
+    }
 
     /// Tells the observer, if any, that this process committed through `sequence`.
     func published(_ sequence: UInt64, entries: CommittedEntries?) {

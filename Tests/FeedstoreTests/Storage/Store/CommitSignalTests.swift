@@ -1,4 +1,4 @@
-@testable import Feedstore
+@_spi(Replication) @testable import Feedstore
 import FeedstoreDemo
 import FeedstoreTestSupport
 import FeedstoreTestTraits
@@ -107,6 +107,42 @@ import Testing
             defer { store.close() }
             try Self.expectWokenByAnotherProcess(store, path)
             #expect(FileManager.default.fileExists(atPath: path + "/" + CommitSignal.fileName))
+        }
+    }
+
+    /// A wait for the next commit (a journal shipper's, `storectl journal --follow`'s) ends when
+    /// another process commits: no poll of the journal behind it.
+    @Test func aWaitForTheNextCommitEndsWhenAnotherProcessCommits() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir + "/s"
+            let store = try populatedDemoStore(at: path, seed: 7, messages: 50, contacts: 5)
+            defer { store.close() }
+            let head = try store.read { try $0.journalBounds().last }
+            #expect(!store.waitForCommit(after: head, timeout: 0.01))
+            let woke = Protected<Bool?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            Thread {
+                woke.withLock { $0 = store.waitForCommit(after: head, timeout: Self.patience) }
+                done.signal()
+            }.start()
+            try Self.commitFromAnotherProcess(path)
+            done.wait()
+            #expect(woke.current == true, "no commit seen within \(Self.patience) s of the other process's")
+        }
+    }
+
+    /// `storectl journal --follow` prints another process's commit as it comes.
+    @Test func journalFollowPrintsAnotherProcessesCommits() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir + "/s"
+            let store = try populatedDemoStore(at: path, seed: 8, messages: 20, contacts: 3)
+            defer { store.close() }
+            let next = try store.read { try $0.journalBounds().last } + 1
+            let follow = try RunningTool(storectlURL, ["journal", path, "--follow", "--format", "jsonl"])
+            defer { follow.kill() }
+            #expect(follow.waitForLines(1, timeout: Self.patience), "the journal's commits were not printed")
+            try store.write { tx in try tx.put(Contact(id: 77, name: "Lin")) }
+            #expect(follow.waitFor("{\"sequence\":\(next),", timeout: Self.patience), "\(follow.lines.suffix(3))")
         }
     }
 
