@@ -51,9 +51,9 @@ final class LMDBEnvironment: @unchecked Sendable {
     /// robust (``LMDBMutexGate``); nil otherwise. Let go on close, with the lock file's head
     /// mapped for them.
     private var writerGate: LMDBMutexGate?
+    private var readersGate: LMDBMutexGate?
     /// The gates' files, in the environment's directory (made only by the bundled build).
     static let gateFileNames = ["writer.lock", "readers.lock"]
-    private var readersGate: LMDBMutexGate?
 
     /// The version of the LMDB library linked in (`mdb_version`), such as "0.9.24".
     static let libraryVersion: String = {
@@ -62,9 +62,6 @@ final class LMDBEnvironment: @unchecked Sendable {
         return "\(major).\(minor).\(patch)"
     }()
 
-    /// How the LMDB compiled in locks between processes: the bundled build defines
-    /// `MDB_USE_POSIX_MUTEX` and `MDB_USE_ROBUST=0` (Apple's systems have no robust mutexes);
-    /// the system's LMDB keeps its platform's default.
     /// Whether a mutex of LMDB's whose holder dies is recovered by the next process to take it
     /// (robust POSIX mutexes; System V semaphores, undone by the system), or stays locked (the
     /// bundled build: Apple's systems have no robust mutexes).
@@ -76,6 +73,9 @@ final class LMDBEnvironment: @unchecked Sendable {
         #endif
     }()
 
+    /// How the LMDB compiled in locks between processes: the bundled build defines
+    /// `MDB_USE_POSIX_MUTEX` and `MDB_USE_ROBUST=0` (Apple's systems have no robust mutexes);
+    /// the system's LMDB keeps its platform's default.
     static let lockImplementation: String = {
         #if BundledLMDB
         return "process-shared POSIX mutexes, not robust"
