@@ -327,8 +327,9 @@ final class ChangeFeed: CommitObserver, @unchecked Sendable {
             return true
         }
         guard start else { return }
-        core.listenForOtherCommits()
-        foldOtherCommits()
+        // A signal already listened to (a wait for the next commit began it) looks at the
+        // journal now for this feed.
+        if !core.listenForOtherCommits() { core.othersCommitted() }
     }
 
     /// Folds commits the journal holds past the feed's head (the commit signal reported one
@@ -337,14 +338,6 @@ final class ChangeFeed: CommitObserver, @unchecked Sendable {
     /// would otherwise miss the commit.
     func othersCommitted(through newest: UInt64) {
         if lock.withLock({ !closed && newest > head }) { fold() }
-    }
-
-    /// One read of the journal's last key, then ``othersCommitted(through:)``.
-    private func foldOtherCommits() {
-        if lock.withLock({ closed }) { return }
-        if let newest = try? core.withReadTransaction({ txn in try core.system.newestSequence(in: txn) }) {
-            othersCommitted(through: newest)
-        }
     }
 
     /// Wakes every waiter once (each checks its own state and waits again if it needs to).

@@ -140,8 +140,7 @@ final class LMDBEnvironment: @unchecked Sendable {
         }
         readersGate = LMDBMutexGate(file: path + "/" + Self.gateFileNames[1], create: create, mode: mode, region: region, mutex: .readers) { [unowned self] in
             // The dead holder's slot, if it had taken one, is cleared (the gate is held here).
-            var dead: Int32 = 0
-            _ = mdb_reader_check(handle, &dead)
+            _ = checkReaders()
         }
     }
 
@@ -271,10 +270,16 @@ final class LMDBEnvironment: @unchecked Sendable {
     /// Clears reader slots left by dead processes; returns how many were cleared.
     @discardableResult
     func clearStaleReaders() throws(LMDBError) -> Int {
-        var dead: Int32 = 0
-        let code = readersGate.map { gate in gate.withEntry { mdb_reader_check(handle, &dead) } } ?? mdb_reader_check(handle, &dead)
+        let (code, dead) = readersGate.map { gate in gate.withEntry { checkReaders() } } ?? checkReaders()
         try lmdbCheck(code, "mdb_reader_check")
-        return Int(dead)
+        return dead
+    }
+
+    /// `mdb_reader_check`'s result and the number of slots it cleared.
+    private func checkReaders() -> (Int32, Int) {
+        var dead: Int32 = 0
+        let code = mdb_reader_check(handle, &dead)
+        return (code, Int(dead))
     }
 
     /// The reader table as LMDB prints it, one line per slot in use.

@@ -344,18 +344,21 @@ extension StoreCore {
     /// From now until close, has the commit signal report commits, whichever process makes
     /// them: each report reads the journal's head once, and hands it to the commit bell and to
     /// the observer. The first call also looks at the head once, for commits made before the
-    /// report was in place.
-    func listenForOtherCommits() {
+    /// report was in place. Whether this call began it.
+    @discardableResult
+    func listenForOtherCommits() -> Bool {
         let start = listeningForOtherCommits.withLock { listening in
             defer { listening = true }
             return !listening
         }
-        guard start else { return }
+        guard start else { return false }
         commitSignal.listen { [weak self] in self?.othersCommitted() }
         othersCommitted()
+        return true
     }
 
-    private func othersCommitted() {
+    /// Reads the journal's head once and hands it to the commit bell and the observer.
+    func othersCommitted() {
         guard let newest = try? withReadTransaction({ txn in try system.newestSequence(in: txn) }) else { return }
         commitBell.note(newest)
         observer.current?.othersCommitted(through: newest)
