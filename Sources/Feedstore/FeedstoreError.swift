@@ -14,6 +14,11 @@ public enum FeedstoreError: Error, Sendable, Equatable, CustomStringConvertible 
     case formatUpgradeNeeded(path: String, found: UInt32, current: UInt32)
     /// The store (or handle) was closed.
     case storeClosed(path: String)
+    /// The store is suspended in this process (``Store/suspend()``): it holds no lock on its
+    /// files, and reads and writes wait for ``Store/resume()``.
+    case storeSuspended(path: String)
+    /// The store could not be suspended or resumed; `reason` says why and what to do.
+    case suspensionRefused(path: String, reason: String)
     /// The page structure of the store's LMDB file is damaged (found by
     /// ``StoreOptions/verifyPagesOnOpen`` or ``Store/verify(progress:)``): `problems` names each
     /// damaged page and what is wrong with it.
@@ -100,6 +105,10 @@ public enum FeedstoreError: Error, Sendable, Equatable, CustomStringConvertible 
         case let .formatUpgradeNeeded(path, found, current):
             "store \(path) has format version \(found); open it once for writing (`storectl upgrade \(path)`) to upgrade it to version \(current)"
         case let .storeClosed(path): "store \(path) is closed"
+        case let .storeSuspended(path):
+            "store \(path) is suspended in this process (Store.suspend()) and holds no lock on its files; call resume() before "
+                + "reading or writing it"
+        case let .suspensionRefused(path, reason): "store \(path) cannot be suspended or resumed: \(reason)"
         case let .readOnly(path, reason): "store \(path) is read-only (\(reason)); writes are not allowed"
         case let .accessDenied(path, reason): "cannot open store \(path): \(reason)"
         case let .damagedFile(path, problems):

@@ -54,6 +54,14 @@ final class LMDBEnvironment: @unchecked Sendable {
     private var readersGate: LMDBMutexGate?
     /// The gates' files, in the environment's directory (made only by the bundled build).
     static let gateFileNames = ["writer.lock", "readers.lock"]
+    /// Whether the process holds no lock on the environment's files (``suspend()``); guarded by
+    /// `idleReadersLock`. No transaction begins then.
+    private var suspended = false
+    /// A descriptor of `lock.mdb` opened by the first ``suspend()``, through which the process
+    /// lets go of its locks on the file and takes them back; closed only after the environment,
+    /// since closing a descriptor of the file lets go of the process's locks on it.
+    private var lockFileDescriptor: Int32 = -1
+    private var lockFileIsWritable = false
 
     /// The version of the LMDB library linked in (`mdb_version`), such as "0.9.24".
     static let libraryVersion: String = {
@@ -123,6 +131,39 @@ final class LMDBEnvironment: @unchecked Sendable {
         // Only now: closing the gates' map of lock.mdb closes a descriptor of it.
         writerGate = nil
         readersGate = nil
+        if lockFileDescriptor >= 0 { Foundation.close(lockFileDescriptor) }
+    }
+
+    // MARK: Suspension
+
+    /// Lets go of every lock the process holds on the environment's files (LMDB holds `fcntl`
+    /// locks on `lock.mdb` for as long as it is open), after ending the idle read transactions,
+    /// which frees their reader slots; until ``resume()``, transactions do not begin (they throw
+    /// ``LMDBError/suspended``). The caller ends every transaction first. Idempotent.
+    func suspend() throws(LMDBError) {
+        let idle = idleReadersLock.withLock { () -> [OpaquePointer]? in
+            guard !suspended else { return nil }
+            suspended = true
+            defer { idleReaders = [] }
+            return idleReaders
+        }
+        guard let idle else { return }
+        for reader in idle { mdb_txn_abort(reader) }
+        if lockFileDescriptor < 0 {
+            lockFileDescriptor = open(path + "/lock.mdb", O_RDWR | O_CLOEXEC)
+            lockFileIsWritable = lockFileDescriptor >= 0
+            if lockFileDescriptor < 0 { lockFileDescriptor = open(path + "/lock.mdb", O_RDONLY | O_CLOEXEC) }
+        }
+        // An environment without a lock file (opened without locks) holds none.
+        guard lockFileDescriptor >= 0 else { return }
+        try LMDBLockFile.letGo(lockFileDescriptor)
+    }
+
+    /// Takes back the locks ``suspend()`` let go of; transactions begin again.
+    func resume() throws(LMDBError) {
+        guard idleReadersLock.withLock({ suspended }) else { return }
+        if lockFileDescriptor >= 0 { try LMDBLockFile.takeBack(lockFileDescriptor, writable: lockFileIsWritable) }
+        idleReadersLock.withLock { suspended = false }
     }
 
     /// Sets up the gates of the writer's and the reader table's mutexes (files `writer.lock` and
@@ -150,7 +191,9 @@ final class LMDBEnvironment: @unchecked Sendable {
     /// the reader table, inside the readers' gate).
     func beginRead() throws(LMDBError) -> OpaquePointer {
         // A renewal that fails (the map grew, say) is answered by a new transaction's begin.
-        if let idle = idleReadersLock.withLock({ idleReaders.popLast() }) {
+        let (idle, isSuspended) = idleReadersLock.withLock { suspended ? (nil, true) : (idleReaders.popLast(), false) }
+        if isSuspended { throw LMDBError(code: LMDBError.suspended, operation: "mdb_txn_begin(read)") }
+        if let idle {
             if mdb_txn_renew(idle) == 0 { return idle }
             mdb_txn_abort(idle)
         }
@@ -165,7 +208,7 @@ final class LMDBEnvironment: @unchecked Sendable {
     func endRead(_ txn: OpaquePointer) {
         mdb_txn_reset(txn)
         let kept = idleReadersLock.withLock { () -> Bool in
-            guard !isClosed, idleReaders.count < Self.maximumIdleReaders else { return false }
+            guard !isClosed, !suspended, idleReaders.count < Self.maximumIdleReaders else { return false }
             idleReaders.append(txn)
             return true
         }
@@ -175,6 +218,7 @@ final class LMDBEnvironment: @unchecked Sendable {
     /// A write transaction's handle, begun inside the writer's gate, which ``endWrite()`` lets
     /// go once the transaction is committed or aborted.
     func beginWrite() throws(LMDBError) -> OpaquePointer {
+        if idleReadersLock.withLock({ suspended }) { throw LMDBError(code: LMDBError.suspended, operation: "mdb_txn_begin(write)") }
         writerGate?.enter()
         var txn: OpaquePointer?
         let code = mdb_txn_begin(handle, nil, 0, &txn)

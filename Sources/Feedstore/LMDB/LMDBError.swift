@@ -24,6 +24,9 @@ public struct LMDBError: Error, Hashable, Sendable, CustomStringConvertible {
     /// LMDB's message (`mdb_strerror`) with the operation and code; for a damaged page, where
     /// to look next.
     public var description: String {
+        if code == Self.suspended {
+            return "\(operation) failed: the store is suspended in this process; resume it before reading or writing (code \(code))"
+        }
         let message = "\(operation) failed: \(String(cString: mdb_strerror(code))) (code \(code))"
         if code == Self.panic {
             return message + "; LMDB stops after a write of a commit's meta page fails (the disk refused it): close every handle "
@@ -60,6 +63,9 @@ public struct LMDBError: Error, Hashable, Sendable, CustomStringConvertible {
     public static let badValueSize: Int32 = MDB_BAD_VALSIZE
     /// `MDB_TXN_FULL`: the transaction has too many dirty pages.
     public static let transactionFull: Int32 = MDB_TXN_FULL
+    /// Feedstore's own code, outside LMDB's range: the environment is suspended in this process
+    /// (``Store/suspend()``), so no transaction begins.
+    public static let suspended: Int32 = -30_700
 
     /// Whether the code says the file is not a usable LMDB file.
     var isForeignOrCorruptFile: Bool {

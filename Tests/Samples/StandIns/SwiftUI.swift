@@ -107,3 +107,20 @@ extension View {
         nonmutating set {}
     }
 }
+
+public enum ScenePhase: Comparable, Hashable, Sendable {
+    case background, inactive, active
+}
+
+extension EnvironmentValues {
+    public var scenePhase: ScenePhase {
+        get { .active }
+        set {}
+    }
+}
+
+extension View {
+    public func onChange<V: Equatable>(of value: V, initial: Bool = false, _ action: @escaping (_ oldValue: V, _ newValue: V) -> Void) -> some View {
+        self
+    }
+}

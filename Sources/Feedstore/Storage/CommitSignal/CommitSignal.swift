@@ -16,7 +16,7 @@ import Foundation
 /// included. The lock is taken before the listener's first look at the journal, and a writer
 /// tests for it after its commit, so no commit falls between the two. The process keeps no
 /// other descriptor of the file (closing one would drop the lock), and lets this one go only
-/// on close.
+/// on close; a suspended store (``Store/suspend()``) stops listening and lets go of the lock.
 final class CommitSignal: @unchecked Sendable {
     static let fileName = "commits.signal"
 
@@ -112,6 +112,21 @@ final class CommitSignal: @unchecked Sendable {
             Self.lockAsListener(file, path: path)
             return registration != nil
         }
+    }
+
+    /// Ends the reports and lets go of the listener's lock, keeping the descriptor (which is no
+    /// lock); a later ``listen(_:)`` takes both up again. Once this returns, the notice is not
+    /// running and is not called until then. Whether the process was listening.
+    func stopListening() -> Bool {
+        guard let registration = listening.withLock({ $0.take() }) else { return false }
+        FileWriteNotices.shared.unregister(registration)
+        file.withLock { file in
+            guard file.holdsListenerLock else { return }
+            var lock = Self.listenerLock(F_UNLCK)
+            _ = fcntl(file.descriptor, F_SETLK, &lock)
+            file.holdsListenerLock = false
+        }
+        return true
     }
 
     /// Ends the reports and lets the file go; once this returns, `notice` is not running and is

@@ -29,13 +29,16 @@ final class IndexClaim: Sendable {
     private static let counter = Protected(0)
 
     let file: String
-    private let descriptor: Int32
+    /// The file's descriptor, under its lock; -1 while suspended (``suspend()``).
+    private let descriptor: Protected<Int32>
     private let record: Protected<Record>
+    private let fileMode: mode_t
 
-    private init(file: String, descriptor: Int32, record: Record) {
+    private init(file: String, descriptor: Int32, record: Record, fileMode: mode_t) {
         self.file = file
-        self.descriptor = descriptor
+        self.descriptor = Protected(descriptor)
         self.record = Protected(record)
+        self.fileMode = fileMode
     }
 
     /// Claims `entities`' indexes for a handle of the store at `directory`; nil when the folder
@@ -55,34 +58,59 @@ final class IndexClaim: Sendable {
             count += 1
             return count
         }
-        let name = "\(getpid())-\(n)-\(UInt32.random(in: 0 ... .max))"
-        let temporary = folder + "/." + name + ".tmp", file = folder + "/" + name + ".json"
-        // Written and locked under a name readers skip, then renamed: a reader never meets a
-        // claim without its content or its lock.
-        let descriptor = open(temporary, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, fileMode)
-        guard descriptor >= 0 else { return nil }
-        fchmod(descriptor, fileMode)
+        let file = folder + "/\(getpid())-\(n)-\(UInt32.random(in: 0 ... .max)).json"
         let record = Record(process: getpid(), program: ProcessInfo.processInfo.processName, opened: Date(), entities: entities)
+        guard let descriptor = make(file, record: record, mode: fileMode) else { return nil }
+        return IndexClaim(file: file, descriptor: descriptor, record: record, fileMode: fileMode)
+    }
+
+    /// Writes `record` to `file`, locked; the descriptor, or nil. Written and locked under a
+    /// name readers skip, then renamed: a reader never meets a claim without its content or its
+    /// lock.
+    private static func make(_ file: String, record: Record, mode: mode_t) -> Int32? {
+        let temporary = (file as NSString).deletingLastPathComponent + "/." + (file as NSString).lastPathComponent + ".tmp"
+        let descriptor = open(temporary, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+        guard descriptor >= 0 else { return nil }
+        fchmod(descriptor, mode)
         guard flock(descriptor, LOCK_EX | LOCK_NB) == 0, write(record, to: descriptor), rename(temporary, file) == 0 else {
             unlink(temporary)
             close(descriptor)
             return nil
         }
-        return IndexClaim(file: file, descriptor: descriptor, record: record)
+        return descriptor
     }
 
     /// Adds an entity's indexes to the claim (a handle declared it after opening).
     func add(entity: String, indexes: [IndexDefinition]) {
         record.withLock { record in
             record.entities[entity] = indexes
-            _ = Self.write(record, to: descriptor)
+            let descriptor = descriptor.current
+            if descriptor >= 0 { _ = Self.write(record, to: descriptor) }
         }
     }
 
     /// Ends the claim: the file goes before the lock, so no reader takes it for a killed handle's.
     func release() {
-        unlink(file)
-        close(descriptor)
+        descriptor.withLock { descriptor in
+            guard descriptor >= 0 else { return }
+            unlink(file)
+            close(descriptor)
+            descriptor = -1
+        }
+    }
+
+    /// Lets go of the file and its lock while the store is suspended: another process may then
+    /// change the indexes, as after a close.
+    func suspend() { release() }
+
+    /// Makes the file again, as it was, after ``suspend()``.
+    func resume() {
+        record.withLock { record in
+            descriptor.withLock { descriptor in
+                guard descriptor < 0 else { return }
+                descriptor = Self.make(file, record: record, mode: fileMode) ?? -1
+            }
+        }
     }
 
     private static func write(_ record: Record, to descriptor: Int32) -> Bool {

@@ -53,7 +53,7 @@ extension Store {
         try StoreOpener.register([declaration], in: core, options: StoreOptions(), readOnlyReason: readOnlyReason,
                                  checkingClaims: !copied, own: own)
         claim.withLock { claim in
-            if let claim { claim.add(entity: name, indexes: indexes) } else { claim = IndexClaim.take(in: core.path, entities: [name: indexes]) }
+            if let claim { claim.add(entity: name, indexes: indexes) } else { claim = core.registered(IndexClaim.take(in: core.path, entities: [name: indexes])) }
         }
     }
 }

@@ -63,7 +63,8 @@ public final class Store: Sendable {
             try StoreOpener.register(declared, in: core, options: options, readOnlyReason: readOnlyReason,
                                      checkingClaims: !options.writesReplica)
             if !declared.isEmpty && !options.immutable {
-                claim.withLock { $0 = IndexClaim.take(in: canonical, entities: Dictionary(declared.map { ($0.name, $0.indexes) }) { a, _ in a }) }
+                let made = IndexClaim.take(in: canonical, entities: Dictionary(declared.map { ($0.name, $0.indexes) }) { a, _ in a })
+                claim.withLock { $0 = core.registered(made) }
             }
         } catch {
             // Released here, once: the handle counts as closed, so its deinit (which a throwing
@@ -81,8 +82,7 @@ public final class Store: Sendable {
     /// Why this handle may not write a replica: only the replica's follower writes it.
     private static func replicaRefusal(_ core: StoreCore, options: StoreOptions) throws -> String? {
         if options.writesReplica { return nil }
-        let txn = try LMDBTransaction(environment: core.environment, readOnly: true)
-        guard let bytes = try txn.get(core.system.meta, key: MetaKey.replica) else { return nil }
+        guard let bytes = try core.withReadTransaction({ txn in try txn.get(core.system.meta, key: MetaKey.replica) }) else { return nil }
         let state = try ReplicaState(decoding: bytes)
         return "it is a replica of store \(state.origin.uuidString.lowercased()), written only by its follower"
     }
@@ -112,13 +112,14 @@ public final class Store: Sendable {
     /// (Static: a failed initializer calls it before the handle is whole.)
     private static func release(_ claim: Protected<IndexClaim?>, _ core: StoreCore) {
         claim.withLock { claim in
+            if let claim { core.unregister(claim) }
             claim?.release()
             claim = nil
         }
         StoreRegistry.release(core)
     }
 
-    private func checkOpen() throws {
+    func checkOpen() throws {
         if closed.current { throw FeedstoreError.storeClosed(path: path) }
     }
 

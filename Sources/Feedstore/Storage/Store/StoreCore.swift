@@ -15,6 +15,14 @@ final class StoreCore: @unchecked Sendable {
     /// Set by ``close()`` with the map lock held exclusively, read by ``begin(readOnly:log:)``
     /// with it held shared: no transaction begins once the environment is closing.
     private var isClosed = false
+    /// Set by ``suspend()`` and cleared by ``resume()`` with the map lock held exclusively, read
+    /// by ``begin(readOnly:log:)`` with it held shared.
+    var isSuspended = false
+    /// What ``suspend()`` let go of, for ``resume()`` to take back; its lock orders the two.
+    let suspension = Protected<Suspension?>(nil)
+    /// The index claims of this process's handles (``IndexClaim``), which a suspension lets go
+    /// of and takes back.
+    let claims = Protected<[ObjectIdentifier: IndexClaim]>([:])
     let system: SystemDatabases
     var maximumMapSize: Int? { options.maximumMapSize }
     var retention: JournalRetention { options.journalRetention }
@@ -32,7 +40,7 @@ final class StoreCore: @unchecked Sendable {
     private let observer = Protected<(any CommitObserver)?>(nil)
     /// Rung after each durable commit of this process, for threads waiting for the next one.
     let commitBell = CommitBell()
-    private let listeningForOtherCommits = Protected(false)
+    let listeningForOtherCommits = Protected(false)
     /// Tells other processes of this one's commits, and this one of theirs.
     let commitSignal: CommitSignal
     /// When set, every write transaction of the writer records its changes
@@ -108,6 +116,7 @@ final class StoreCore: @unchecked Sendable {
         // A handle that outlived its store (a watcher polled after the last close) gets an
         // error, never a transaction on an environment that is gone.
         if isClosed { throw FeedstoreError.storeClosed(path: path) }
+        if isSuspended { throw FeedstoreError.storeSuspended(path: path) }
         // A commit whose sync failed is synced, and a failed commit's record taken out of the
         // commit log, before another commit can follow; none follows a failed sync of LMDB's
         // file under the commit log, and no transaction a commit it could not make durable.
@@ -200,6 +209,7 @@ final class StoreCore: @unchecked Sendable {
         case EIO where Self.freeBytes(at: path).map({ $0 < 1 << 20 }) ?? false: return FeedstoreError.diskFull(path: path)
         case EACCES, EROFS: return FeedstoreError.readOnly(path: path, reason: StoreOpener.writeRefusal(lmdb.code))
         case LMDBError.mapFull: return FeedstoreError.mapFull(path: path, limit: maximumMapSize ?? 0)
+        case LMDBError.suspended: return FeedstoreError.storeSuspended(path: path)
         default: return FeedstoreError.lmdb(lmdb, path: path)
         }
     }
