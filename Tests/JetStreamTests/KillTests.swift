@@ -13,12 +13,13 @@ import Testing
 @Suite(.serialized, .blocking) struct KillTests {
     static let stream = ShipperTests.stream
 
-    /// Runs `storectl` with `arguments` for a random time within `seconds` (or until it exits),
-    /// then kills it; true when it was still running.
-    static func runThenKill(_ arguments: [String], within seconds: ClosedRange<Double> = 0.05...0.4, rng: inout SeededGenerator) throws -> Bool {
+    /// Runs `storectl` with `arguments` for a random time within `seconds` (or until it exits, or
+    /// until `condition` holds), then kills it; true when it was still running.
+    static func runThenKill(_ arguments: [String], within seconds: ClosedRange<Double> = 0.05...0.4, rng: inout SeededGenerator,
+                            when condition: () -> Bool = { false }) throws -> Bool {
         let tool = try RunningTool(storectlURL, arguments)
         let deadline = Date().addingTimeInterval(Double.random(in: seconds, using: &rng))
-        while Date() < deadline, tool.isRunning { usleep(2_000) }
+        while Date() < deadline, tool.isRunning, !condition() { usleep(1_000) }
         let killed = tool.isRunning
         tool.kill()
         _ = tool.finish(timeout: 10)
@@ -112,11 +113,22 @@ import Testing
             var kills = 0, runs = 0, midway = 0
             while kills < 20 && runs < 200 {
                 runs += 1
-                try ShipperTests.commit(primary, Int.random(in: 50...400, using: &rng), rng: &rng)
+                // Every other run has more commits waiting than one of the follower's write
+                // transactions takes, and is killed as soon as the replica shows the first of
+                // them applied (or at its random time): a kill between two of its writes, however
+                // fast the machine is.
+                let betweenWrites = runs % 2 == 0
+                let count = betweenWrites ? Int.random(in: 600...1_200, using: &rng) : Int.random(in: 50...400, using: &rng)
+                let before = try reader.read({ try $0.replicaState() })?.originSequence ?? 0
+                try ShipperTests.commit(primary, count, rng: &rng)
                 let shipped = try primary.read { try $0.journalBounds().last }
                 try shipper.run(until: shipped)
-                if try Self.runThenKill(["follow", replica, "--nats", server.url, "--stream", Self.stream, "--quiet", "--durability", "none"],
-                                            within: 0.02...0.25, rng: &rng) {
+                let killed = try Self.runThenKill(["follow", replica, "--nats", server.url, "--stream", Self.stream, "--quiet", "--durability", "none"],
+                                                  within: 0.02...0.25, rng: &rng, when: {
+                    guard betweenWrites, let applied = try? reader.read({ try $0.replicaState() })?.originSequence else { return false }
+                    return applied > before
+                })
+                if killed {
                     kills += 1
                     if try reader.read({ try $0.replicaState() })?.originSequence ?? 0 < shipped { midway += 1 }
                 }

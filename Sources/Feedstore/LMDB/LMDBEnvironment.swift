@@ -159,9 +159,12 @@ final class LMDBEnvironment: @unchecked Sendable {
         try LMDBLockFile.letGo(lockFileDescriptor)
     }
 
+    /// Whether the environment is suspended (``suspend()``).
+    var isSuspended: Bool { idleReadersLock.withLock { suspended } }
+
     /// Takes back the locks ``suspend()`` let go of; transactions begin again.
     func resume() throws(LMDBError) {
-        guard idleReadersLock.withLock({ suspended }) else { return }
+        guard isSuspended else { return }
         if lockFileDescriptor >= 0 { try LMDBLockFile.takeBack(lockFileDescriptor, writable: lockFileIsWritable) }
         idleReadersLock.withLock { suspended = false }
     }
@@ -191,8 +194,8 @@ final class LMDBEnvironment: @unchecked Sendable {
     /// the reader table, inside the readers' gate).
     func beginRead() throws(LMDBError) -> OpaquePointer {
         // A renewal that fails (the map grew, say) is answered by a new transaction's begin.
-        let (idle, isSuspended) = idleReadersLock.withLock { suspended ? (nil, true) : (idleReaders.popLast(), false) }
-        if isSuspended { throw LMDBError(code: LMDBError.suspended, operation: "mdb_txn_begin(read)") }
+        let (idle, refused) = idleReadersLock.withLock { suspended ? (nil, true) : (idleReaders.popLast(), false) }
+        if refused { throw LMDBError(code: LMDBError.suspended, operation: "mdb_txn_begin(read)") }
         if let idle {
             if mdb_txn_renew(idle) == 0 { return idle }
             mdb_txn_abort(idle)
@@ -218,7 +221,7 @@ final class LMDBEnvironment: @unchecked Sendable {
     /// A write transaction's handle, begun inside the writer's gate, which ``endWrite()`` lets
     /// go once the transaction is committed or aborted.
     func beginWrite() throws(LMDBError) -> OpaquePointer {
-        if idleReadersLock.withLock({ suspended }) { throw LMDBError(code: LMDBError.suspended, operation: "mdb_txn_begin(write)") }
+        if isSuspended { throw LMDBError(code: LMDBError.suspended, operation: "mdb_txn_begin(write)") }
         writerGate?.enter()
         var txn: OpaquePointer?
         let code = mdb_txn_begin(handle, nil, 0, &txn)

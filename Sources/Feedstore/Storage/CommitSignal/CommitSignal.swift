@@ -116,9 +116,9 @@ final class CommitSignal: @unchecked Sendable {
 
     /// Ends the reports and lets go of the listener's lock, keeping the descriptor (which is no
     /// lock); a later ``listen(_:)`` takes both up again. Once this returns, the notice is not
-    /// running and is not called until then. Whether the process was listening.
-    func stopListening() -> Bool {
-        guard let registration = listening.withLock({ $0.take() }) else { return false }
+    /// running and is not called until then.
+    func stopListening() {
+        guard let registration = listening.withLock({ $0.take() }) else { return }
         FileWriteNotices.shared.unregister(registration)
         file.withLock { file in
             guard file.holdsListenerLock else { return }
@@ -126,7 +126,6 @@ final class CommitSignal: @unchecked Sendable {
             _ = fcntl(file.descriptor, F_SETLK, &lock)
             file.holdsListenerLock = false
         }
-        return true
     }
 
     /// Ends the reports and lets the file go; once this returns, `notice` is not running and is

@@ -52,20 +52,18 @@ extension StoreCore {
             let files = identifiedFiles.compactMap(FileIdentity.init(path:))
             let wasListening = listeningForOtherCommits.withLock { listening in
                 defer { listening = false }
-                if listening { _ = commitSignal.stopListening() }
+                if listening { commitSignal.stopListening() }
                 return listening
             }
             for claim in claims.current.values { claim.suspend() }
             do {
                 try mapLock.withExclusive {
                     releasePinnedSnapshots()
-                    isSuspended = true
                     try environment.suspend()
                 }
             } catch {
                 // Nothing is let go of, then: the store goes on as it was.
-                try? environment.resume()
-                mapLock.withExclusive { isSuspended = false }
+                mapLock.withExclusive { try? environment.resume() }
                 for claim in claims.current.values { claim.resume() }
                 if wasListening { listenForOtherCommits() }
                 throw translate(error)
@@ -86,10 +84,7 @@ extension StoreCore {
                     + "close every handle of it in this process and open it again")
             }
             do {
-                try mapLock.withExclusive {
-                    try environment.resume()
-                    isSuspended = false
-                }
+                try mapLock.withExclusive { try environment.resume() }
             } catch {
                 throw translate(error)
             }

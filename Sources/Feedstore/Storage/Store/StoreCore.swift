@@ -15,9 +15,6 @@ final class StoreCore: @unchecked Sendable {
     /// Set by ``close()`` with the map lock held exclusively, read by ``begin(readOnly:log:)``
     /// with it held shared: no transaction begins once the environment is closing.
     private var isClosed = false
-    /// Set by ``suspend()`` and cleared by ``resume()`` with the map lock held exclusively, read
-    /// by ``begin(readOnly:log:)`` with it held shared.
-    var isSuspended = false
     /// What ``suspend()`` let go of, for ``resume()`` to take back; its lock orders the two.
     let suspension = Protected<Suspension?>(nil)
     /// The index claims of this process's handles (``IndexClaim``), which a suspension lets go
@@ -116,7 +113,6 @@ final class StoreCore: @unchecked Sendable {
         // A handle that outlived its store (a watcher polled after the last close) gets an
         // error, never a transaction on an environment that is gone.
         if isClosed { throw FeedstoreError.storeClosed(path: path) }
-        if isSuspended { throw FeedstoreError.storeSuspended(path: path) }
         // A commit whose sync failed is synced, and a failed commit's record taken out of the
         // commit log, before another commit can follow; none follows a failed sync of LMDB's
         // file under the commit log, and no transaction a commit it could not make durable.
@@ -129,6 +125,9 @@ final class StoreCore: @unchecked Sendable {
             return try LMDBTransaction(environment: environment, readOnly: readOnly, log: log)
         } catch let error where error.code == LMDBError.mapResized {
             throw MapResizedSignal()
+        } catch let error where error.code == LMDBError.suspended {
+            // The environment keeps the one flag: no transaction begins while it is suspended.
+            throw FeedstoreError.storeSuspended(path: path)
         }
     }
 
