@@ -146,6 +146,14 @@ final class WriteQueue: @unchecked Sendable {
         return pending.count
     }
 
+    /// Whether no write is running or waiting (for tests: the writer thread clears its busy
+    /// flag after the completions of its batch have resumed their callers).
+    var isIdle: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return !isBusy && pending.isEmpty
+    }
+
     /// What the queue holds and does, for a test's failure message.
     var stateDescription: String {
         condition.lock()

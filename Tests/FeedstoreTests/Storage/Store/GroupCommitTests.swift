@@ -270,6 +270,10 @@ import Testing
             #expect(try await store.read { try $0.count(Item.self) } == 3, "the writer: \(store.core.writer.stateDescription)")
             #expect(try await store.read { try $0.journalBounds().last } == 3)
             #expect(pthread_equal(try await queued.value, writer) != 0, "a queued write runs on the writer thread")
+            // The queued write's caller resumes before the writer thread has marked itself idle;
+            // a write arriving in between joins the writer thread, as it should.
+            while !store.core.writer.isIdle, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
+            #expect(store.core.writer.isIdle, "the writer: \(store.core.writer.stateDescription)")
             let lone = try await store.write { tx in
                 try tx.insert(Self.item(4))
                 return pthread_self()
