@@ -202,6 +202,16 @@ case "lookup-instructions":
     } else {
         try bench.run(LookupInstructions.Lookup(rawValue: arguments.dropFirst().first ?? "") ?? .entry)
     }
+case "batch-instructions":
+    // Used by Benchmarks/batch-instructions, which runs it under callgrind: `--build` writes the
+    // demo feed; otherwise one watcher of `--shape`, `--commits` one-row commits, a batch each.
+    let bench = BatchInstructions(path: arguments.last!, size: option("--size", default: 100_000))
+    if arguments.contains("--build") {
+        try bench.build()
+    } else {
+        let shape = arguments.firstIndex(of: "--shape").flatMap { BatchInstructions.Shape(rawValue: arguments[$0 + 1]) } ?? .plain
+        try bench.run(shape, commits: option("--commits", default: 100))
+    }
 case "decode":
     // Typed reads for instruction counts (run under callgrind): `--build` writes the demo feed;
     // otherwise `--rounds` times: every message through objects(in:) (`--mode scan`), 2,000
@@ -415,6 +425,8 @@ default:
           bulk-insert [--rows N] [--durable] [--only-feedstore]
           commits [--commits N] [--writers 1,16]
                                           durable one-row commits, 1, 2, 4, 8 and 16 writers
+          batch-instructions [--build] [--shape plain|windowed-sectioned|indexes-windowed] [--commits N] [--size N] PATH
+                                          one-row commits and batches of one watcher, for callgrind (Benchmarks/batch-instructions)
           read-peers [--rows N]           positional reads, windows, counts and scans against raw LMDB and GRDB
           watch-peers [--sizes …]         live-list latency: Feedstore watcher, refetch + diff, GRDB ValueObservation
           counts [--sizes …] [--uncounted-up-to N]
