@@ -415,21 +415,7 @@ public actor LiveSession {
             return ServerFrame.error(LiveError(.unknownSubscription, "no subscription \(id.jsonText) is open", id: id))
         }
         do {
-            var rows: [(path: RowPath, record: [String: FieldValue])] = []
-            var start = 0
-            for (section, shape) in watcher.sections.enumerated() {
-                let lower = max(offset, start), upper = min(offset + limit, start + shape.count)
-                if upper > lower {
-                    // One walk of the index per section.
-                    let first = lower - start
-                    for (row, record) in try watcher.objects(inSection: section, rows: first ..< upper - start).enumerated() {
-                        rows.append((RowPath(section: section, row: first + row), record))
-                    }
-                }
-                start += shape.count
-                if start >= offset + limit { break }
-            }
-            return ServerFrame.rows(id: id, offset: offset, rows)
+            return ServerFrame.rows(id: id, offset: offset, try watcher.objects(at: offset ..< offset + limit))
         } catch {
             return ServerFrame.error(storeError(error, id: id))
         }

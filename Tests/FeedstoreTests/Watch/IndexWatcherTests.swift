@@ -14,6 +14,11 @@ import Testing
         try mirror.apply(batch, reading: watcher.object(at:))
         #expect(watcher.numberOfSections == mirror.sections.count)
         for (i, section) in mirror.sections.enumerated() { #expect(watcher.numberOfObjects(inSection: i) == section.rows.count) }
+        #expect(watcher.shownLayout.checkInvariants().isEmpty, "\(watcher.shownLayout.checkInvariants())")
+        // Rows by position across sections: the mirror's rows in order, with their paths.
+        let shown = mirror.sections.enumerated().flatMap { s, section in section.rows.indices.map { (RowPath(section: s, row: $0), section.rows[$0]) } }
+        let read = try watcher.objects(at: -1 ..< shown.count + 1)
+        #expect(read.map(\.path) == shown.map(\.0) && read.map(\.object) == shown.map(\.1), "objects(at:) across sections")
     }
 
     @Test(arguments: WatcherContractTests.configurations, [UInt64(3), 4])

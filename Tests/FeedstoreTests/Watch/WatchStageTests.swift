@@ -89,7 +89,7 @@ import Testing
             let s = Scenario.random(rows: Int.random(in: 0...40, using: &rng), &rng)
             func window(_ count: Int) -> Range<Int> {
                 let window = WatchWindow(offset: Int.random(in: 0...count + 2, using: &rng), limit: Int.random(in: 0...count + 2, using: &rng))
-                return WindowProjection.visible(Bool.random(using: &rng) ? window : nil, count: count)
+                return ListLayout.visible(Bool.random(using: &rng) ? window : nil, count: count)
             }
             let oldVisible = window(s.old.count), newVisible = window(s.new.count)
             let changed = s.changed
@@ -174,6 +174,47 @@ import Testing
                 #expect(deletes == before.sections.indices.filter { list.index(of: before.sections[$0].prefix) == nil })
                 #expect(inserts.map(\.index) == list.sections.indices.filter { before.index(of: list.sections[$0].prefix) == nil })
             }
+        }
+    }
+}
+
+/// The one value that converts a watcher's positions: list positions, shown positions and paths
+/// agree with counting the rows of a list one by one, with and without a window.
+@Suite struct ListLayoutTests {
+    @Test(arguments: testSeeds(8, base: 577))
+    func positionsAndPathsAgreeWithCountingTheRows(seed: UInt64) throws {
+        var rng = SeededGenerator(seed: seed)
+        for round in 0..<200 {
+            let counts = (0..<Int.random(in: 0...6, using: &rng)).map { _ in Int.random(in: 1...9, using: &rng) }
+            let sections = counts.isEmpty && Bool.random(using: &rng)
+                ? SectionList.single(count: 0, descending: false)
+                : SectionList(counts.enumerated().map { .init(prefix: [UInt8($0.offset)], key: [.int(Int64($0.offset))], count: $0.element) },
+                              descending: false)
+            let total = counts.reduce(0, +)
+            let window = Bool.random(using: &rng)
+                ? WatchWindow(offset: Int.random(in: 0...total + 3, using: &rng), limit: Int.random(in: 0...total + 3, using: &rng)) : nil
+            let layout = ListLayout(sections: sections, window: window)
+            let context = "seed \(seed), round \(round), counts \(counts), window \(String(describing: window))"
+            #expect(layout.checkInvariants(sample: .max).isEmpty, "\(context): \(layout.checkInvariants(sample: .max))")
+            // The rows by counting: every list position's section and row, then the window's cut.
+            let rows = counts.enumerated().flatMap { section, count in (0..<count).map { (section, $0) } }
+            let start = min(window?.offset ?? 0, total), end = window.map { min(total, start + $0.limit) } ?? total
+            #expect(layout.visible == start..<end, "\(context)")
+            let firstShownSection = rows.indices.contains(start) ? rows[start].0 : 0
+            for position in 0..<total {
+                let expected = (start..<end).contains(position)
+                    ? RowPath(section: rows[position].0 - firstShownSection,
+                              row: rows[position].1 - (rows[position].0 == firstShownSection ? rows[start].1 : 0))
+                    : nil
+                #expect(layout.path(ofList: position) == expected, "\(context), list position \(position)")
+            }
+            // Runs of any range of shown positions cover it, section by section, cut to the rows shown.
+            let low = Int.random(in: -2...layout.shownCount + 2, using: &rng), high = Int.random(in: low...layout.shownCount + 4, using: &rng)
+            let runs = layout.runs(ofShown: low..<high)
+            let covered = runs.flatMap { run in (0..<run.count).map { RowPath(section: run.start.section, row: run.start.row + $0) } }
+            let wanted = (max(0, low)..<max(max(0, low), min(high, layout.shownCount))).map { layout.path(ofShown: $0) }
+            #expect(covered == wanted, "\(context), runs of \(low)..<\(high)")
+            #expect(zip(runs, runs.dropFirst()).allSatisfy { $0.start.section < $1.start.section }, "\(context): one run per section")
         }
     }
 }

@@ -14,7 +14,7 @@ enum MoveDetection {
 
     /// Returns the indexes into `changedKeys` of the rows that move.
     /// - Parameters:
-    ///   - changedKeys: old and new flat positions of surviving rows whose key changed.
+    ///   - changedKeys: old and new shown positions of surviving rows whose key changed.
     ///   - deletedOld: sorted old positions of rows that left.
     ///   - insertedNew: sorted new positions of rows that joined.
     static func moves(changedKeys: [Candidate], deletedOld: [Int], insertedNew: [Int]) -> Set<Int> {

@@ -1,4 +1,4 @@
-/// How a batch moves the flat positions of a list's rows, UIKit's way: rows leave at the
+/// How a batch moves the shown positions of a list's rows, UIKit's way: rows leave at the
 /// removed old positions (deletes and move sources), then rows arrive at the inserted new
 /// positions (inserts and move destinations). A row that stays moves back by the rows removed
 /// before it and forward past the rows inserted before it. Not generic, so a lazy list moves

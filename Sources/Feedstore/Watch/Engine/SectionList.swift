@@ -1,5 +1,6 @@
-/// The sections of a watched snapshot, in query order, with their row counts: what maps a flat
-/// position to a (section, row) path. Held in memory by the watcher (one entry per section).
+/// The sections of a watched snapshot, in query order, with their row counts: what maps a
+/// position (from 0 across its sections) to a (section, row) path. Held in memory by the watcher
+/// (one entry per section); ``ListLayout`` is what the rest of the watch code converts through.
 struct SectionList: Equatable {
     struct Section: Equatable {
         /// The encoded leading components shared by the section's rows.

@@ -24,12 +24,9 @@ final class WatchEngine {
     private var subscription: FeedSubscription?
     /// The journal sequence of the snapshot the consumer holds.
     private(set) var sequence: UInt64 = 0
-    /// The sections of the query's full order in that snapshot; nil until the initial batch.
-    private var sections: SectionList?
-    /// The sections the consumer holds: the full order's, cut to the window.
-    private(set) var shown: SectionList?
-    /// The full position of the first row shown.
-    private(set) var shownStart = 0
+    /// What the consumer holds of the query's list in that snapshot: its sections, the window's
+    /// rows, and their paths; nil until the initial batch.
+    private(set) var layout: ListLayout?
     /// A window the consumer asked for, shown by the next batch.
     private var pendingWindow: WatchWindow?
     /// The next batch must be a reset (the consumer's snapshot could not be kept).
@@ -81,7 +78,7 @@ final class WatchEngine {
             self.subscription = subscription
         }
         guard let folded = try feed.synchronize(subscription, through: head, in: tx) else { return .retry }
-        if sections == nil { return .batch(try snapshot(in: tx, resolved, head: head, reset: false)) }
+        if layout == nil { return .batch(try snapshot(in: tx, resolved, head: head, reset: false)) }
         if resetPending || folded.overflowed {
             resetPending = false
             return .batch(try snapshot(in: tx, resolved, head: head, reset: true))
@@ -112,22 +109,18 @@ final class WatchEngine {
     /// rows are not listed (one run per section shown), so this is O(sections · log n).
     private func snapshot(in tx: ReadTransaction, _ resolved: ReadTransaction.ResolvedQuery, head: UInt64, reset: Bool) throws -> RowChanges {
         takePendingWindow()
-        let list = try sectionList(in: tx, resolved)
-        let visible = WindowProjection.visible(options.window, count: list.rowCount)
-        let shown = list.clipped(to: visible)
+        let layout = ListLayout(sections: try sectionList(in: tx, resolved), window: options.window)
         var batch = RowChanges(fromSequence: reset ? sequence : 0, toSequence: head, isInitial: !reset, isReset: reset)
         batch.header.window = options.window
-        batch.header.sectionInserts = shown.sections.enumerated().map { SectionInsert(index: $0.offset, key: $0.element.key) }
+        batch.header.sectionInserts = layout.shown.sections.enumerated().map { SectionInsert(index: $0.offset, key: $0.element.key) }
         if indexesOnly {
-            batch.insertedSections = shown.sections.enumerated().map { ($0.offset, $0.element.count) }
+            batch.insertedSections = layout.shown.sections.enumerated().map { ($0.offset, $0.element.count) }
         } else {
             let keys = try tx.rowKeys(entity: query.entity, index: query.index, range: query.range, reverse: query.reverse,
-                                      offset: visible.lowerBound, limit: visible.count)
-            batch.inserts = keys.enumerated().map { .init(path: shown.path(ofFlat: $0.offset), id: $0.element.id, primaryKey: $0.element.primaryKey) }
+                                      offset: layout.visible.lowerBound, limit: layout.shownCount)
+            batch.inserts = keys.enumerated().map { .init(path: layout.path(ofShown: $0.offset), id: $0.element.id, primaryKey: $0.element.primaryKey) }
         }
-        sections = list
-        self.shown = shown
-        shownStart = visible.lowerBound
+        self.layout = layout
         sequence = head
         return batch
     }
@@ -161,38 +154,33 @@ final class WatchEngine {
     // MARK: Incremental batches
 
     private func build(_ rows: ChangedRows, _ resolved: ReadTransaction.ResolvedQuery, in tx: ReadTransaction, head: UInt64) throws -> RowChanges {
-        let oldSections = sections!
-        guard oldSections.rowCount == rows.oldCount else {
+        let old = layout!
+        guard old.listCount == rows.oldCount else {
             throw FeedstoreError.corruptData(what: "journal", reason: "the changes since the last batch do not lead back to its row count")
         }
-        let oldVisible = WindowProjection.visible(options.window, count: rows.oldCount)
         let movesWindow = takePendingWindow()
-        // Sections.
-        let newSections = try oldSections.applying(rows, sectionBy: options.sectionBy)
-        let newVisible = WindowProjection.visible(options.window, count: rows.newCount)
-        let oldShown = oldSections.clipped(to: oldVisible), newShown = newSections.clipped(to: newVisible)
+        let new = ListLayout(sections: try old.sections.applying(rows, sectionBy: options.sectionBy), window: options.window)
         var batch = RowChanges(fromSequence: sequence, toSequence: head, isInitial: false, isReset: false)
         batch.header.window = options.window
         batch.movesWindow = movesWindow
-        if options.sectionBy > 0 { (batch.header.sectionDeletes, batch.header.sectionInserts) = SectionList.difference(from: oldShown, to: newShown) }
+        if options.sectionBy > 0 { (batch.header.sectionDeletes, batch.header.sectionInserts) = SectionList.difference(from: old.shown, to: new.shown) }
 
-        // Window: changed rows by their full positions, untouched rows pushed across its edges.
-        let window = WindowProjection(oldVisible: oldVisible, newVisible: newVisible, rows: rows)
-        func oldFlat(_ position: Int?) -> Int? { position.flatMap { oldVisible.contains($0) ? $0 - oldVisible.lowerBound : nil } }
-        func newFlat(_ position: Int?) -> Int? { position.flatMap { newVisible.contains($0) ? $0 - newVisible.lowerBound : nil } }
+        // Window: changed rows by their list positions, untouched rows pushed across its edges.
+        let window = WindowProjection(oldVisible: old.visible, newVisible: new.visible, rows: rows)
+        // Shown positions, old and new, of the rows the batch names.
         var deletedOld: [Int] = [], insertedNew: [Int] = []
-        // Changed rows shown before and after, at their flat positions; only those whose key
+        // Changed rows shown before and after, at their shown positions; only those whose key
         // changed may move.
         var survivors: [Survivor] = []
         let filter = FieldFilter(options.fields, entity: resolved.entity)
         for (index, row) in rows.rows.enumerated() {
-            switch (oldFlat(row.old), newFlat(row.new)) {
+            switch (row.old.flatMap(old.shownPosition(ofList:)), row.new.flatMap(new.shownPosition(ofList:))) {
             case let (o?, nil):
                 deletedOld.append(o)
-                batch.deletes.append(.init(path: oldShown.path(ofFlat: o), id: row.change.id))
+                batch.deletes.append(.init(path: old.path(ofShown: o), id: row.change.id))
             case let (nil, n?):
                 insertedNew.append(n)
-                batch.inserts.append(.init(path: newShown.path(ofFlat: n), id: row.change.id, primaryKey: row.change.primaryKey))
+                batch.inserts.append(.init(path: new.path(ofShown: n), id: row.change.id, primaryKey: row.change.primaryKey))
             case let (o?, n?):
                 let changedSection = try row.keyChanged && SectionList.prefix(of: row.oldKey!, components: options.sectionBy)
                     != SectionList.prefix(of: row.newKey!, components: options.sectionBy)
@@ -205,15 +193,15 @@ final class WatchEngine {
         let pushedKeys = indexesOnly ? nil : try tx.rowKeys(entity: query.entity, index: query.index, range: query.range,
                                                              reverse: query.reverse, at: window.pushedOut.map(\.new) + window.pushedIn)
         for (i, pushed) in window.pushedOut.enumerated() {
-            let o = pushed.old - oldVisible.lowerBound
+            let o = old.shownPosition(ofList: pushed.old)!
             deletedOld.append(o)
-            batch.deletes.append(.init(path: oldShown.path(ofFlat: o), id: pushedKeys?[i].id ?? .null))
+            batch.deletes.append(.init(path: old.path(ofShown: o), id: pushedKeys?[i].id ?? .null))
         }
         for (i, position) in window.pushedIn.enumerated() {
-            let n = position - newVisible.lowerBound
+            let n = new.shownPosition(ofList: position)!
             insertedNew.append(n)
             let key = pushedKeys?[window.pushedOut.count + i] ?? .none
-            batch.inserts.append(.init(path: newShown.path(ofFlat: n), id: key.id, primaryKey: key.primaryKey))
+            batch.inserts.append(.init(path: new.path(ofShown: n), id: key.id, primaryKey: key.primaryKey))
         }
 
         // Moves, then updates of the rest.
@@ -225,19 +213,17 @@ final class WatchEngine {
         for (i, survivor) in survivors.enumerated() {
             let moves = moved.contains(i), change = rows.rows[survivor.row].change
             guard moves || filter.passes(change) else { continue }
-            let pair = RowChanges.Pair(from: oldShown.path(ofFlat: survivor.position.old), to: newShown.path(ofFlat: survivor.position.new),
+            let pair = RowChanges.Pair(from: old.path(ofShown: survivor.position.old), to: new.path(ofShown: survivor.position.new),
                                        id: change.id, primaryKey: change.primaryKey, fields: filter.names(of: change))
             if moves { batch.moves.append(pair) } else { batch.updates.append(pair) }
         }
         batch.sort()
-        sections = newSections
-        shown = newShown
-        shownStart = newVisible.lowerBound
+        layout = new
         sequence = head
         return batch
     }
 
-    /// A changed row shown before and after the span: its flat positions, and whether its key
+    /// A changed row shown before and after the span: its shown positions, and whether its key
     /// changed (only then may it move).
     private struct Survivor {
         /// The row's index in ``ChangedRows/rows``.
@@ -303,20 +289,10 @@ final class WatchEngine {
 
     // MARK: Reading the shown snapshot
 
-    /// The position in the query's order of the row at `path` of the snapshot the consumer
-    /// holds (a window's rows start at its offset); nil outside it.
-    func queryPosition(of path: RowPath) -> Int? {
-        guard let shown, shown.sections.indices.contains(path.section), path.row >= 0,
-              path.row < shown.sections[path.section].count else { return nil }
-        return shownStart + shown.start(of: path.section) + path.row
-    }
-
     /// The path in the snapshot the consumer holds of the row whose entry key is `key` (nil when
     /// it is not shown).
     func path(ofKey key: [UInt8], in tx: ReadTransaction, _ resolved: ReadTransaction.ResolvedQuery) throws -> RowPath? {
-        guard let shown, key.withUnsafeBytes({ resolved.keys.contains($0) }) else { return nil }
-        let position = try resolved.position(ofKey: key, reverse: query.reverse, in: tx) - shownStart
-        guard position >= 0, position < shown.rowCount else { return nil }
-        return shown.path(ofFlat: position)
+        guard let layout, key.withUnsafeBytes({ resolved.keys.contains($0) }) else { return nil }
+        return layout.path(ofList: try resolved.position(ofKey: key, reverse: query.reverse, in: tx))
     }
 }

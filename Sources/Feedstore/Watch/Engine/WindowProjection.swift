@@ -13,13 +13,6 @@ struct WindowProjection {
     /// Untouched rows that enter the window: their new full positions.
     private(set) var pushedIn: [Int] = []
 
-    /// The positions a window shows of a list of `count` rows (all of them without a window).
-    static func visible(_ window: WatchWindow?, count: Int) -> Range<Int> {
-        guard let window else { return 0..<count }
-        let start = min(window.offset, count)
-        return start..<(window.limit >= count - start ? count : start + window.limit)
-    }
-
     init(oldVisible: Range<Int>, newVisible: Range<Int>, rows: ChangedRows) {
         self.init(oldVisible: oldVisible, newVisible: newVisible, changedOld: rows.oldPositions, changedNew: rows.newPositions)
     }

@@ -123,9 +123,10 @@ public final class LazyLiveList<E: Entity>: Observable {
     }
 
     private func apply(_ batch: IndexBatch) {
-        let changes = cache.apply(batch, sections: watcher.shownSectionList)
-        let newSections = cache.sections.sections.indices.map {
-            Section(key: cache.sections.sections[$0].key, count: cache.sections.sections[$0].count, start: cache.sections.start(of: $0))
+        let changes = cache.apply(batch, layout: watcher.shownLayout)
+        let layout = cache.layout
+        let newSections = layout.shown.sections.enumerated().map {
+            Section(key: $0.element.key, count: $0.element.count, start: layout.shownPosition(of: RowPath(section: $0.offset, row: 0)))
         }
         let reshaped = newSections != shownSections
         shownSections = newSections
@@ -157,15 +158,8 @@ public final class LazyLiveList<E: Entity>: Observable {
         let page = cache.page(containing: position)
         observe(page: position / cache.pageSize)
         if let row = cache.row(at: position) { return row }
-        var read: [E] = []
-        // A page may cross sections: read it section by section.
-        var next = page.lowerBound
-        while next < page.upperBound {
-            let path = cache.path(ofFlat: next)
-            let inSection = Swift.min(page.upperBound - next, cache.sections.sections[path.section].count - path.row)
-            read += try watcher.objects(inSection: path.section, rows: path.row ..< path.row + inSection)
-            next += inSection
-        }
+        // A page may cross sections: the watcher reads it section by section.
+        let read = try watcher.objects(at: page).map(\.object)
         guard read.count == page.count else {
             throw FeedstoreError.corruptData(what: "index \(E.entityName)", reason: "fewer rows than its counts say")
         }
@@ -177,15 +171,15 @@ public final class LazyLiveList<E: Entity>: Observable {
     public func element(at path: RowPath) throws -> E { try element(at: position(of: path)) }
 
     /// The position in the list of the row at `path`.
-    public func position(of path: RowPath) -> Int { cache.position(of: path) }
+    public func position(of path: RowPath) -> Int { cache.layout.shownPosition(of: path) }
 
     /// The path of the row at `position`.
-    public func path(of position: Int) -> RowPath { cache.path(ofFlat: position) }
+    public func path(of position: Int) -> RowPath { cache.layout.path(ofShown: position) }
 
     /// The position of the record with `id`; nil when the list does not show it.
     /// - Complexity: O(log n).
     public func position(of id: E.ID) throws -> Int? {
-        try watcher.path(of: id).map { cache.position(of: $0) }
+        try watcher.path(of: id).map { cache.layout.shownPosition(of: $0) }
     }
 
     /// Shows another window of the query (lists opened with a window only), at once.

@@ -1,16 +1,16 @@
-/// The rows a lazy list has read, by flat position, with the layout of its sections: what
-/// ``LazyLiveList`` keeps between batches.
+/// The rows a lazy list has read, by shown position (from 0 across sections), with the layout
+/// they are shown in: what ``LazyLiveList`` keeps between batches.
 ///
 /// Applying a batch moves every cached row to its new position in one pass over the cache, or
 /// drops it when the batch deletes, moves or updates it, so the cache never holds a stale or
 /// misplaced row; dropped rows are read again when asked for. About ``capacity`` rows are kept
 /// (those nearest the last one read), so memory is O(capacity) whatever the list's length.
 struct LazyRowCache<Row> {
-    /// The sections of the snapshot shown: the watcher's own, which maps flat positions to paths.
-    private(set) var sections = SectionList([], descending: false)
+    /// What the snapshot shown shows: the watcher's own layout, which maps positions to paths.
+    private(set) var layout = ListLayout.empty(descending: false)
     /// Rows in all sections.
-    var count: Int { sections.rowCount }
-    /// Where each cached row is kept in ``values``, by flat position. Batches move positions
+    var count: Int { layout.shownCount }
+    /// Where each cached row is kept in ``values``, by shown position. Batches move positions
     /// only: this table holds plain integers, so moving a thousand rows costs microseconds
     /// (generic code moving the rows themselves would not be specialized for the list's type).
     private(set) var slots: [Int: Int] = [:]
@@ -32,7 +32,7 @@ struct LazyRowCache<Row> {
         self.pageSize = pageSize
     }
 
-    /// The rows read so far, by flat position.
+    /// The rows read so far, by shown position.
     var rows: [Int: Row] { slots.compactMapValues { values[$0] } }
 
     /// The cached row at `position`, noting the read.
@@ -80,41 +80,38 @@ struct LazyRowCache<Row> {
         free = []
     }
 
-    // MARK: Sections
-
-    /// The flat position of `path`.
-    func position(of path: RowPath) -> Int { sections.start(of: path.section) + path.row }
-
-    /// The path of the row at a flat position.
-    func path(ofFlat position: Int) -> RowPath { sections.path(ofFlat: position) }
-
     // MARK: Batches
 
-    /// Takes the list to the snapshot a batch produces, whose sections are `newSections`, and
-    /// returns the flat positions (new ones) whose rows changed: rows inserted, removed or
+    /// Takes the list to the snapshot a batch produces, whose layout is `new`, and returns the
+    /// shown positions (new ones) whose rows changed: rows inserted, removed or
     /// shifted past, moved or updated. Rows before the first insertion or removal keep their
     /// positions and rows.
     /// - Complexity: O(c + k log k) for c cached rows and k ranges, moves and updates in the batch.
-    mutating func apply(_ batch: IndexBatch, sections newSections: SectionList) -> ChangedPositions {
+    mutating func apply(_ batch: IndexBatch, layout new: ListLayout) -> ChangedPositions {
         let oldCount = count
-        let old = sections
-        sections = newSections
+        let old = layout
+        layout = new
         if batch.isInitial || batch.isReset {
             removeAll()
             return ChangedPositions(from: 0, through: Swift.max(oldCount, count), updated: [])
         }
-        func oldFlat(_ path: RowPath) -> Int { old.start(of: path.section) + path.row }
-        func newFlat(_ path: RowPath) -> Int { sections.start(of: path.section) + path.row }
-        let removed = PositionRemap.merged(batch.deletes.map { oldFlat(RowPath(section: $0.section, row: $0.rows.lowerBound)) ..< oldFlat(RowPath(section: $0.section, row: $0.rows.lowerBound)) + $0.rows.count }
-            + batch.moves.map { oldFlat($0.from) ..< oldFlat($0.from) + 1 })
-        let inserted = PositionRemap.merged(batch.inserts.map { newFlat(RowPath(section: $0.section, row: $0.rows.lowerBound)) ..< newFlat(RowPath(section: $0.section, row: $0.rows.lowerBound)) + $0.rows.count }
-            + batch.moves.map { newFlat($0.to) ..< newFlat($0.to) + 1 })
-        let remap = PositionRemap(removed: removed, inserted: inserted, updated: Set(batch.updates.map { oldFlat($0.from) }))
+        // Runs of rows, as the shown positions they cover in the old or the new layout.
+        func positions(_ run: IndexBatch.RowRange, in layout: ListLayout) -> Range<Int> {
+            let start = layout.shownPosition(of: RowPath(section: run.section, row: run.rows.lowerBound))
+            return start ..< start + run.rows.count
+        }
+        func position(_ path: RowPath, in layout: ListLayout) -> Range<Int> {
+            let start = layout.shownPosition(of: path)
+            return start ..< start + 1
+        }
+        let removed = PositionRemap.merged(batch.deletes.map { positions($0, in: old) } + batch.moves.map { position($0.from, in: old) })
+        let inserted = PositionRemap.merged(batch.inserts.map { positions($0, in: new) } + batch.moves.map { position($0.to, in: new) })
+        let remap = PositionRemap(removed: removed, inserted: inserted, updated: Set(batch.updates.map { old.shownPosition(of: $0.from) }))
         let dropped = remap.apply(to: &slots)
         release(dropped)
 
         let firstShift = Swift.min(removed.first?.lowerBound ?? .max, inserted.first?.lowerBound ?? .max)
-        return ChangedPositions(from: firstShift, through: Swift.max(oldCount, count), updated: batch.updates.map { newFlat($0.to) })
+        return ChangedPositions(from: firstShift, through: Swift.max(oldCount, count), updated: batch.updates.map { new.shownPosition(of: $0.to) })
     }
 
 }

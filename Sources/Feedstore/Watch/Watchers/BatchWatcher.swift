@@ -202,7 +202,7 @@ public final class BatchWatcher<Batch: Sendable, Row>: AsyncSequence, @unchecked
         try lock.withLock {
             try readShown { [engine] tx in
                 let resolved = try tx.resolve(entity: engine.query.entity, index: engine.query.index, range: engine.query.range)
-                guard let position = engine.queryPosition(of: path),
+                guard let position = engine.layout?.listPosition(of: path),
                       let key = try resolved.entryKey(at: position, reverse: engine.query.reverse, in: tx) else { return nil }
                 return try makeRow(tx, key, resolved.index)
             }
@@ -221,10 +221,10 @@ public final class BatchWatcher<Batch: Sendable, Row>: AsyncSequence, @unchecked
         }
     }
 
-    fileprivate var shownSections: SectionList? { lock.withLock { engine.shown } }
+    fileprivate var shownSections: SectionList? { lock.withLock { engine.layout?.shown } }
 
-    /// The sections of the snapshot of the last batch taken (none before the first).
-    var shownSectionList: SectionList { shownSections ?? SectionList([], descending: engine.query.reverse) }
+    /// What the snapshot of the last batch taken shows (nothing before the first).
+    var shownLayout: ListLayout { lock.withLock { engine.layout } ?? .empty(descending: engine.query.reverse) }
 
     /// The rows `rows` of `section`, read in one walk from the snapshot of the last batch taken;
     /// fewer when the range runs past the section.
@@ -234,10 +234,30 @@ public final class BatchWatcher<Batch: Sendable, Row>: AsyncSequence, @unchecked
         guard !rows.isEmpty else { return [] }
         return try lock.withLock {
             try readShown { [engine] tx -> [R]? in
-                guard let shown = engine.shown, shown.sections.indices.contains(section),
-                      let position = engine.queryPosition(of: RowPath(section: section, row: rows.lowerBound)) else { return [] }
-                let limit = Swift.min(rows.count, shown.sections[section].count - rows.lowerBound)
+                let start = RowPath(section: section, row: rows.lowerBound)
+                guard let layout = engine.layout, let position = layout.listPosition(of: start) else { return [] }
+                let limit = Swift.min(rows.count, layout.shown.sections[section].count - rows.lowerBound)
                 return try read(tx, engine.query, position, limit)
+            }
+        } ?? []
+    }
+
+    /// The rows at shown positions `positions` (from 0 across sections, as a lazy list counts
+    /// them), with their paths, read from the snapshot of the last batch taken in one walk per
+    /// section; fewer when the range runs past the rows shown.
+    fileprivate func rows<R>(shown positions: Range<Int>,
+                             _ read: (ReadTransaction, WatchTarget, _ offset: Int, _ limit: Int) throws -> [R]) throws -> [(path: RowPath, row: R)]
+    {
+        guard !positions.isEmpty else { return [] }
+        return try lock.withLock {
+            try readShown { [engine] tx -> [(path: RowPath, row: R)]? in
+                guard let layout = engine.layout else { return [] }
+                var rows: [(path: RowPath, row: R)] = []
+                for run in layout.runs(ofShown: positions) {
+                    let read = try read(tx, engine.query, layout.listPosition(of: run.start)!, run.count)
+                    rows += read.enumerated().map { (RowPath(section: run.start.section, row: run.start.row + $0.offset), $0.element) }
+                }
+                return rows
             }
         } ?? []
     }
@@ -292,6 +312,16 @@ extension BatchWatcher where Batch == IndexBatch, Row: Entity {
         }
     }
 
+    /// The rows at positions `positions` of the snapshot of the last batch taken, counted from 0
+    /// across sections (what a lazy list counts), in one walk of the index per section; fewer
+    /// when the range runs past the rows shown.
+    /// - Complexity: O(s log n + k) for k rows in s sections.
+    public func objects(at positions: Range<Int>) throws -> [(path: RowPath, object: Row)] {
+        try rows(shown: positions) { tx, query, offset, limit in
+            try tx.query(Row.self, index: query.index, range: query.range, reverse: query.reverse, offset: offset, limit: limit)
+        }.map { ($0.path, $0.row) }
+    }
+
     /// The path of the record with `id` in the snapshot of the last batch taken; nil when the
     /// query does not show it (NSFetchedResultsController's `indexPath(forObject:)`).
     /// - Complexity: O(log n).
@@ -307,6 +337,17 @@ extension BatchWatcher where Batch == IndexBatch, Row == [String: FieldValue] {
             try tx.entries(entity: query.entity, index: query.index, range: query.range, reverse: query.reverse, offset: offset, limit: limit)
                 .map(\.record)
         }
+    }
+
+    /// The records at positions `positions` of the snapshot of the last batch taken, counted
+    /// from 0 across sections, with their paths, in one walk of the index per section; fewer
+    /// when the range runs past the rows shown.
+    /// - Complexity: O(s log n + k) for k rows in s sections.
+    public func objects(at positions: Range<Int>) throws -> [(path: RowPath, record: [String: FieldValue])] {
+        try rows(shown: positions) { tx, query, offset, limit in
+            try tx.entries(entity: query.entity, index: query.index, range: query.range, reverse: query.reverse, offset: offset, limit: limit)
+                .map(\.record)
+        }.map { ($0.path, $0.row) }
     }
 
     /// The path of the record with primary key `id` in the snapshot of the last batch taken;
