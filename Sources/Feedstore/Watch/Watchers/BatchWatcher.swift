@@ -221,8 +221,6 @@ public final class BatchWatcher<Batch: Sendable, Row>: AsyncSequence, @unchecked
         }
     }
 
-    fileprivate var shownSections: SectionList? { lock.withLock { engine.layout?.shown } }
-
     /// What the snapshot of the last batch taken shows (nothing before the first).
     var shownLayout: ListLayout { lock.withLock { engine.layout } ?? .empty(descending: engine.query.reverse) }
 
@@ -283,12 +281,13 @@ extension BatchWatcher: PollingLoop {
 extension BatchWatcher where Batch == IndexBatch {
     /// Sections in the snapshot of the last batch taken.
     /// - Complexity: O(1).
-    public var numberOfSections: Int { shownSections?.count ?? 0 }
+    public var numberOfSections: Int { shownLayout.shown.count }
 
     /// Rows of `section` in the snapshot of the last batch taken.
     /// - Complexity: O(1).
     public func numberOfObjects(inSection section: Int) -> Int {
-        guard let shown = shownSections, shown.sections.indices.contains(section) else { return 0 }
+        let shown = shownLayout.shown
+        guard shown.sections.indices.contains(section) else { return 0 }
         return shown.sections[section].count
     }
 
@@ -299,7 +298,7 @@ extension BatchWatcher where Batch == IndexBatch {
     /// The sections of the snapshot of the last batch taken: the index components each groups
     /// by (empty for an unsectioned query) and its number of rows.
     /// - Complexity: O(sections).
-    public var sections: [(key: [FieldValue], count: Int)] { shownSections?.sections.map { ($0.key, $0.count) } ?? [] }
+    public var sections: [(key: [FieldValue], count: Int)] { shownLayout.shown.sections.map { ($0.key, $0.count) } }
 }
 
 extension BatchWatcher where Batch == IndexBatch, Row: Entity {
@@ -307,9 +306,7 @@ extension BatchWatcher where Batch == IndexBatch, Row: Entity {
     /// the index (a page of a long list); fewer when the range runs past the section.
     /// - Complexity: O(log n + k) for k rows.
     public func objects(inSection section: Int, rows: Range<Int>) throws -> [Row] {
-        try self.rows(section: section, rows: rows) { tx, query, offset, limit in
-            try tx.query(Row.self, index: query.index, range: query.range, reverse: query.reverse, offset: offset, limit: limit)
-        }
+        try self.rows(section: section, rows: rows, Self.readObjects)
     }
 
     /// The rows at positions `positions` of the snapshot of the last batch taken, counted from 0
@@ -317,9 +314,12 @@ extension BatchWatcher where Batch == IndexBatch, Row: Entity {
     /// when the range runs past the rows shown.
     /// - Complexity: O(s log n + k) for k rows in s sections.
     public func objects(at positions: Range<Int>) throws -> [(path: RowPath, object: Row)] {
-        try rows(shown: positions) { tx, query, offset, limit in
-            try tx.query(Row.self, index: query.index, range: query.range, reverse: query.reverse, offset: offset, limit: limit)
-        }.map { ($0.path, $0.row) }
+        try rows(shown: positions, Self.readObjects).map { ($0.path, $0.row) }
+    }
+
+    /// The rows of a run of the query's positions, read in one walk of the index.
+    private static func readObjects(_ tx: ReadTransaction, _ query: WatchTarget, offset: Int, limit: Int) throws -> [Row] {
+        try tx.query(Row.self, index: query.index, range: query.range, reverse: query.reverse, offset: offset, limit: limit)
     }
 
     /// The path of the record with `id` in the snapshot of the last batch taken; nil when the
@@ -333,10 +333,7 @@ extension BatchWatcher where Batch == IndexBatch, Row == [String: FieldValue] {
     /// one walk of the index; fewer when the range runs past the section.
     /// - Complexity: O(log n + k) for k rows.
     public func objects(inSection section: Int, rows: Range<Int>) throws -> [[String: FieldValue]] {
-        try self.rows(section: section, rows: rows) { tx, query, offset, limit in
-            try tx.entries(entity: query.entity, index: query.index, range: query.range, reverse: query.reverse, offset: offset, limit: limit)
-                .map(\.record)
-        }
+        try self.rows(section: section, rows: rows, Self.readRecords)
     }
 
     /// The records at positions `positions` of the snapshot of the last batch taken, counted
@@ -344,10 +341,13 @@ extension BatchWatcher where Batch == IndexBatch, Row == [String: FieldValue] {
     /// when the range runs past the rows shown.
     /// - Complexity: O(s log n + k) for k rows in s sections.
     public func objects(at positions: Range<Int>) throws -> [(path: RowPath, record: [String: FieldValue])] {
-        try rows(shown: positions) { tx, query, offset, limit in
-            try tx.entries(entity: query.entity, index: query.index, range: query.range, reverse: query.reverse, offset: offset, limit: limit)
-                .map(\.record)
-        }.map { ($0.path, $0.row) }
+        try rows(shown: positions, Self.readRecords).map { ($0.path, $0.row) }
+    }
+
+    /// The records of a run of the query's positions, read in one walk of the index.
+    private static func readRecords(_ tx: ReadTransaction, _ query: WatchTarget, offset: Int, limit: Int) throws -> [[String: FieldValue]] {
+        try tx.entries(entity: query.entity, index: query.index, range: query.range, reverse: query.reverse, offset: offset, limit: limit)
+            .map(\.record)
     }
 
     /// The path of the record with primary key `id` in the snapshot of the last batch taken;
