@@ -71,6 +71,9 @@ public enum FeedstoreError: Error, Sendable, Equatable, CustomStringConvertible 
     case migrationFailed(entity: String, name: String, reason: String)
     /// A query range cannot be evaluated as written.
     case invalidRange(entity: String, index: String, reason: String)
+    /// A query's filter cannot be evaluated as written: a constant of the wrong kind for its
+    /// field, a text test on a field that is not text.
+    case invalidFilter(entity: String, reason: String)
     /// The journal no longer holds the entries after `requested`: retention trimmed them.
     case journalBehindRetention(requested: UInt64, firstRetained: UInt64)
     /// The map reached the configured maximum size.
@@ -145,6 +148,7 @@ public enum FeedstoreError: Error, Sendable, Equatable, CustomStringConvertible 
         case let .invalidIndexDefinition(entity, index, reason): "index \(entity).\(index) is invalid: \(reason)"
         case let .migrationFailed(entity, name, reason): "migration \(name) of \(entity) stopped: \(reason)"
         case let .invalidRange(entity, index, reason): "invalid range on \(entity).\(index): \(reason)"
+        case let .invalidFilter(entity, reason): "invalid filter on \(entity): \(reason)"
         case let .journalBehindRetention(requested, firstRetained):
             "journal entries after sequence \(requested) were trimmed; the first retained sequence is \(firstRetained)"
         case let .mapFull(path, limit): "store \(path) reached its maximum map size of \(limit) bytes"

@@ -13,6 +13,8 @@ import Testing
 @Suite(.ownThreads) struct BrowserTests {
     static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Interop/browser_inbox.py").path
+    static let searchScript = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Interop/browser_search.py").path
     /// Chromium's cap on an element's height.
     static let browserHeightLimit = 33_554_428
 
@@ -91,6 +93,61 @@ import Testing
                 #expect(shown["unread"] == .string(text(unread, "unread")))
             }
             #expect(FileManager.default.fileExists(atPath: screenshot))
+        }
+    }
+
+    /// The search box, typed into key by key: the list shows the messages whose title contains
+    /// the text (ignoring case and diacritics), at the positions the store's filtered query gives
+    /// them, with their count; and a message saved afterwards by another process that matches
+    /// enters the live list at the top.
+    @Test func theSearchBoxFiltersTheLiveList() async throws {
+        try await withTemporaryDirectory { dir in
+            let path = dir + "/s"
+            try populatedDemoStore(at: path, seed: 93, messages: 5_000, contacts: 50).close()
+            let (server, port) = try ServeCommandTests.serve(path, ["--demo"])
+            defer { server.interrupt(); _ = server.finish(timeout: 30) }
+            let state = dir + "/search"
+            let browser = try RunningTool(URL(fileURLWithPath: "/usr/bin/env"),
+                                          ["python3", Self.searchScript, "http://127.0.0.1:\(port)/", "REP", state])
+            defer { if browser.isRunning { browser.kill() } }
+            try #require(browser.waitFor("searched\n", timeout: 180), "\(browser.finish(timeout: 5))")
+            let search = Query(Message.byFolderDate).filter(.field("title").contains("REP", caseInsensitive: true, diacriticInsensitive: true))
+            let writer = try Store(path: path, entities: DemoFeed.entities)
+            defer { writer.close() }
+            let (count, expected) = try await writer.read { tx in (try tx.count(search), try tx.objects(in: search, limit: 200).map(\.id)) }
+            #expect(count > 0 && count < 5_000)
+            func report(_ line: Int) throws -> (rows: [(position: Int, id: UInt64)], total: String) {
+                let lines = browser.lines.filter { $0.hasPrefix("{") }
+                guard lines.count > line, case let .object(view) = try FieldValue(jsonText: lines[line]),
+                      case let .array(rows)? = view["rows"], case let .string(total)? = view["total"] else {
+                    throw ConditionFailed(description: "no report \(line): \(browser.lines)")
+                }
+                return (rows.compactMap { row in
+                    guard case let .object(r) = row, case let .int(position)? = r["position"], case let .int(id)? = r["id"] else { return nil }
+                    return (Int(position), UInt64(id))
+                }, total)
+            }
+            let searched = try report(0)
+            #expect(searched.total == "\(count.formatted(.number.locale(Locale(identifier: "en_US")))) found")
+            #expect(searched.rows.count >= 10, "a screenful of matches")
+            for row in searched.rows where row.position < expected.count {
+                #expect(expected[row.position] == row.id, "search row \(row.position) shows message \(row.id)")
+            }
+            // Another process saves a message that matches, newest in the first folder: it enters at the top.
+            let saved = Message(id: 9_000_001, folder: 0, date: .now.addingTimeInterval(86_400 * 365 * 20), title: "Repairs for the office",
+                                isRead: false, contactId: 1)
+            var edited = saved
+            edited.title = "Repairs for the office, done"
+            let message = edited
+            try await writer.write { tx in try tx.put(saved) }
+            try await writer.write { tx in try tx.put(message) }
+            try FieldValue.object(["first": .uint(message.id)]).jsonText.write(toFile: state + ".json", atomically: true, encoding: .utf8)
+            FileManager.default.createFile(atPath: state + ".go", contents: nil)
+            let run = browser.finish(timeout: 300)
+            try #require(run.status == 0, "browser: \(run.stderr.suffix(2000))")
+            let entered = try report(1)
+            #expect(entered.rows.first { $0.position == 0 }?.id == message.id)
+            #expect(entered.total == "\((count + 1).formatted(.number.locale(Locale(identifier: "en_US")))) found")
         }
     }
 }

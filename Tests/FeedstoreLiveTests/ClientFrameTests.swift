@@ -15,6 +15,9 @@ import Testing
         #expect(try ClientFrame(text: #"{"type":"subscribe","id":3,"entity":"M","index":"i","from":["a"],"to":["b"],"reverse":true,"sectionBy":1,"offset":5,"limit":9,"fields":["t"],"mode":"indexes"}"#)
             == .subscribe(id: .int(3), LiveQuery(entity: "M", index: "i", from: ["a"], to: ["b"], reverse: true, sectionBy: 1, offset: 5,
                                                  limit: 9, fields: ["t"], mode: .indexes)))
+        #expect(try ClientFrame(text: #"{"type":"subscribe","id":"s","entity":"Message","index":"byFolderDate","limit":50,"filter":{"and":[{"field":"title","contains":"rep","caseInsensitive":true},{"field":"folder","in":[1,2]}]}}"#)
+            == .subscribe(id: "s", LiveQuery(entity: "Message", index: "byFolderDate", limit: 50,
+                                             filter: .field("title").contains("rep", caseInsensitive: true) && .field("folder").isIn([1, 2]))))
         #expect(try ClientFrame(text: #"{"type":"setWindow","id":"a","offset":100,"limit":50}"#) == .setWindow(id: "a", offset: 100, limit: 50))
         #expect(try ClientFrame(text: #"{"type":"rows","id":"a","offset":0,"limit":10}"#) == .rows(id: "a", offset: 0, limit: 10))
         #expect(try ClientFrame(text: #"{"type":"unsubscribe","id":"a"}"#) == .unsubscribe(id: "a"))
@@ -42,6 +45,13 @@ import Testing
         (#"{"type":"subscribe","id":"a","entity":"M","index":"i","mode":"rows"}"#, .malformed, "mode is \"rows\""),
         (#"{"type":"subscribe","id":"a","entity":"M","index":"i","fields":[1]}"#, .malformed, "fields must be an array of field names"),
         (#"{"type":"subscribe","id":"a","entity":"M","index":"i","where":{}}"#, .malformed, "\"where\" is not a member"),
+        (#"{"type":"subscribe","id":"a","entity":"M","index":"i","filter":[1]}"#, .malformed, "filter: not a filter condition: expected an object"),
+        (#"{"type":"subscribe","id":"a","entity":"M","index":"i","filter":{"field":"t"}}"#, .malformed, "field t needs exactly one test"),
+        (#"{"type":"subscribe","id":"a","entity":"M","index":"i","filter":{"field":"t","==":1,"<":2}}"#, .malformed, "got <, =="),
+        (#"{"type":"subscribe","id":"a","entity":"M","index":"i","filter":{"field":"t","contains":3}}"#, .malformed, "takes a string"),
+        (#"{"type":"subscribe","id":"a","entity":"M","index":"i","filter":{"field":"t","contains":"x","exact":true}}"#, .malformed, "\"exact\" is not part of the test"),
+        (#"{"type":"subscribe","id":"a","entity":"M","index":"i","filter":{"and":[]}}"#, .malformed, "non-empty array"),
+        (#"{"type":"subscribe","id":"a","entity":"M","index":"i","filter":{"not":{"not":{"not":{"not":{"not":{"not":{"not":{"not":{"not":{"not":{"not":{"not":{"not":{"not":{"not":{"not":{"not":{"not":{"not":{"not":{"not":{"not":{"not":{"not":{"not":{"not":{"not":{"not":{"not":{"not":{"not":{"not":{"not":{"field":"t","isNull":true}}}}}}}}}}}}}}}}}}}}}}}}}}}}}}}}}}}"#, .malformed, "deeper than 32"),
         (#"{"type":"setWindow","id":"a","offset":1}"#, .malformed, "limit must be given"),
         (#"{"type":"unsubscribe","id":"a","offset":1}"#, .malformed, "\"offset\" is not a member"),
         (#"{"type":"resume","subscriptions":[]}"#, .malformed, "session must be given"),
@@ -68,6 +78,7 @@ import Testing
         let valid = [
             #"{"type":"subscribe","id":"a","entity":"Message","index":"byFolderDate","prefix":[1],"sectionBy":1,"offset":0,"limit":20}"#,
             #"{"type":"subscribe","id":7,"entity":"Message","index":"unreadByDate","mode":"indexes"}"#,
+            #"{"type":"subscribe","id":"f","entity":"Message","index":"byFolderDate","limit":20,"filter":{"or":[{"field":"title","hasPrefix":"re","caseInsensitive":true},{"not":{"field":"isRead","==":true}},{"field":"contactId","in":[1,2]}]}}"#,
             #"{"type":"setWindow","id":"a","offset":10,"limit":20}"#,
             #"{"type":"rows","id":7,"offset":0,"limit":5}"#,
             #"{"type":"unsubscribe","id":"a"}"#,
@@ -125,7 +136,7 @@ import Testing
             defer { store.close() }
             var feed = DemoFeed(seed: 4)
             try feed.populate(store, messages: 50, contacts: 5)
-            let limits = LiveLimits(subscriptions: 2, windowRows: 100, frameBytes: 400, windowMovesPerSecond: 2)
+            let limits = LiveLimits(subscriptions: 2, windowRows: 100, frameBytes: 400, windowMovesPerSecond: 2, filterTests: 2)
             try await LiveSessionTests.withSession(LiveSession(store: store, limits: limits) { query in
                 query.index != "byContact" || query.prefix == [.uint(3)]
             }) { session in
@@ -138,6 +149,14 @@ import Testing
                 (#"{"type":"subscribe","id":"a","entity":"Message","index":"byFolderDate"}"#, .limitExceeded, "needs a limit of at most 100"),
                 (#"{"type":"subscribe","id":"a","entity":"Message","index":"byFolderDate","limit":101}"#, .limitExceeded, "at most 100"),
                 (#"{"type":"subscribe","id":"a","entity":"Message","index":"byContact","prefix":[4],"limit":5}"#, .refused, "may not watch Message.byContact"),
+                // A filter narrows what the authorizer admitted, never widens it; and a refused
+                // principal learns nothing of the fields it names.
+                (#"{"type":"subscribe","id":"a","entity":"Message","index":"byContact","limit":5,"filter":{"field":"contactId","==":3}}"#, .refused, "may not watch"),
+                (#"{"type":"subscribe","id":"a","entity":"Message","index":"byContact","prefix":[4],"limit":5,"filter":{"field":"nope","==":3}}"#, .refused, "may not watch"),
+                (#"{"type":"subscribe","id":"a","entity":"Message","index":"byFolderDate","limit":5,"filter":{"field":"subject","contains":"x"}}"#, .unknownField, "no field named subject"),
+                (#"{"type":"subscribe","id":"a","entity":"Message","index":"byFolderDate","limit":5,"filter":{"field":"folder","contains":"1"}}"#, .invalidFilter, "folder is stored as int"),
+                (#"{"type":"subscribe","id":"a","entity":"Message","index":"byFolderDate","limit":5,"filter":{"field":"folder","==":"inbox"}}"#, .invalidFilter, "does not convert"),
+                (#"{"type":"subscribe","id":"a","entity":"Message","index":"byFolderDate","limit":5,"filter":{"or":[{"field":"folder","==":1},{"field":"folder","==":2},{"field":"folder","==":3}]}}"#, .limitExceeded, "at most 2 field tests"),
                 (#"{"type":"setWindow","id":"zz","offset":0,"limit":5}"#, .unknownSubscription, "no subscription \"zz\""),
                 ("{" + String(repeating: " ", count: 500) + "}", .limitExceeded, "at most 400"),
             ]
@@ -158,6 +177,19 @@ import Testing
             }
             await session.receive(#"{"type":"subscribe","id":"mine","entity":"Message","index":"byFolderDate","limit":5}"#)
             #expect(try await LiveSessionTests.next(session)["code"] == .string("duplicateSubscription"))
+            // A filter inside the admitted prefix: only its rows, and only those that pass.
+            await session.receive(#"{"type":"subscribe","id":"unread","entity":"Message","index":"byContact","prefix":[3],"limit":50,"filter":{"field":"isRead","==":false}}"#)
+            let filtered = try await LiveSessionTests.next(session)
+            #expect(filtered["type"] == "batch" && filtered["id"] == "unread")
+            let want = try await store.read { try $0.entries(entity: "Message", index: "byContact", range: .prefix(3), filter: .field("isRead") == false) }
+            if case let .array(inserts) = filtered["inserts"] {
+                let ids = inserts.compactMap { row -> FieldValue? in if case let .object(r) = row { r["id"] } else { nil } }
+                #expect(ids.map(\.jsonText) == want.map(\.id.jsonText), "\(FieldValue.object(filtered).jsonText.prefix(600))")
+                #expect(!ids.isEmpty)
+            } else {
+                Issue.record("no inserts: \(filtered)")
+            }
+            await session.receive(#"{"type":"unsubscribe","id":"unread"}"#)
             await session.receive(#"{"type":"rows","id":"mine","offset":0,"limit":5}"#)
             #expect(try await LiveSessionTests.next(session)["code"] == .string("wrongMode"))
             await session.receive(#"{"type":"subscribe","id":"b","entity":"Message","index":"byFolderDate","limit":5}"#)

@@ -77,6 +77,38 @@ struct Everything: Entity, Equatable {
         }
     }
 
+    /// `--filter` keeps the records that meet a condition: `count` counts them, `dump` pages
+    /// through them (in an index's order and in primary-key order), and a condition that cannot
+    /// be tested is an error naming what is wrong, with status 2.
+    @Test func filtersKeepTheRecordsThatMeetACondition() throws {
+        try withChangedDemoStore { path, store in
+            let filter = #"{"and": [{"field": "title", "contains": "REPORT", "caseInsensitive": true}, {"field": "isRead", "==": false}]}"#
+            let condition = try IndexCondition(jsonText: filter)
+            let want = try store.read { try $0.entries(entity: "Message", index: "byFolderDate", range: .prefix(2)) }
+                .filter { entry in condition.holds { entry.record[$0] ?? .null } }
+            #expect(want.count > 3)
+            let count = try runTool(storectlURL, ["count", path, "--entity", "Message", "--index", "byFolderDate", "--prefix", "[2]", "--filter", filter])
+            #expect(count.status == 0 && count.stdout == "\(want.count)\n", "\(count)")
+            let dump = try runTool(storectlURL, ["dump", path, "--entity", "Message", "--index", "byFolderDate", "--prefix", "[2]",
+                                                 "--filter", filter, "--offset", "1", "--limit", "3", "--format", "jsonl"])
+            let ids = lines(dump.stdout).compactMap { try? parseJSON($0) as? [String: Any] }.compactMap { $0["id"] as? Int }
+            #expect(dump.status == 0 && ids.map(String.init) == want.dropFirst().prefix(3).map(\.id.jsonText), "\(dump)")
+            let everyone = try store.read { try $0.entries(entity: "Message", index: nil) }.filter { entry in condition.holds { entry.record[$0] ?? .null } }
+            let byID = try runTool(storectlURL, ["dump", path, "--entity", "Message", "--filter", filter, "--offset", "2", "--format", "jsonl"])
+            #expect(lines(byID.stdout).count == everyone.count - 2, "\(byID.stderr)")
+            for (bad, says) in [(#"{"field": "subject", "==": 1}"#, "the filter names \"subject\", which is not a field of Message"),
+                                (#"{"field": "folder", "contains": "2"}"#, "folder is stored as int"),
+                                (#"{"field": "date", ">": "soon"}"#, "ISO 8601"),
+                                (#"{"field": "title"}"#, "--filter: not a filter condition: field title needs exactly one test"),
+                                ("{", "--filter: not a filter condition")] {
+                let result = try runTool(storectlURL, ["dump", path, "--entity", "Message", "--index", "byFolderDate", "--filter", bad])
+                #expect(result.status == 2 && result.stderr.contains(says) && result.stdout.isEmpty, "\(bad): \(result)")
+            }
+            let unindexed = try runTool(storectlURL, ["count", path, "--entity", "Message", "--filter", filter])
+            #expect(unindexed.status == 2 && unindexed.stderr.contains("need --index"), "\(unindexed)")
+        }
+    }
+
     @Test func dumpPrintsEveryFormatFromTheSameRecords() throws {
         try withChangedDemoStore { path, store in
             let arguments = ["dump", path, "--entity", "Message", "--index", "byFolderDate", "--prefix", "[1]", "--offset", "5", "--limit", "40"]

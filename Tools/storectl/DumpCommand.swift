@@ -12,12 +12,15 @@ struct DumpCommand: ParsableCommand {
         index's order. Values are JSON: numbers, strings (dates as ISO 8601, UUIDs as strings). \
         Records stream out as they are read, so memory stays the same whatever the store's size. \
         --offset skips through an index's counts; in primary-key order, which has no counts, the \
-        skipped records are walked.
+        skipped records are walked. --filter keeps the records that meet a condition (JSON; see \
+        its help); --offset and --limit then count those records.
 
         Examples:
           storectl dump ./demo-store --entity Message --limit 5
           storectl dump ./demo-store --entity Message --index byFolderDate \\
             --prefix '[1]' --limit 10 --format table
+          storectl dump ./demo-store --entity Message --index byFolderDate --prefix '[1]' \\
+            --filter '{"field": "title", "contains": "report", "caseInsensitive": true}'
         """
     )
 
@@ -54,6 +57,7 @@ struct DumpCommand: ParsableCommand {
             let entityInfo = try StoreAccess.entity(entity, in: store)
             if let index { _ = StoreAccess.index(index, of: entityInfo) }
             let range = keys.range(of: entityInfo, index: index)
+            let filter = keys.condition
             let fields = ["id"] + entityInfo.fields.map(\.name).filter { $0 != "id" }
             let printer: RowPrinter? = switch format {
             case .text: nil
@@ -63,10 +67,10 @@ struct DumpCommand: ParsableCommand {
             var visited = 0
             // An index skips to the offset through its counts; the primary-key order has none, so
             // the records before the offset are walked here, releasing their pages as they pass.
-            let walkedOffset = index == nil ? offset : 0
+            let walkedOffset = index == nil && filter == nil ? offset : 0
             try store.read { tx in
                 try tx.forEachEntry(entity: entity, index: index, range: range, reverse: reverse, offset: offset - walkedOffset,
-                                    limit: limit.flatMap { $0 <= Int.max - walkedOffset ? $0 + walkedOffset : nil }) { entry in
+                                    limit: limit.flatMap { $0 <= Int.max - walkedOffset ? $0 + walkedOffset : nil }, filter: filter) { entry in
                     // Pages read stay resident (and counted in RSS) until released.
                     visited += 1
                     if visited % Self.recordsPerRelease == 0 { try store.releaseMappedPages() }

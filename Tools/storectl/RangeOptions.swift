@@ -14,8 +14,25 @@ struct RangeOptions: ParsableArguments {
     @Option(help: "Last key components (inclusive, after the prefix), as a JSON array.")
     var to: String?
 
-    /// Whether any of the three was given.
+    @Option(help: ArgumentHelp("Only records that meet this condition, as JSON: {\"field\": \"isRead\", \"==\": false}, "
+                               + "{\"field\": \"title\", \"contains\": \"report\", \"caseInsensitive\": true}, "
+                               + "{\"field\": \"folder\", \"in\": [1, 2]}, {\"and\": [...]}, {\"or\": [...]}, {\"not\": {...}}.",
+                               valueName: "json"))
+    var filter: String?
+
+    /// Whether a range was given.
     var isGiven: Bool { prefix != nil || from != nil || to != nil }
+
+    /// The `--filter` condition (its fields and their kinds are checked when the read runs); nil
+    /// when none was given.
+    var condition: IndexCondition? {
+        guard let filter else { return nil }
+        do {
+            return try IndexCondition(jsonText: filter)
+        } catch {
+            StoreAccess.fail("--filter: \(error)")
+        }
+    }
 
     /// The range over `index` of `entity` (over its primary key when `index` is nil).
     func range(of entity: CatalogEntity, index: String?) -> IndexRange {

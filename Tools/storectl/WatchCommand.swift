@@ -105,9 +105,11 @@ struct WatchCommand: ParsableCommand {
             options.window = limit.map { WatchWindow(offset: offset ?? 0, limit: $0) }
             switch effectiveMode {
             case .objects:
-                try follow(store.watch(entity: entity, index: index, range: range, reverse: reverse, options: options))
+                try follow(store.watch(entity: entity, index: index, range: range, reverse: reverse, filter: keys.condition,
+                                       options: options))
             case .indexes:
-                try follow(store.watchIndexes(entity: entity, index: index, range: range, reverse: reverse, options: options))
+                try follow(store.watchIndexes(entity: entity, index: index, range: range, reverse: reverse,
+                                              filter: keys.condition, options: options))
             }
         }
     }

@@ -106,7 +106,7 @@ func watchPeers(sizes: [Int]) throws -> [WatchPeers.Row] {
 }
 
 func readPeers(size: Int) throws {
-    emit("\nReads over byFolderDate at \(size.formatted()) messages, operations per second, medians of three passes taken in turns (Feedstore decodes records; raw LMDB reads the same pages of Feedstore's files without decoding)\n")
+    emit("\nReads over byFolderDate at \(size.formatted()) messages, operations per second, medians of five passes taken in turns, each figure after an untimed round of the same reads (Feedstore decodes records; raw LMDB reads the same pages of Feedstore's files without decoding)\n")
     emit("| operation | Feedstore | raw LMDB | GRDB | Feedstore ÷ raw LMDB | Feedstore ÷ GRDB |")
     emit("|---|---:|---:|---:|---:|---:|")
     for r in try ReadPeers(size: size, directory: scratch).run() {
@@ -146,6 +146,13 @@ case "commits":
     try await durableCommits(writers: writers ?? [1, 2, 4, 8, 16], commits: option("--commits", default: 16_000))
 case "read-peers":
     try readPeers(size: option("--rows", default: 1_000_000))
+case "filtered-watch":
+    // A live search over one folder against the unfiltered list, a re-fetch per commit and GRDB; saves Benchmarks/results/filtered-watch.md.
+    let rows = option("--rows", default: quick ? 100_000 : 1_000_000)
+    let bench = FilteredWatch(rows: rows, directory: scratch, commits: option("--commits", default: quick ? 300 : 2_000))
+    emit("\(runTitle("A filtered live list")): `Query(Message.byFolderDate, prefix: 1).filter(.contains(\\.title, \"INVOICE\", caseInsensitive: true))` over \(rows.formatted()) messages, all in folder 1, durability none (GRDB `synchronous = NORMAL`)\n")
+    for line in try bench.run() { emit(line) }
+    try save(quick ? "filtered-watch-quick.md" : "filtered-watch.md")
 case "watch-peers":
     _ = try watchPeers(sizes: sizes(default: [10_000, 100_000, 1_000_000]))
 case "peers":
@@ -428,6 +435,8 @@ default:
           batch-instructions [--build] [--shape plain|windowed-sectioned|indexes-windowed] [--commits N] [--size N] PATH
                                           one-row commits and batches of one watcher, for callgrind (Benchmarks/batch-instructions)
           read-peers [--rows N]           positional reads, windows, counts and scans against raw LMDB and GRDB
+          filtered-watch [--rows N] [--commits N] [--quick]
+                                          a live search over one folder against the unfiltered list, a re-fetch per commit and GRDB
           watch-peers [--sizes …]         live-list latency: Feedstore watcher, refetch + diff, GRDB ValueObservation
           counts [--sizes …] [--uncounted-up-to N]
                                           counted-index lookups and inserts; saves Benchmarks/results/counts.md

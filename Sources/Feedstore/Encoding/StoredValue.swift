@@ -59,6 +59,13 @@ struct StoredValue {
         return String(decoding: try reader.bytes(try reader.count()), as: UTF8.self)
     }
 
+    /// The string's UTF-8 bytes, borrowed from the record, when the value is a string.
+    func utf8() throws -> UnsafeRawBufferPointer? {
+        guard try tag() == .string else { return nil }
+        var reader = payload
+        return try reader.bytes(try reader.count())
+    }
+
     /// The raw bytes, when the value holds bytes.
     func rawBytes() throws -> [UInt8]? {
         guard try tag() == .bytes else { return nil }

@@ -1,11 +1,15 @@
-/// The membership condition of a partial index: comparisons of fields with constants, joined by
-/// and/or/not. It is data, not a closure, so the catalog persists it and tools evaluate it.
+/// A condition on a record's fields: the membership condition of a partial index, and the filter
+/// of a query. Comparisons of fields with constants, text tests (contains, prefix, suffix,
+/// equality ignoring case or diacritics), membership in a list of values and null tests, joined
+/// by and/or/not. It is data, not a closure, so the catalog persists it, tools evaluate it and a
+/// server can check it.
 ///
 /// Comparisons use ``FieldValue``'s total order; a missing field is `null`, the smallest value.
 ///
 /// ```swift
 /// IndexDefinition("unreadByDate", [.descending("date")], where: .field("isRead") == false)
 /// IndexDefinition("urgent", ["due"], where: .field("priority") >= 3 && !(.field("done") == true))
+/// let search: IndexCondition = .field("title").contains("report", caseInsensitive: true) && .field("folder").isIn([1, 2])
 /// ```
 public indirect enum IndexCondition: Sendable, Hashable, Codable {
     /// How a field is compared with a constant.
@@ -32,6 +36,12 @@ public indirect enum IndexCondition: Sendable, Hashable, Codable {
     case or([IndexCondition])
     /// The condition does not hold.
     case not(IndexCondition)
+    /// A string field passes a text test; other values never do.
+    case text(field: String, TextTest)
+    /// The field equals one of the values.
+    case oneOf(field: String, [FieldValue])
+    /// The field is missing or null.
+    case isNull(field: String)
 
     /// A field to compare: `.field("isRead") == false`.
     public static func field(_ name: String) -> FieldReference { FieldReference(name: name) }
@@ -52,13 +62,41 @@ public indirect enum IndexCondition: Sendable, Hashable, Codable {
         case let .and(parts): return parts.allSatisfy { $0.holds(value) }
         case let .or(parts): return parts.contains { $0.holds(value) }
         case let .not(inner): return !inner.holds(value)
+        case let .text(field, test): return test.holds(for: value(field))
+        case let .oneOf(field, values):
+            let v = value(field)
+            return values.contains { FieldValue.compare(v, $0) == 0 }
+        case let .isNull(field): return value(field) == .null
+        }
+    }
+
+    /// The condition without what `implied` (which the rows already meet: a partial index's
+    /// condition) makes redundant; nil when nothing is left to test.
+    func removing(_ implied: IndexCondition?) -> IndexCondition? {
+        guard let implied else { return self }
+        if self == implied { return nil }
+        guard case let .and(parts) = self else { return self }
+        let rest = parts.compactMap { $0.removing(implied) }
+        switch rest.count {
+        case 0: return nil
+        case 1: return rest[0]
+        default: return .and(rest)
+        }
+    }
+
+    /// How many field tests the condition makes (its size, which bounds what testing a record costs).
+    public var testCount: Int {
+        switch self {
+        case .compare, .text, .oneOf, .isNull: 1
+        case let .and(parts), let .or(parts): parts.reduce(0) { $0 + $1.testCount }
+        case let .not(inner): inner.testCount
         }
     }
 
     /// Every field the condition reads.
     public var fields: Set<String> {
         switch self {
-        case let .compare(field, _, _): [field]
+        case let .compare(field, _, _), let .text(field, _), let .oneOf(field, _), let .isNull(field): [field]
         case let .and(parts), let .or(parts): parts.reduce(into: []) { $0.formUnion($1.fields) }
         case let .not(inner): inner.fields
         }
@@ -92,4 +130,19 @@ public struct FieldReference: Sendable, Hashable {
     public static func > (lhs: FieldReference, rhs: FieldValue) -> IndexCondition { .compare(field: lhs.name, .greater, rhs) }
     /// The field sorts after or equals the constant.
     public static func >= (lhs: FieldReference, rhs: FieldValue) -> IndexCondition { .compare(field: lhs.name, .greaterOrEqual, rhs) }
+
+    /// The field's text passes `test`.
+    public func matches(_ test: TextTest) -> IndexCondition { .text(field: name, test) }
+    /// The field's text contains `text`.
+    public func contains(_ text: String, caseInsensitive: Bool = false, diacriticInsensitive: Bool = false) -> IndexCondition {
+        .text(field: name, .contains(text, caseInsensitive: caseInsensitive, diacriticInsensitive: diacriticInsensitive))
+    }
+    /// The field's text starts with `text`.
+    public func hasPrefix(_ text: String, caseInsensitive: Bool = false, diacriticInsensitive: Bool = false) -> IndexCondition {
+        .text(field: name, .hasPrefix(text, caseInsensitive: caseInsensitive, diacriticInsensitive: diacriticInsensitive))
+    }
+    /// The field equals one of `values`.
+    public func isIn(_ values: [FieldValue]) -> IndexCondition { .oneOf(field: name, values) }
+    /// The field is missing or null.
+    public var isNull: IndexCondition { .isNull(field: name) }
 }

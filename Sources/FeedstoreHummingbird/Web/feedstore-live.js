@@ -128,7 +128,7 @@ const REFUSALS = { 4401: "unauthorized", 4403: "forbiddenOrigin" };
  *  read, one too large): retrying would meet the same. */
 const POLICY_CLOSES = new Set([1003, 1007, 1008, 1009, 1010]);
 /** Error codes after which the server holds a running subscription no more. */
-const ENDING = new Set(["refused", "storeFailed", "unknownEntity", "unknownIndex", "unknownField", "invalidRange"]);
+const ENDING = new Set(["refused", "storeFailed", "unknownEntity", "unknownIndex", "unknownField", "invalidRange", "invalidFilter"]);
 /** Batches in a row a subscription may fail to apply (each followed by a new subscription) before
  *  it stops. */
 const MAX_FAILED_APPLIES = 3;

@@ -103,7 +103,8 @@ private struct MemberReader {
                               prefix: try optionalArray("prefix") ?? [], from: try optionalArray("from"),
                               to: try optionalArray("to"), reverse: try optionalBool("reverse") ?? false,
                               sectionBy: try optionalCount("sectionBy") ?? 0, offset: try optionalCount("offset") ?? 0,
-                              limit: try optionalCount("limit"), fields: try optionalStrings("fields"), mode: parsedMode)
+                              limit: try optionalCount("limit"), fields: try optionalStrings("fields"), mode: parsedMode,
+                              filter: try optionalFilter("filter"))
         return (id, query)
     }
 
@@ -129,6 +130,16 @@ private struct MemberReader {
         guard let value = value("id") else { throw wrong("id", "given") }
         guard Self.isID(value) else { throw wrong("id", "a string of 1 to 64 bytes or an integer") }
         return value
+    }
+
+    /// A condition in ``IndexCondition``'s JSON form.
+    mutating func optionalFilter(_ name: String) throws(LiveError) -> IndexCondition? {
+        guard let value = value(name) else { return nil }
+        do {
+            return try IndexCondition(json: value)
+        } catch {
+            throw LiveError(.malformed, "\(name): \(error)", id: named)
+        }
     }
 
     mutating func optionalString(_ name: String) throws(LiveError) -> String? {

@@ -14,6 +14,9 @@ public struct LiveError: Error, Sendable, Hashable, CustomStringConvertible {
         /// A range the index cannot take: a component of the wrong kind, too many components,
         /// bounds the wrong way round.
         case invalidRange
+        /// A filter the records cannot be tested by: a constant of the wrong kind for its field,
+        /// a text test on a field that is not text.
+        case invalidFilter
         /// The authorizer refused the query.
         case refused
         /// A limit of the connection: subscriptions, window size, frame size.
@@ -50,6 +53,7 @@ public struct LiveError: Error, Sendable, Hashable, CustomStringConvertible {
         case .unknownIndex: LiveError(.unknownIndex, "the index of this query is no longer in the store", id: id)
         case .unknownField, .unknownKeyPath: LiveError(.unknownField, "a field of this query is no longer in the store", id: id)
         case .invalidRange: LiveError(.invalidRange, "the range of this query does not fit its index", id: id)
+        case .invalidFilter: LiveError(.invalidFilter, "the filter of this query does not fit the entity's fields", id: id)
         default: LiveError(.storeFailed, "the store could not answer; the server's log says why", id: id)
         }
     }

@@ -24,11 +24,15 @@ public struct LiveQuery: Sendable, Hashable {
     /// The fields whose updates are delivered (all when nil).
     public var fields: [String]?
     public var mode: Mode
+    /// The condition the range's records must meet to be rows (``IndexCondition``'s JSON form);
+    /// nil for all of them. It narrows the range: it never reaches rows outside it.
+    public var filter: IndexCondition?
 
     public init(entity: String, index: String, prefix: [FieldValue] = [], from: [FieldValue]? = nil, to: [FieldValue]? = nil,
                 reverse: Bool = false, sectionBy: Int = 0, offset: Int = 0, limit: Int? = nil, fields: [String]? = nil,
-                mode: Mode = .objects)
+                mode: Mode = .objects, filter: IndexCondition? = nil)
     {
+        self.filter = filter
         self.entity = entity
         self.index = index
         self.prefix = prefix

@@ -11,8 +11,13 @@ public struct LiveLimits: Sendable, Hashable {
     public var frameBytes: Int
     /// `setWindow` and `rows` frames per second, over a burst of as many.
     public var windowMovesPerSecond: Int
+    /// Field tests in a subscription's filter (each record of the range is tested by all of them).
+    public var filterTests: Int
 
-    public init(subscriptions: Int = 16, windowRows: Int = 500, frameBytes: Int = 16_384, windowMovesPerSecond: Int = 50) {
+    public init(subscriptions: Int = 16, windowRows: Int = 500, frameBytes: Int = 16_384, windowMovesPerSecond: Int = 50,
+                filterTests: Int = 16)
+    {
+        self.filterTests = filterTests
         self.subscriptions = subscriptions
         self.windowRows = windowRows
         self.frameBytes = frameBytes

@@ -188,11 +188,13 @@ public actor LiveSession {
         let subscription: Subscription
         switch query.mode {
         case .objects:
-            let watcher = store.watch(entity: query.entity, index: query.index, range: range, reverse: query.reverse, options: options)
+            let watcher = store.watch(entity: query.entity, index: query.index, range: range, reverse: query.reverse, filter: query.filter,
+                                      options: options)
             subscription = Subscription(query: query, watcher: .objects(watcher))
             subscription.pump = pump(watcher, id: id) { ($0.jsonMembers, $0.toSequence) }
         case .indexes:
-            let watcher = store.watchIndexes(entity: query.entity, index: query.index, range: range, reverse: query.reverse, options: options)
+            let watcher = store.watchIndexes(entity: query.entity, index: query.index, range: range, reverse: query.reverse,
+                                             filter: query.filter, options: options)
             subscription = Subscription(query: query, watcher: .indexes(watcher))
             subscription.pump = pump(watcher, id: id) { ($0.jsonMembers, $0.toSequence) }
         }
@@ -343,11 +345,25 @@ public actor LiveSession {
             throw LiveError(.unknownField, "\(query.entity) has no field named \(unknown); its fields are "
                 + known.sorted().joined(separator: ", "), id: id)
         }
+        var converted: LiveQuery
         do {
-            return try Self.converting(query, of: entity)
+            converted = try Self.converting(query, of: entity)
         } catch {
             throw LiveError(.invalidRange, "\(error)", id: id)
         }
+        if let filter = query.filter {
+            guard filter.testCount <= limits.filterTests else {
+                throw LiveError(.limitExceeded, "a filter makes at most \(limits.filterTests) field tests; this one makes \(filter.testCount)", id: id)
+            }
+            do {
+                converted.filter = try entity.checkedFilter(filter)
+            } catch let FeedstoreError.unknownField(_, field, _, _) {
+                throw LiveError(.unknownField, "\(query.entity) has no field named \(field); its fields are " + known.sorted().joined(separator: ", "), id: id)
+            } catch let FeedstoreError.invalidFilter(_, reason) {
+                throw LiveError(.invalidFilter, reason, id: id)
+            }
+        }
+        return converted
     }
 
     /// Keeps a batch taken from a subscription's watcher until the transport takes it; the

@@ -18,7 +18,16 @@ import Testing
         var testDescription: String { name }
     }
 
-    static let configurations: [Configuration] = [
+    /// Every shape below, then each again with a filter chosen at run time: an unread flip makes a
+    /// message enter or leave it, a folder move or a new date moves it.
+    static let configurations: [Configuration] = plainConfigurations + plainConfigurations.enumerated().map { i, c in
+        let filter: IndexCondition = i % 2 == 0
+            ? .field("isRead") == false && .field("title").contains("RE", caseInsensitive: true)
+            : .field("contactId").isIn([1, 2, 3, 5, 8]) || .field("title").hasPrefix("p")
+        return Configuration(name: c.name + ", filtered", query: c.query.filter(filter), options: c.options)
+    }
+
+    static let plainConfigurations: [Configuration] = [
         Configuration(name: "byFolderDate, one section", query: Query(index: "byFolderDate"), options: WatchOptions()),
         Configuration(name: "byFolderDate, a section per folder", query: Query(index: "byFolderDate"), options: WatchOptions(sectionBy: 1)),
         Configuration(name: "byFolderDate reversed, sectioned", query: Query(index: "byFolderDate", reverse: true), options: WatchOptions(sectionBy: 1)),
@@ -38,14 +47,23 @@ import Testing
                       options: WatchOptions(window: WatchWindow(offset: 30, limit: 25))),
     ]
 
+    /// The query's entries in a fresh read: the range's, kept by the filter's condition tested on
+    /// each record's fields by name (not the store's filtered reads), then windowed.
+    static func expectedEntries(_ tx: ReadTransaction, _ c: Configuration) throws -> [IndexEntry] {
+        let window = c.options.window ?? WatchWindow(offset: 0, limit: .max)
+        var entries = try tx.entries(entity: "Message", index: c.query.index, range: c.query.range, reverse: c.query.reverse)
+        if let filter = c.query.filter { entries = entries.filter { entry in filter.holds { entry.record[$0] ?? .null } } }
+        return Array(entries.dropFirst(window.offset).prefix(window.limit))
+    }
+
     /// The expected snapshot: a fresh query grouped into sections.
     static func expected(_ store: Store, _ c: Configuration) throws -> [(key: [FieldValue], rows: [Message])] {
         try store.read { tx in
-            let window = c.options.window ?? WatchWindow(offset: 0, limit: .max)
-            let entries = try tx.entries(entity: "Message", index: c.query.index, range: c.query.range, reverse: c.query.reverse,
-                                         offset: window.offset, limit: window.limit)
-            let rows = try tx.query(Message.self, index: c.query.index, range: c.query.range, reverse: c.query.reverse,
-                                    offset: window.offset, limit: window.limit)
+            let entries = try expectedEntries(tx, c)
+            let rows = try entries.map { entry in
+                guard case let .uint(id) = entry.id else { throw FeedstoreError.corruptData(what: "test", reason: "id \(entry.id)") }
+                return try #require(try tx.get(Message.self, id: id))
+            }
             guard c.options.sectionBy > 0 else { return [([], rows)] }
             var sections: [(key: [FieldValue], rows: [Message])] = []
             for (entry, row) in zip(entries, rows) {
@@ -59,9 +77,7 @@ import Testing
     /// The expected snapshot as records by field name, for watchers without the entity's type.
     static func expectedRecords(_ store: Store, _ c: Configuration) throws -> [(key: [FieldValue], rows: [[String: FieldValue]])] {
         try store.read { tx in
-            let window = c.options.window ?? WatchWindow(offset: 0, limit: .max)
-            let entries = try tx.entries(entity: "Message", index: c.query.index, range: c.query.range, reverse: c.query.reverse,
-                                         offset: window.offset, limit: window.limit)
+            let entries = try expectedEntries(tx, c)
             guard c.options.sectionBy > 0 else { return [([], entries.map(\.record))] }
             var sections: [(key: [FieldValue], rows: [[String: FieldValue]])] = []
             for entry in entries {
@@ -105,9 +121,10 @@ import Testing
             try mirror.apply(try #require(initial))
             try Self.check(mirror, store, c, "\(c.name) seed \(seed) messages \(messages) initial")
             // The same query without the entity's type, with values and indexes-only, into the same kind of mirror.
-            let dynamic = store.watch(entity: "Message", index: c.query.index, range: c.query.range, reverse: c.query.reverse, options: c.options)
+            let dynamic = store.watch(entity: "Message", index: c.query.index, range: c.query.range, reverse: c.query.reverse,
+                                      filter: c.query.filter, options: c.options)
             let dynamicIndexes = store.watchIndexes(entity: "Message", index: c.query.index, range: c.query.range, reverse: c.query.reverse,
-                                                    options: c.options)
+                                                    filter: c.query.filter, options: c.options)
             var dynamicMirror = SectionedMirror<[String: FieldValue]>(), dynamicIndexMirror = SectionedMirror<[String: FieldValue]>()
             func followDynamic(_ context: String) throws {
                 if let batch = try dynamic.poll() { try dynamicMirror.apply(batch) }
@@ -135,8 +152,9 @@ import Testing
             }
             // Enough batches that the run checked something: fewer for a window, which sees only
             // the changes that reach it.
-            let windowed = c.options.window != nil
-            #expect(delivered >= (messages > 100 ? (windowed ? 10 : 20) : (windowed ? 0 : 5)), "\(c.name) seed \(seed): \(delivered) batches")
+            let windowed = c.options.window != nil, filtered = c.query.filter != nil
+            #expect(delivered >= (messages > 100 ? (windowed ? (filtered ? 3 : 10) : 20) : (windowed || filtered ? 0 : 5)),
+                    "\(c.name) seed \(seed): \(delivered) batches")
         }
     }
 }

@@ -7,24 +7,28 @@ import Testing
 
 /// Commits made by another process are delivered like local ones, quickly.
 @Suite(.blocking) struct WatcherCrossProcessTests {
-    /// All messages (plain and sectioned), and the unread partial index, where another process's
-    /// read/unread flips make existing messages newly enter the query.
-    static let cases: [(index: String, options: WatchOptions)] = [("byFolderDate", WatchOptions()),
-                                                                  ("byFolderDate", WatchOptions(sectionBy: 1)),
-                                                                  ("unreadByDate", WatchOptions())]
+    /// All messages (plain and sectioned), the unread partial index and the same condition as a
+    /// filter chosen at run time (with a text test), where another process's read/unread flips
+    /// make existing messages newly enter the query and others leave it.
+    static let cases: [(index: String, filter: IndexCondition?, options: WatchOptions)] = [
+        ("byFolderDate", nil, WatchOptions()),
+        ("byFolderDate", nil, WatchOptions(sectionBy: 1)),
+        ("unreadByDate", nil, WatchOptions()),
+        ("byFolderDate", .field("isRead") == false && .field("title").contains("E", caseInsensitive: true), WatchOptions(sectionBy: 1)),
+    ]
 
     @Test(arguments: cases.indices)
     func anotherProcessesCommitsAreDeliveredWithinMilliseconds(caseIndex: Int) async throws {
-        let (index, options) = Self.cases[caseIndex]
+        let (index, filter, options) = Self.cases[caseIndex]
         try await withTemporaryDirectory { dir in
             let path = dir + "/s"
             let store = try populatedDemoStore(at: path, seed: 21, messages: 1_000, contacts: 20)
-            let query = Query(Message.self, index: index)
+            let query = Query(Message.self, index: index, filter: filter)
             let watcher = store.watch(query, options: options)
             // The watcher runs on its own thread (blocking `next`), so the measurement does not
             // depend on how busy Swift concurrency's shared threads are with other tests.
             let arrivals = Protected<[(sequence: UInt64, at: Date)]>([])
-            let entered = Protected(Set<UInt64>())
+            let entered = Protected(Set<UInt64>()), left = Protected(Set<UInt64>())
             let mirrorBox = Protected(SectionedMirror<Message>())
             let failure = Protected<(any Error)?>(nil)
             let finished = DispatchSemaphore(value: 0)
@@ -33,7 +37,10 @@ import Testing
                     while !watcher.isCancelled {
                         guard let batch = try watcher.next(timeout: 2) else { continue }
                         try mirrorBox.withLock { try $0.apply(batch) }
-                        if !batch.isInitial { entered.withLock { $0.formUnion(batch.inserts.map(\.id)) } }
+                        if !batch.isInitial {
+                            entered.withLock { $0.formUnion(batch.inserts.map(\.id)) }
+                            left.withLock { $0.formUnion(batch.deletes.map(\.id)) }
+                        }
                         arrivals.withLock { $0.append((batch.toSequence, Date())) }
                     }
                 } catch {
@@ -88,10 +95,11 @@ import Testing
             // the two cores with the child and the watcher thread, so the bound is generous: it
             // catches a broken wake-up (which would wait out the 2 s timeout), not noise.
             #expect(median < 0.25, "median delivery \(median) s")
-            if index == "unreadByDate" {
+            if index == "unreadByDate" || filter != nil {
                 // Messages saved before the child ran (ids up to 1,000) that entered the unread
-                // index through the child's read/unread flips.
-                #expect(entered.current.contains { $0 <= 1_000 }, "no existing message newly entered the partial index")
+                // index, or the filtered list, through the child's read/unread flips; and left it.
+                #expect(entered.current.contains { $0 <= 1_000 }, "no existing message newly entered the query")
+                #expect(left.current.contains { $0 <= 1_000 }, "no existing message left the query")
             }
         }
     }

@@ -7,6 +7,12 @@
 /// let row = try tx.object(at: 500_000, in: folder)   // O(log n)
 /// let i = try tx.position(of: 42, in: folder)        // O(log n)
 /// ```
+///
+/// A query may also filter its range by a condition chosen at run time (`filter(_:)`, <doc:Filtering>):
+/// positions, counts and windows then count the rows that pass it. A read transaction finds a
+/// filtered query's rows by one pass over its range the first time it counts or positions it
+/// (a window from the start stops at its last row); a watcher makes that pass once, when it opens,
+/// and then keeps the rows that pass per commit.
 public struct Query<E: Entity>: Sendable, Hashable {
     /// The index whose order the query follows.
     public var index: String
@@ -14,15 +20,43 @@ public struct Query<E: Entity>: Sendable, Hashable {
     public var range: IndexRange
     /// Whether the query runs in reverse index order.
     public var reverse: Bool
+    /// The condition the range's records must meet to be rows of the query; nil for all of them.
+    public var filter: IndexCondition?
     /// `E`'s entity name, looked up once.
     let entityName: String
+    /// The first key path of a typed filter that reads no stored field, refused when the query runs.
+    var keyPathProblem: KeyPathFields.Problem?
 
-    /// A query over `range` of `index`, in index order unless `reverse`.
-    public init(_ type: E.Type = E.self, index: String, range: IndexRange = .all, reverse: Bool = false) {
+    /// A query over `range` of `index`, in index order unless `reverse`, of the records that
+    /// meet `filter` (all of them when nil).
+    public init(_ type: E.Type = E.self, index: String, range: IndexRange = .all, reverse: Bool = false, filter: IndexCondition? = nil) {
         self.entityName = E.entityName
         self.index = index
         self.range = range
         self.reverse = reverse
+        self.filter = filter
+    }
+
+    /// This query's rows that also meet `predicate`: `query.filter(.contains(\.title, "report",
+    /// caseInsensitive: true) && \.isRead == false)`. Filters given in turn must all hold.
+    /// A key path that reads no stored field is refused when the query runs
+    /// (``FeedstoreError/unknownKeyPath(entity:keyPath:usedBy:reason:)``).
+    public func filter(_ predicate: IndexPredicate<E>) -> Query {
+        var filtered = filter(predicate.condition)
+        filtered.keyPathProblem = keyPathProblem ?? predicate.problem
+        return filtered
+    }
+
+    /// This query's rows that also meet `condition`, given by field names (the dynamic form).
+    public func filter(_ condition: IndexCondition) -> Query {
+        var filtered = self
+        filtered.filter = filter.map { $0 && condition } ?? condition
+        return filtered
+    }
+
+    /// Refuses a typed filter whose key path reads no stored field.
+    func checkKeyPaths() throws {
+        if let keyPathProblem { throw keyPathProblem.error(entity: entityName, usedBy: "the filter") }
     }
 
     /// The part of this query whose next leading components equal `values` (a section, when a
@@ -46,6 +80,42 @@ extension ReadTransaction {
         return resolved
     }
 
+    /// Resolves a query whose rows are the records of its range that meet `filter`: found
+    /// earlier in this transaction, or by one pass over the range.
+    /// - Complexity: O(log n) when found; else O(r log n) for the range's r entries.
+    func resolve(entity name: String, index indexName: String, range: IndexRange, filter: IndexCondition?) throws -> ResolvedQuery {
+        let plain = try resolve(entity: name, index: indexName, range: range)
+        guard let filter else { return plain }
+        if keepsWhatItReads, let found = resolvedQueries.find(entity: name, index: indexName, range: range, filter: filter) { return found }
+        guard let compiled = try compiledFilter(filter, of: plain) else { return plain }
+        let resolved = plain.filtered(by: compiled, order: try filteredOrder(of: plain, passing: compiled))
+        if keepsWhatItReads { resolvedQueries.insert(resolved, entity: name, index: indexName, range: range, filter: filter) }
+        return resolved
+    }
+
+    /// Makes this transaction answer a filtered query through `order` (a watcher's, which holds
+    /// the rows that pass in this transaction's snapshot) instead of a pass of its own.
+    func adopt(_ order: FilteredOrder, filter: IndexCondition, entity name: String, index indexName: String, range: IndexRange) throws {
+        let plain = try resolve(entity: name, index: indexName, range: range)
+        guard keepsWhatItReads, let compiled = try compiledFilter(filter, of: plain) else { return }
+        resolvedQueries.insert(plain.filtered(by: compiled, order: order), entity: name, index: indexName, range: range, filter: filter)
+    }
+
+    /// `filter` made ready for records of `plain`'s entity, without what its index's own
+    /// condition already assures; nil when nothing is left to test.
+    func compiledFilter(_ filter: IndexCondition?, of plain: ResolvedQuery) throws -> RecordFilter? {
+        guard let left = filter?.removing(plain.index.definition.condition) else { return nil }
+        return try RecordFilter(left, entity: plain.entity)
+    }
+
+    /// The entries of `plain`'s range whose records pass `filter`, found in one pass.
+    /// - Complexity: O(r log n) for the range's r entries.
+    func filteredOrder(of plain: ResolvedQuery, passing filter: RecordFilter) throws -> FilteredOrder {
+        let order = FilteredOrder()
+        try walkKeys(of: plain, reverse: false, offset: 0, limit: nil, filter: filter) { key, _ in order.append(key) }
+        return order
+    }
+
     private func resolveAnew(entity name: String, index indexName: String, range: IndexRange) throws -> ResolvedQuery {
         let entity = try entity(name)
         let index = try entity.index(named: indexName)
@@ -60,14 +130,18 @@ extension ReadTransaction {
 
     /// How many records a query holds.
     /// - Complexity: O(log n).
+    /// - Complexity: O(log n); a filtered query's first count in a transaction makes a pass
+    ///   over its range.
     public func count<E: Entity>(_ query: Query<E>) throws -> Int {
-        try resolve(entity: query.entityName, index: query.index, range: query.range).count
+        try query.checkKeyPaths()
+        return try resolve(entity: query.entityName, index: query.index, range: query.range, filter: query.filter).count
     }
 
     /// The record at `position` (from 0, in the query's order), or nil past the end.
     /// - Complexity: O(log n).
     public func object<E: Entity>(at position: Int, in query: Query<E>) throws -> E? {
-        let resolved = try resolve(entity: query.entityName, index: query.index, range: query.range)
+        try query.checkKeyPaths()
+        let resolved = try resolve(entity: query.entityName, index: query.index, range: query.range, filter: query.filter)
         var entity = resolved.entity
         // The object is decoded into a slot of its own type: an optional captured by the closure
         // would be boxed, which looks up `Optional<E>`'s generic type on every call.
@@ -90,21 +164,25 @@ extension ReadTransaction {
     /// record does not exist or is not in the query.
     /// - Complexity: O(log n).
     public func position<E: Entity>(of id: E.ID, in query: Query<E>) throws -> Int? {
-        try position(entity: query.entityName, index: query.index, range: query.range, reverse: query.reverse, of: id.fieldValue)
+        try query.checkKeyPaths()
+        return try position(entity: query.entityName, index: query.index, range: query.range, reverse: query.reverse, filter: query.filter,
+                            of: id.fieldValue)
     }
 
     /// Records of a query from `offset`, at most `limit` of them.
     /// - Complexity: O(log n + k) for k records returned.
     public func objects<E: Entity>(in query: Query<E>, offset: Int = 0, limit: Int? = nil) throws -> [E] {
-        try self.query(E.self, index: query.index, range: query.range, reverse: query.reverse, offset: offset, limit: limit)
+        try query.checkKeyPaths()
+        return try self.query(E.self, index: query.index, range: query.range, reverse: query.reverse, offset: offset, limit: limit,
+                              filter: query.filter)
     }
 
     /// The entry at a position of a range, read without the application's types.
     /// - Complexity: O(log n).
     public func entry(entity name: String, index indexName: String, range: IndexRange = .all, reverse: Bool = false,
-                      at position: Int) throws -> IndexEntry?
+                      filter: IndexCondition? = nil, at position: Int) throws -> IndexEntry?
     {
-        let resolved = try resolve(entity: name, index: indexName, range: range)
+        let resolved = try resolve(entity: name, index: indexName, range: range, filter: filter)
         guard let key = try resolved.entryKey(at: position, reverse: reverse, in: self) else { return nil }
         return try indexEntry(forKey: key, entity: name, index: resolved.index)
     }
@@ -112,13 +190,13 @@ extension ReadTransaction {
     /// The position of a record in a range, read without the application's types.
     /// - Complexity: O(log n).
     public func position(entity name: String, index indexName: String, range: IndexRange = .all, reverse: Bool = false,
-                         of id: FieldValue) throws -> Int?
+                         filter: IndexCondition? = nil, of id: FieldValue) throws -> Int?
     {
-        let resolved = try resolve(entity: name, index: indexName, range: range)
+        let resolved = try resolve(entity: name, index: indexName, range: range, filter: filter)
         let id = try resolved.entity.catalog.primaryKeyComponent(id)
         guard let fields = try record(entity: name, id: id),
               let key = try resolved.index.key(of: fields, primaryKey: try KeyEncoding.encode([id])),
-              key.withUnsafeBytes({ resolved.keys.contains($0) })
+              resolved.holds(key: key)
         else { return nil }
         return try resolved.position(ofKey: key, reverse: reverse, in: self)
     }

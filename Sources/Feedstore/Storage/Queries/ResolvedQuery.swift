@@ -2,14 +2,44 @@ extension ReadTransaction {
     /// A query's range resolved to keys, and the rank of its first entry: the one home of the
     /// arithmetic between a row's position in the range (read forward or in reverse), its rank
     /// in the index and its entry key. Code above Storage reaches the counted index only
-    /// through it.
+    /// through it. A filtered query's rows are the range's entries that pass its filter, and
+    /// its ranks count them in their ``FilteredOrder``, which answers what the counted index
+    /// answers for a plain range.
     struct ResolvedQuery {
         let entity: EntitySchema
         let index: IndexSchema
         let keys: KeyRange
-        /// Entries before the range, and entries in it.
+        /// Entries before the range, and entries in it (for a filtered query: 0, and its matches).
         let start: Int
         let count: Int
+        /// The filter, and the entries that pass it; nil for a plain range.
+        let filter: RecordFilter?
+        let order: FilteredOrder?
+
+        init(entity: EntitySchema, index: IndexSchema, keys: KeyRange, start: Int, count: Int) {
+            self.entity = entity
+            self.index = index
+            self.keys = keys
+            self.start = start
+            self.count = count
+            filter = nil
+            order = nil
+        }
+
+        /// This range's entries that pass `filter`, which `order` holds.
+        func filtered(by filter: RecordFilter, order: FilteredOrder) -> ResolvedQuery {
+            ResolvedQuery(entity: entity, index: index, keys: keys, filter: filter, order: order)
+        }
+
+        private init(entity: EntitySchema, index: IndexSchema, keys: KeyRange, filter: RecordFilter, order: FilteredOrder) {
+            self.entity = entity
+            self.index = index
+            self.keys = keys
+            start = 0
+            count = order.count
+            self.filter = filter
+            self.order = order
+        }
 
         /// The index rank of the row at `position` of the range read forward or in `reverse`;
         /// nil outside the range.
@@ -29,6 +59,7 @@ extension ReadTransaction {
         /// - Complexity: O(log n).
         func entryKey(at position: Int, reverse: Bool, in tx: ReadTransaction) throws -> [UInt8]? {
             guard let rank = rank(ofPosition: position, reverse: reverse) else { return nil }
+            if let order { return order.key(at: rank) }
             return try tx.accessCounts(of: index) { try $0.entry(at: rank, in: $1) }
         }
 
@@ -36,13 +67,25 @@ extension ReadTransaction {
         /// - Complexity: O(log n).
         func withEntryKey(at position: Int, reverse: Bool, in tx: ReadTransaction, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> Bool {
             guard let rank = rank(ofPosition: position, reverse: reverse) else { return false }
+            if let order {
+                guard let key = order.key(at: rank) else { return false }
+                try key.withUnsafeBytes(body)
+                return true
+            }
             return try tx.accessCounts(of: index) { try $0.withEntry(at: rank, in: $1, body) }
         }
 
         /// The index rank of `key`: how many of the index's entries sort before it.
         /// - Complexity: O(log n).
         func rank(ofKey key: [UInt8], in tx: ReadTransaction) throws -> Int {
-            try tx.accessCounts(of: index) { try $0.rank(of: key, in: $1) }
+            if let order { return order.rank(of: key) }
+            return try tx.accessCounts(of: index) { try $0.rank(of: key, in: $1) }
+        }
+
+        /// Whether the row whose entry key is `key` is in the query: in the range, and in a
+        /// filtered query's order.
+        func holds(key: [UInt8]) -> Bool {
+            key.withUnsafeBytes { keys.contains($0) } && (order?.contains(key) ?? true)
         }
 
         /// The position of the row whose entry key is `key` (a key inside the range).
@@ -58,8 +101,36 @@ extension ReadTransaction {
             if let lower = keys.lower, prefix.sortsBefore(lower) { low = lower }
             var high = KeyEncoding.successor(ofPrefix: prefix)
             if let upper = keys.upper, high.map({ upper.sortsBefore($0) }) ?? true { high = upper }
+            if let order { return Swift.max(0, (high.map(order.rank(of:)) ?? order.count) - (low.map(order.rank(of:)) ?? 0)) }
             let (a, b) = try tx.ranks(in: index, from: low, to: high)
             return Swift.max(0, b - a)
+        }
+
+        /// The rows from `offset`, at most `limit` of them, as ``rowKeys(entity:index:range:reverse:offset:limit:filter:)`` reads them.
+        /// - Complexity: O(log n + k) for k rows.
+        func rowKeys(offset: Int, limit: Int?, reverse: Bool, in tx: ReadTransaction) throws -> [RowKey] {
+            var keys: [RowKey] = []
+            try tx.walkKeys(of: self, reverse: reverse, offset: offset, limit: limit) { key, _ in keys.append(try RowKey(entryKey: key)) }
+            return keys
+        }
+
+        /// The rows at `positions` (in any order).
+        /// - Complexity: O(r log n + k) for k positions in r runs of consecutive ones.
+        func rowKeys(at positions: [Int], reverse: Bool, in tx: ReadTransaction) throws -> [RowKey] {
+            var ids = [RowKey](repeating: .none, count: positions.count)
+            let sorted = positions.indices.sorted { positions[$0] < positions[$1] }
+            var i = 0
+            while i < sorted.count {
+                var j = i + 1
+                while j < sorted.count, positions[sorted[j]] == positions[sorted[j - 1]] + 1 { j += 1 }
+                let run = try rowKeys(offset: positions[sorted[i]], limit: j - i, reverse: reverse, in: tx)
+                guard run.count == j - i else {
+                    throw FeedstoreError.corruptData(what: "index \(entity.name).\(index.definition.name)", reason: "fewer entries than its counts say")
+                }
+                for (k, id) in run.enumerated() { ids[sorted[i + k]] = id }
+                i = j
+            }
+            return ids
         }
     }
 

@@ -7,6 +7,7 @@ struct ResolvedQueryCache {
         let entity: String
         let index: String
         let range: IndexRange
+        let filter: IndexCondition?
         let resolved: ReadTransaction.ResolvedQuery
     }
 
@@ -16,16 +17,25 @@ struct ResolvedQueryCache {
     /// Where the next entry goes once the cache is full.
     private var next = 0
 
-    func find(entity: String, index: String, range: IndexRange) -> ReadTransaction.ResolvedQuery? {
+    func find(entity: String, index: String, range: IndexRange, filter: IndexCondition? = nil) -> ReadTransaction.ResolvedQuery? {
         // Compared in place: copying an entry out would retain each of its references.
-        for i in entries.indices where entries[i].entity == entity && entries[i].index == index && entries[i].range == range {
+        for i in entries.indices where entries[i].entity == entity && entries[i].index == index && entries[i].range == range
+            && entries[i].filter == filter
+        {
             return entries[i].resolved
         }
         return nil
     }
 
-    mutating func insert(_ resolved: ReadTransaction.ResolvedQuery, entity: String, index: String, range: IndexRange) {
-        let entry = Entry(entity: entity, index: index, range: range, resolved: resolved)
+    mutating func insert(_ resolved: ReadTransaction.ResolvedQuery, entity: String, index: String, range: IndexRange,
+                         filter: IndexCondition? = nil)
+    {
+        if filter != nil, let i = entries.firstIndex(where: { $0.entity == entity && $0.index == index && $0.range == range && $0.filter == filter }) {
+            // A watcher's order replaces the one this transaction had for the same query.
+            entries[i] = Entry(entity: entity, index: index, range: range, filter: filter, resolved: resolved)
+            return
+        }
+        let entry = Entry(entity: entity, index: index, range: range, filter: filter, resolved: resolved)
         if entries.count < Self.capacity {
             entries.append(entry)
         } else {

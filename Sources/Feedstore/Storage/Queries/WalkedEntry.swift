@@ -46,9 +46,9 @@ extension ReadTransaction {
     /// - Complexity: O(log n + k) through an index for k entries visited; O(offset + k) in
     ///   primary-key order.
     public func forEachEntry(entity name: String, index: String?, range: IndexRange = .all, reverse: Bool = false,
-                             offset: Int = 0, limit: Int? = nil, _ body: (WalkedEntry) throws -> Void) throws
+                             offset: Int = 0, limit: Int? = nil, filter: IndexCondition? = nil, _ body: (WalkedEntry) throws -> Void) throws
     {
-        try walk(entity: name, index: index, range: range, reverse: reverse, offset: offset, limit: limit) { entry, entity in
+        try walk(entity: name, index: index, range: range, reverse: reverse, offset: offset, limit: limit, filter: filter) { entry, entity in
             try body(WalkedEntry(entry: entry, transaction: self, entity: entity))
         }
     }

@@ -157,7 +157,7 @@ public class ReadTransaction {
     /// Validates a record's bytes and lends them with the offset of each field's value. A field
     /// number this handle's catalog lacks reloads the catalog once, since another handle or
     /// process may have added the field.
-    private func withStoredRecord<R>(_ bytes: UnsafeRawBufferPointer, of entity: inout EntitySchema, id: () -> FieldValue?,
+    func withStoredRecord<R>(_ bytes: UnsafeRawBufferPointer, of entity: inout EntitySchema, id: () -> FieldValue?,
                                      _ body: (inout StoredRecord) throws -> R) throws -> R
     {
         var reloaded = false

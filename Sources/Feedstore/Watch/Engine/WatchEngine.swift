@@ -6,6 +6,12 @@
 ///
 /// The engine knows records only by name and fields; batches gain their values (typed or
 /// dynamic) or their ranges (indexes-only) in the watcher's reducer.
+///
+/// A filtered watcher's rows are the range's entries whose records pass its filter. It keeps
+/// them in a ``FilteredOrder``, made by one pass over the range for the first batch (and a
+/// reset), and changed per batch: each changed record's old key leaves it if it was there, its
+/// new key enters if the record passes now. Positions then come from that order, O(log m) for m
+/// rows, by the same arithmetic as a plain range's.
 final class WatchEngine {
     /// What a call to ``nextBatch(in:)`` found.
     enum Step {
@@ -31,6 +37,9 @@ final class WatchEngine {
     private var pendingWindow: WatchWindow?
     /// The next batch must be a reset (the consumer's snapshot could not be kept).
     var resetPending = false
+    /// A filtered watcher's rows in the consumer's snapshot; nil before the first batch, and for
+    /// a plain range.
+    private var order: FilteredOrder?
 
     init(query: WatchTarget, options: WatchOptions, indexesOnly: Bool, feed: ChangeFeed) {
         self.query = query
@@ -59,8 +68,10 @@ final class WatchEngine {
 
     /// The batch from the consumer's snapshot to the state `tx` shows.
     func nextBatch(in tx: ReadTransaction) throws -> Step {
+        if let problem = query.keyPathProblem { throw problem.error(entity: query.entity, usedBy: "the filter") }
         let head = try tx.newestSequence()
         let resolved = try tx.resolve(entity: query.entity, index: query.index, range: query.range)
+        let filter = try tx.compiledFilter(query.filter, of: resolved)
         let entity = try tx.entity(query.entity)
         let target = FeedSubscription.Target.range(entity: entity.catalog.id, index: resolved.index.catalog.id, keys: resolved.keys)
         let subscription: FeedSubscription
@@ -78,18 +89,79 @@ final class WatchEngine {
             self.subscription = subscription
         }
         guard let folded = try feed.synchronize(subscription, through: head, in: tx) else { return .retry }
-        if layout == nil { return .batch(try snapshot(in: tx, resolved, head: head, reset: false)) }
-        if resetPending || folded.overflowed {
+        if layout == nil { return .batch(try snapshot(in: tx, try rows(of: resolved, passing: filter, in: tx), head: head, reset: false)) }
+        if resetPending || folded.overflowed || filter != nil && order == nil {
             resetPending = false
-            return .batch(try snapshot(in: tx, resolved, head: head, reset: true))
+            return .batch(try snapshot(in: tx, try rows(of: resolved, passing: filter, in: tx), head: head, reset: true))
         }
         if folded.isEmpty && pendingWindow == nil {
             sequence = head
             return .unchanged
         }
-        let changes = try changedRecords(folded, entity: entity, in: tx)
-        let batch = try build(ChangedRows(changes, query: resolved, reverse: query.reverse, in: tx), resolved, in: tx, head: head)
+        var changes = try changedRecords(folded, entity: entity, in: tx)
+        var shown = resolved
+        if let filter, let order {
+            // Should a read below fail, the order no longer matches the snapshot: the next batch
+            // makes it anew.
+            self.order = nil
+            changes = try membership(of: changes, in: resolved, passing: filter, order: order, in: tx)
+            shown = resolved.filtered(by: filter, order: order)
+            self.order = order
+        }
+        let batch = try build(ChangedRows(changes, query: shown, reverse: query.reverse, in: tx), shown, in: tx, head: head)
         return batch.isEmpty && !batch.movesWindow ? .unchanged : .batch(batch)
+    }
+
+    /// The query's rows in `tx`: the range, or with a filter, its entries that pass, found by one
+    /// pass and kept as the watcher's order.
+    private func rows(of range: ReadTransaction.ResolvedQuery, passing filter: RecordFilter?, in tx: ReadTransaction) throws
+        -> ReadTransaction.ResolvedQuery
+    {
+        order = nil
+        guard let filter else { return range }
+        let made = try tx.filteredOrder(of: range, passing: filter)
+        order = made
+        return range.filtered(by: filter, order: made)
+    }
+
+    /// The changes as a filtered watcher's rows see them, with `order` brought up to date: a
+    /// changed record's old key counts only if the order held it, its new key only if the record
+    /// passes now. Cost: O(k log m) for k changed records and m rows, plus reading each record
+    /// that is in the range now.
+    private func membership(of changes: [ChangedRecord], in range: ReadTransaction.ResolvedQuery, passing filter: RecordFilter,
+                            order: FilteredOrder, in tx: ReadTransaction) throws -> [ChangedRecord]
+    {
+        var members: [ChangedRecord] = []
+        members.reserveCapacity(changes.count)
+        for var change in changes {
+            if let old = change.oldKey, !order.contains(old) { change.oldKey = nil }
+            if let new = change.newKey {
+                let passes = try new.withUnsafeBytes { key in
+                    try range.keys.contains(key) && tx.passes(filter, entryKey: key, of: range)
+                }
+                if !passes { change.newKey = nil }
+            }
+            members.append(change)
+        }
+        // Every read is done: the order changes as a whole or not at all.
+        for change in members { if let old = change.oldKey { order.remove(old) } }
+        for change in members { if let new = change.newKey { order.insert(new) } }
+        return members
+    }
+
+    /// The query as the consumer's snapshot shows it, for reading rows in that snapshot: a
+    /// filtered watcher's rows come from its order, which `tx` then also answers the filtered
+    /// query's reads by.
+    func shownQuery(in tx: ReadTransaction) throws -> ReadTransaction.ResolvedQuery {
+        let resolved = try tx.resolve(entity: query.entity, index: query.index, range: query.range)
+        guard let filter = query.filter else { return resolved }
+        // The order holds the snapshot of the last batch; a transaction at another commit (the
+        // map grew and the snapshot was let go) makes its own.
+        guard let order, let compiled = try tx.compiledFilter(filter, of: resolved), try tx.newestSequence() == sequence else {
+            return try tx.resolve(entity: query.entity, index: query.index, range: query.range, filter: filter)
+        }
+        try tx.adopt(order, filter: filter, entity: query.entity, index: query.index, range: query.range)
+        return resolved.filtered(by: compiled, order: order)
     }
 
     /// Refuses options that name no field, entity or index of the store, before the first batch.
@@ -116,8 +188,7 @@ final class WatchEngine {
         if indexesOnly {
             batch.insertedSections = layout.shown.sections.enumerated().map { ($0.offset, $0.element.count) }
         } else {
-            let keys = try tx.rowKeys(entity: query.entity, index: query.index, range: query.range, reverse: query.reverse,
-                                      offset: layout.visible.lowerBound, limit: layout.shownCount)
+            let keys = try resolved.rowKeys(offset: layout.visible.lowerBound, limit: layout.shownCount, reverse: query.reverse, in: tx)
             batch.inserts = keys.enumerated().map { .init(path: layout.path(ofShown: $0.offset), id: $0.element.id, primaryKey: $0.element.primaryKey) }
         }
         self.layout = layout
@@ -190,8 +261,7 @@ final class WatchEngine {
                 break
             }
         }
-        let pushedKeys = indexesOnly ? nil : try tx.rowKeys(entity: query.entity, index: query.index, range: query.range,
-                                                             reverse: query.reverse, at: window.pushedOut.map(\.new) + window.pushedIn)
+        let pushedKeys = indexesOnly ? nil : try resolved.rowKeys(at: window.pushedOut.map(\.new) + window.pushedIn, reverse: query.reverse, in: tx)
         for (i, pushed) in window.pushedOut.enumerated() {
             let o = old.shownPosition(ofList: pushed.old)!
             deletedOld.append(o)
@@ -292,7 +362,7 @@ final class WatchEngine {
     /// The path in the snapshot the consumer holds of the row whose entry key is `key` (nil when
     /// it is not shown).
     func path(ofKey key: [UInt8], in tx: ReadTransaction, _ resolved: ReadTransaction.ResolvedQuery) throws -> RowPath? {
-        guard let layout, key.withUnsafeBytes({ resolved.keys.contains($0) }) else { return nil }
+        guard let layout, resolved.holds(key: key) else { return nil }
         return layout.path(ofList: try resolved.position(ofKey: key, reverse: query.reverse, in: tx))
     }
 }

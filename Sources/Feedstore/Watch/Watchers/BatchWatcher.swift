@@ -190,6 +190,11 @@ public final class BatchWatcher<Batch: Sendable, Row>: AsyncSequence, @unchecked
     /// and released it, reads the current state and makes the next batch a reset, so the
     /// consumer's shape catches up.
     private func readShown<R>(_ read: (ReadTransaction) throws -> R?) throws -> R? {
+        // A filtered query's reads go through the rows the engine keeps for that snapshot.
+        let read = { [engine] (tx: ReadTransaction) throws -> R? in
+            if engine.query.filter != nil { _ = try engine.shownQuery(in: tx) }
+            return try read(tx)
+        }
         if let snapshot {
             if let value = try snapshot.read(read) { return value }
             engine.resetPending = true
@@ -201,7 +206,7 @@ public final class BatchWatcher<Batch: Sendable, Row>: AsyncSequence, @unchecked
     fileprivate func row(at path: RowPath) throws -> Row? {
         try lock.withLock {
             try readShown { [engine] tx in
-                let resolved = try tx.resolve(entity: engine.query.entity, index: engine.query.index, range: engine.query.range)
+                let resolved = try engine.shownQuery(in: tx)
                 guard let position = engine.layout?.listPosition(of: path),
                       let key = try resolved.entryKey(at: position, reverse: engine.query.reverse, in: tx) else { return nil }
                 return try makeRow(tx, key, resolved.index)
@@ -213,7 +218,7 @@ public final class BatchWatcher<Batch: Sendable, Row>: AsyncSequence, @unchecked
     fileprivate func path(ofID id: FieldValue) throws -> RowPath? {
         try lock.withLock {
             try readShown { [engine] tx in
-                let resolved = try tx.resolve(entity: engine.query.entity, index: engine.query.index, range: engine.query.range)
+                let resolved = try engine.shownQuery(in: tx)
                 guard let fields = try tx.record(entity: engine.query.entity, id: id),
                       let key = try resolved.index.key(of: fields, primaryKey: try KeyEncoding.encode([id])) else { return nil }
                 return try engine.path(ofKey: key, in: tx, resolved)
@@ -319,7 +324,7 @@ extension BatchWatcher where Batch == IndexBatch, Row: Entity {
 
     /// The rows of a run of the query's positions, read in one walk of the index.
     private static func readObjects(_ tx: ReadTransaction, _ query: WatchTarget, offset: Int, limit: Int) throws -> [Row] {
-        try tx.query(Row.self, index: query.index, range: query.range, reverse: query.reverse, offset: offset, limit: limit)
+        try tx.query(Row.self, index: query.index, range: query.range, reverse: query.reverse, offset: offset, limit: limit, filter: query.filter)
     }
 
     /// The path of the record with `id` in the snapshot of the last batch taken; nil when the
@@ -346,8 +351,8 @@ extension BatchWatcher where Batch == IndexBatch, Row == [String: FieldValue] {
 
     /// The records of a run of the query's positions, read in one walk of the index.
     private static func readRecords(_ tx: ReadTransaction, _ query: WatchTarget, offset: Int, limit: Int) throws -> [[String: FieldValue]] {
-        try tx.entries(entity: query.entity, index: query.index, range: query.range, reverse: query.reverse, offset: offset, limit: limit)
-            .map(\.record)
+        try tx.entries(entity: query.entity, index: query.index, range: query.range, reverse: query.reverse, offset: offset, limit: limit,
+                       filter: query.filter).map(\.record)
     }
 
     /// The path of the record with primary key `id` in the snapshot of the last batch taken;

@@ -15,11 +15,12 @@ public typealias DynamicIndexWatcher = BatchWatcher<IndexBatch, [String: FieldVa
 
 extension Store {
     /// Watches a range of `index` of the entity named `entity`, without its Swift type: batches
-    /// carry ids and records as ``FieldValue``s.
+    /// carry ids and records as ``FieldValue``s. With a `filter`, the rows are the range's records
+    /// that meet it.
     public func watch(entity: String, index: String, range: IndexRange = .all, reverse: Bool = false,
-                      options: WatchOptions = WatchOptions()) -> DynamicWatcher
+                      filter: IndexCondition? = nil, options: WatchOptions = WatchOptions()) -> DynamicWatcher
     {
-        DynamicWatcher(store: self, engine: untypedEngine(entity, index, range, reverse, options, indexesOnly: false),
+        DynamicWatcher(store: self, engine: untypedEngine(entity, index, range, reverse, filter, options, indexesOnly: false),
                        makeRow: { tx, key, schema in try tx.indexEntry(forKey: key, entity: entity, index: schema).record }) { rows, tx in
             try RecordsReducer(entity: entity).batch(from: rows, in: tx)
         }
@@ -28,18 +29,18 @@ extension Store {
     /// Watches a range of `index` of the entity named `entity` in indexes-only mode: batches of
     /// positions grouped into ranges, O(runs) each, with records read on demand.
     public func watchIndexes(entity: String, index: String, range: IndexRange = .all, reverse: Bool = false,
-                             options: WatchOptions = WatchOptions()) -> DynamicIndexWatcher
+                             filter: IndexCondition? = nil, options: WatchOptions = WatchOptions()) -> DynamicIndexWatcher
     {
-        DynamicIndexWatcher(store: self, engine: untypedEngine(entity, index, range, reverse, options, indexesOnly: true),
+        DynamicIndexWatcher(store: self, engine: untypedEngine(entity, index, range, reverse, filter, options, indexesOnly: true),
                             makeRow: { tx, key, schema in try tx.indexEntry(forKey: key, entity: entity, index: schema).record }) { rows, tx in
             PositionsReducer().batch(from: rows, in: tx)
         }
     }
 
-    private func untypedEngine(_ entity: String, _ index: String, _ range: IndexRange, _ reverse: Bool, _ options: WatchOptions,
-                               indexesOnly: Bool) -> WatchEngine
+    private func untypedEngine(_ entity: String, _ index: String, _ range: IndexRange, _ reverse: Bool, _ filter: IndexCondition?,
+                               _ options: WatchOptions, indexesOnly: Bool) -> WatchEngine
     {
-        WatchEngine(query: WatchTarget(entity: entity, index: index, range: range, reverse: reverse), options: options,
+        WatchEngine(query: WatchTarget(entity: entity, index: index, range: range, reverse: reverse, filter: filter), options: options,
                     indexesOnly: indexesOnly, feed: core.feed)
     }
 }
