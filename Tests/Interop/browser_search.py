@@ -21,11 +21,10 @@ from selenium.webdriver.chrome.service import Service
 
 
 def wait_for(driver, check, what, limit=120):
-    """Waits until `check()` returns something true; the limit guards against a hang."""
+    """Waits until `check()` returns (True, value); the limit guards against a hang."""
     deadline = time.monotonic() + limit
     last = None
     while True:
-        driver.execute_script("inbox.render()")
         last = check()
         if last and last[0]:
             return last[1]
@@ -35,8 +34,11 @@ def wait_for(driver, check, what, limit=120):
 
 
 def shown(driver):
-    return {"rows": driver.execute_script("return inbox.rows()"), "total": driver.find_element("id", "total").text,
-            "searched": driver.execute_script("return inbox.searched()")}
+    """What the page shows, drawn and read in one script, so that its parts are of one state."""
+    return driver.execute_script("""
+        inbox.render();
+        return {rows: inbox.rows(), total: document.getElementById("total").textContent,
+                searched: inbox.searched(), placeholders: inbox.placeholders()};""")
 
 
 def main():
@@ -48,15 +50,14 @@ def main():
     driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
     try:
         driver.get(url)
-        wait_for(driver, lambda: (driver.execute_script("return window.inbox && inbox.rows().length > 0"), None), "the page shows rows")
+        wait_for(driver, lambda: (driver.execute_script("return !!window.inbox && inbox.rows().length > 0"), None), "the page shows rows")
         # Typed key by key, as a user types: the page searches once typing pauses.
         box = driver.find_element("id", "search")
         for character in text:
             box.send_keys(character)
         def searched():
             view = shown(driver)
-            ready = (view["searched"] == text and len(view["rows"]) > 0 and view["total"].endswith(" found")
-                     and driver.execute_script("return inbox.placeholders()") == 0)
+            ready = view["searched"] == text and len(view["rows"]) > 0 and view["total"].endswith(" found") and view["placeholders"] == 0
             return (ready, view)
         print(json.dumps(wait_for(driver, searched, "the search's rows")), flush=True)
         print("searched", flush=True)

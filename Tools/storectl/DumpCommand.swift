@@ -19,8 +19,8 @@ struct DumpCommand: ParsableCommand {
           storectl dump ./demo-store --entity Message --limit 5
           storectl dump ./demo-store --entity Message --index byFolderDate \\
             --prefix '[1]' --limit 10 --format table
-          storectl dump ./demo-store --entity Message --index byFolderDate --prefix '[1]' \\
-            --filter '{"field": "title", "contains": "report", "caseInsensitive": true}'
+          storectl dump ./demo-store --entity Message --index byFolderDate \\
+            --filter '{"field": "title", "contains": "report"}' --limit 5
         """
     )
 

