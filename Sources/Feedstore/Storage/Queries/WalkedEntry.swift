@@ -1,6 +1,6 @@
 import Foundation
 
-/// One entry of ``ReadTransaction/forEachEntry(entity:index:range:reverse:offset:limit:_:)``:
+/// One entry of ``ReadTransaction/forEachEntry(entity:index:range:reverse:offset:limit:filter:_:)``:
 /// its key and its record, read from the store's pages only when asked for.
 ///
 /// It borrows the transaction's pages, so it is valid only inside the closure it is lent to;
@@ -39,7 +39,7 @@ public struct WalkedEntry {
 }
 
 extension ReadTransaction {
-    /// Walks the entries ``entries(entity:index:range:reverse:offset:limit:)`` returns, in the
+    /// Walks the entries ``entries(entity:index:range:reverse:offset:limit:filter:)`` returns, in the
     /// same order, lending each to `body` instead of gathering them: memory stays constant
     /// whatever the range's size. An offset through an index is skipped through its counts; in
     /// primary-key order, which has no counts, the skipped entries are walked.
