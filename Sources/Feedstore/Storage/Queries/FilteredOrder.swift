@@ -80,6 +80,7 @@ final class FilteredOrder {
                 right.ends = ends[half...].map { $0 - Int32(cut) }
                 bytes.removeSubrange(cut...)
                 ends.removeSubrange(half...)
+                shrink()
             } else {
                 let half = children.count / 2
                 right.children = Array(children[half...])
@@ -93,6 +94,22 @@ final class FilteredOrder {
         }
 
         var smallestKey: [UInt8] { isLeaf ? key(0) : lows[0] }
+
+        /// Gives a leaf's buffers the capacity of what they hold (an array keeps what it grew to).
+        func shrink() {
+            bytes = bytes.withUnsafeBufferPointer { old in
+                [UInt8](unsafeUninitializedCapacity: old.count) { new, count in
+                    _ = new.initialize(from: old)
+                    count = old.count
+                }
+            }
+            ends = ends.withUnsafeBufferPointer { old in
+                [Int32](unsafeUninitializedCapacity: old.count) { new, count in
+                    _ = new.initialize(from: old)
+                    count = old.count
+                }
+            }
+        }
     }
 
     private(set) var root = Node(isLeaf: true)
@@ -194,14 +211,43 @@ final class FilteredOrder {
         var path: [Node] = []
         var node = root
         while !node.isLeaf {
-            node.counts[node.counts.count - 1] += 1
             path.append(node)
             node = node.children[node.children.count - 1]
         }
-        node.bytes.append(contentsOf: key)
-        node.ends.append(Int32(node.bytes.count))
         count += 1
-        if node.keyCount > Self.leafCapacity { splitUp(path: path.map { ($0, $0.children.count - 1) }, node: node) }
+        guard node.keyCount == Self.leafCapacity else {
+            for branch in path { branch.counts[branch.counts.count - 1] += 1 }
+            node.bytes.append(contentsOf: key)
+            node.ends.append(Int32(node.bytes.count))
+            return
+        }
+        // The last leaf is full: the key starts a new one, so that a built order's leaves are
+        // full, not halves of split ones (a split leaf keeps the capacity it grew to).
+        node.shrink()
+        let leaf = Node(isLeaf: true)
+        leaf.bytes = Array(key)
+        leaf.ends = [Int32(key.count)]
+        var child = leaf
+        while let parent = path.popLast() {
+            parent.counts[parent.counts.count - 1] = parent.children[parent.children.count - 1].total
+            parent.children.append(child)
+            parent.counts.append(child.total)
+            parent.lows.append(child.smallestKey)
+            for branch in path { branch.counts[branch.counts.count - 1] += 1 }
+            guard parent.children.count > Self.branchCapacity else { return }
+            // A full branch gives its last child to a new branch, which joins the level above.
+            let last = Node(isLeaf: false)
+            last.children = [parent.children.removeLast()]
+            last.counts = [parent.counts.removeLast()]
+            last.lows = [parent.lows.removeLast()]
+            for branch in path { branch.counts[branch.counts.count - 1] -= last.total }
+            child = last
+        }
+        let top = Node(isLeaf: false)
+        top.children = [root, child]
+        top.counts = [root.total, child.total]
+        top.lows = [root.smallestKey, child.smallestKey]
+        root = top
     }
 
     /// Adds `key`; false when the order holds it already.
