@@ -55,6 +55,7 @@ public struct Query<E: Entity>: Sendable, Hashable {
     }
 
     /// Refuses a typed filter whose key path reads no stored field.
+    @inline(__always)
     func checkKeyPaths() throws {
         if let keyPathProblem { throw keyPathProblem.error(entity: entityName, usedBy: "the filter") }
     }
@@ -83,9 +84,14 @@ extension ReadTransaction {
     /// Resolves a query whose rows are the records of its range that meet `filter`: found
     /// earlier in this transaction, or by one pass over the range.
     /// - Complexity: O(log n) when found; else O(r log n) for the range's r entries.
+    @inline(__always)
     func resolve(entity name: String, index indexName: String, range: IndexRange, filter: IndexCondition?) throws -> ResolvedQuery {
+        guard let filter else { return try resolve(entity: name, index: indexName, range: range) }
+        return try resolveFiltered(entity: name, index: indexName, range: range, filter: filter)
+    }
+
+    private func resolveFiltered(entity name: String, index indexName: String, range: IndexRange, filter: IndexCondition) throws -> ResolvedQuery {
         let plain = try resolve(entity: name, index: indexName, range: range)
-        guard let filter else { return plain }
         if keepsWhatItReads, let found = resolvedQueries.find(entity: name, index: indexName, range: range, filter: filter) { return found }
         guard let compiled = try compiledFilter(filter, of: plain) else { return plain }
         let resolved = plain.filtered(by: compiled, order: try filteredOrder(of: plain, passing: compiled))
@@ -129,7 +135,6 @@ extension ReadTransaction {
     }
 
     /// How many records a query holds.
-    /// - Complexity: O(log n).
     /// - Complexity: O(log n); a filtered query's first count in a transaction makes a pass
     ///   over its range.
     public func count<E: Entity>(_ query: Query<E>) throws -> Int {

@@ -4,17 +4,31 @@ extension ReadTransaction {
     /// in the index and its entry key. Code above Storage reaches the counted index only
     /// through it. A filtered query's rows are the range's entries that pass its filter, and
     /// its ranks count them in their ``FilteredOrder``, which answers what the counted index
-    /// answers for a plain range.
-    struct ResolvedQuery {
+    /// answers for a plain range. A class, immutable: a read finds it in the transaction's cache
+    /// and holds it by one reference, not by a copy of its schema's arrays.
+    final class ResolvedQuery {
         let entity: EntitySchema
         let index: IndexSchema
         let keys: KeyRange
         /// Entries before the range, and entries in it (for a filtered query: 0, and its matches).
         let start: Int
         let count: Int
-        /// The filter, and the entries that pass it; nil for a plain range.
-        let filter: RecordFilter?
-        let order: FilteredOrder?
+        /// A filtered query's filter and the entries that pass it; nil for a plain range.
+        let filtered: FilteredRows?
+
+        /// A filter and the entries of a range that pass it.
+        final class FilteredRows {
+            let filter: RecordFilter
+            let order: FilteredOrder
+
+            init(filter: RecordFilter, order: FilteredOrder) {
+                self.filter = filter
+                self.order = order
+            }
+        }
+
+        var filter: RecordFilter? { filtered?.filter }
+        var order: FilteredOrder? { filtered?.order }
 
         init(entity: EntitySchema, index: IndexSchema, keys: KeyRange, start: Int, count: Int) {
             self.entity = entity
@@ -22,23 +36,21 @@ extension ReadTransaction {
             self.keys = keys
             self.start = start
             self.count = count
-            filter = nil
-            order = nil
+            filtered = nil
         }
 
         /// This range's entries that pass `filter`, which `order` holds.
         func filtered(by filter: RecordFilter, order: FilteredOrder) -> ResolvedQuery {
-            ResolvedQuery(entity: entity, index: index, keys: keys, filter: filter, order: order)
+            ResolvedQuery(entity: entity, index: index, keys: keys, filtered: FilteredRows(filter: filter, order: order))
         }
 
-        private init(entity: EntitySchema, index: IndexSchema, keys: KeyRange, filter: RecordFilter, order: FilteredOrder) {
+        private init(entity: EntitySchema, index: IndexSchema, keys: KeyRange, filtered: FilteredRows) {
             self.entity = entity
             self.index = index
             self.keys = keys
             start = 0
-            count = order.count
-            self.filter = filter
-            self.order = order
+            count = filtered.order.count
+            self.filtered = filtered
         }
 
         /// The index rank of the row at `position` of the range read forward or in `reverse`;

@@ -13,29 +13,43 @@ struct ResolvedQueryCache {
 
     /// How many queries are kept: a few sections or windows of a list read in turns.
     static let capacity = 4
+    /// Plain ranges, and filtered queries apart, so that finding a plain range compares no filters.
     private var entries: [Entry] = []
+    private var filteredEntries: [Entry] = []
     /// Where the next entry goes once the cache is full.
     private var next = 0
 
-    func find(entity: String, index: String, range: IndexRange, filter: IndexCondition? = nil) -> ReadTransaction.ResolvedQuery? {
+    func find(entity: String, index: String, range: IndexRange) -> ReadTransaction.ResolvedQuery? {
         // Compared in place: copying an entry out would retain each of its references.
-        for i in entries.indices where entries[i].entity == entity && entries[i].index == index && entries[i].range == range
-            && entries[i].filter == filter
-        {
+        for i in entries.indices where entries[i].entity == entity && entries[i].index == index && entries[i].range == range {
             return entries[i].resolved
         }
         return nil
     }
 
-    mutating func insert(_ resolved: ReadTransaction.ResolvedQuery, entity: String, index: String, range: IndexRange,
-                         filter: IndexCondition? = nil)
-    {
-        if filter != nil, let i = entries.firstIndex(where: { $0.entity == entity && $0.index == index && $0.range == range && $0.filter == filter }) {
-            // A watcher's order replaces the one this transaction had for the same query.
-            entries[i] = Entry(entity: entity, index: index, range: range, filter: filter, resolved: resolved)
+    func find(entity: String, index: String, range: IndexRange, filter: IndexCondition) -> ReadTransaction.ResolvedQuery? {
+        for i in filteredEntries.indices where filteredEntries[i].entity == entity && filteredEntries[i].index == index
+            && filteredEntries[i].range == range && filteredEntries[i].filter == filter
+        {
+            return filteredEntries[i].resolved
+        }
+        return nil
+    }
+
+    /// Keeps a filtered query's resolution (its order can be large: the last few are kept); a
+    /// watcher's order replaces the one this transaction had for the same query.
+    mutating func insert(_ resolved: ReadTransaction.ResolvedQuery, entity: String, index: String, range: IndexRange, filter: IndexCondition) {
+        let entry = Entry(entity: entity, index: index, range: range, filter: filter, resolved: resolved)
+        if let i = filteredEntries.firstIndex(where: { $0.entity == entity && $0.index == index && $0.range == range && $0.filter == filter }) {
+            filteredEntries[i] = entry
             return
         }
-        let entry = Entry(entity: entity, index: index, range: range, filter: filter, resolved: resolved)
+        if filteredEntries.count >= Self.capacity { filteredEntries.removeFirst() }
+        filteredEntries.append(entry)
+    }
+
+    mutating func insert(_ resolved: ReadTransaction.ResolvedQuery, entity: String, index: String, range: IndexRange) {
+        let entry = Entry(entity: entity, index: index, range: range, filter: nil, resolved: resolved)
         if entries.count < Self.capacity {
             entries.append(entry)
         } else {
@@ -46,6 +60,7 @@ struct ResolvedQueryCache {
 
     mutating func removeAll() {
         entries.removeAll()
+        filteredEntries.removeAll()
         next = 0
     }
 }

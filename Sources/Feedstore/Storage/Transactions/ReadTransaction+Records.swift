@@ -171,6 +171,7 @@ extension ReadTransaction {
     }
 
     /// The stored bytes of the record an index entry key names, whose primary key starts at `start`.
+    @inline(__always)
     private func recordBytes(forKey key: UnsafeRawBufferPointer, primaryKeyStart start: Int, entity: EntitySchema, index: String) throws
         -> UnsafeRawBufferPointer
     {

@@ -101,14 +101,14 @@ final class WatchEngine {
         var changes = try changedRecords(folded, entity: entity, in: tx)
         var shown = resolved
         if let filter, let order {
-            // Should a read below fail, the order no longer matches the snapshot: the next batch
-            // makes it anew.
+            // Until the batch is made the order is ahead of the consumer's snapshot: should
+            // anything below fail, the next batch is a reset, which makes the order anew.
             self.order = nil
             changes = try membership(of: changes, in: resolved, passing: filter, order: order, in: tx)
             shown = resolved.filtered(by: filter, order: order)
-            self.order = order
         }
         let batch = try build(ChangedRows(changes, query: shown, reverse: query.reverse, in: tx), shown, in: tx, head: head)
+        if let kept = shown.order { order = kept }
         return batch.isEmpty && !batch.movesWindow ? .unchanged : .batch(batch)
     }
 
