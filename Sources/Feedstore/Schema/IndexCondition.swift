@@ -26,6 +26,19 @@ public indirect enum IndexCondition: Sendable, Hashable, Codable {
         case greater = ">"
         /// `>=`
         case greaterOrEqual = ">="
+
+        /// Whether a value that compares as `order` with the constant (negative, zero,
+        /// positive: ``FieldValue``'s order) meets the comparison.
+        func accepts(_ order: Int) -> Bool {
+            switch self {
+            case .equal: order == 0
+            case .notEqual: order != 0
+            case .less: order < 0
+            case .lessOrEqual: order <= 0
+            case .greater: order > 0
+            case .greaterOrEqual: order >= 0
+            }
+        }
     }
 
     /// A field compared with a constant.
@@ -50,15 +63,7 @@ public indirect enum IndexCondition: Sendable, Hashable, Codable {
     public func holds(_ value: (String) -> FieldValue) -> Bool {
         switch self {
         case let .compare(field, comparison, constant):
-            let c = FieldValue.compare(value(field), constant)
-            switch comparison {
-            case .equal: return c == 0
-            case .notEqual: return c != 0
-            case .less: return c < 0
-            case .lessOrEqual: return c <= 0
-            case .greater: return c > 0
-            case .greaterOrEqual: return c >= 0
-            }
+            return comparison.accepts(FieldValue.compare(value(field), constant))
         case let .and(parts): return parts.allSatisfy { $0.holds(value) }
         case let .or(parts): return parts.contains { $0.holds(value) }
         case let .not(inner): return !inner.holds(value)

@@ -139,10 +139,7 @@ final class FilteredOrder {
     /// Whether the order holds `key`.
     /// - Complexity: O(log n).
     func contains(_ key: [UInt8]) -> Bool {
-        key.withUnsafeBytes { key in
-            let (leaf, i) = leafPosition(of: key)
-            return i < leaf.keyCount && leaf.withKey(i) { $0.compare(with: key) == 0 }
-        }
+        key.withUnsafeBytes { search($0).holds }
     }
 
     /// The key at `rank`, or nil outside the order.
@@ -196,11 +193,18 @@ final class FilteredOrder {
         return (node, offset)
     }
 
-    /// The leaf `key` falls in, and how many of its keys sort before it.
-    private func leafPosition(of key: UnsafeRawBufferPointer) -> (Node, Int) {
+    /// The way down to the leaf `key` falls in (each branch with the child taken), the leaf, how
+    /// many of its keys sort before `key`, and whether it holds `key`.
+    private func search(_ key: UnsafeRawBufferPointer) -> (path: [(node: Node, child: Int)], leaf: Node, position: Int, holds: Bool) {
+        var path: [(node: Node, child: Int)] = []
         var node = root
-        while !node.isLeaf { node = node.children[node.childIndex(for: key)] }
-        return (node, node.leafRank(of: key))
+        while !node.isLeaf {
+            let i = node.childIndex(for: key)
+            path.append((node, i))
+            node = node.children[i]
+        }
+        let i = node.leafRank(of: key)
+        return (path, node, i, i < node.keyCount && node.withKey(i) { $0.compare(with: key) == 0 })
     }
 
     // MARK: Changing
@@ -255,15 +259,8 @@ final class FilteredOrder {
     @discardableResult
     func insert(_ key: [UInt8]) -> Bool {
         key.withUnsafeBytes { key in
-            var path: [(node: Node, child: Int)] = []
-            var node = root
-            while !node.isLeaf {
-                let i = node.childIndex(for: key)
-                path.append((node, i))
-                node = node.children[i]
-            }
-            let i = node.leafRank(of: key)
-            if i < node.keyCount, node.withKey(i, { $0.compare(with: key) == 0 }) { return false }
+            let (path, node, i, held) = search(key)
+            if held { return false }
             node.insertKey(key, at: i)
             count += 1
             for (branch, child) in path {
@@ -281,15 +278,8 @@ final class FilteredOrder {
     @discardableResult
     func remove(_ key: [UInt8]) -> Bool {
         key.withUnsafeBytes { key in
-            var path: [(node: Node, child: Int)] = []
-            var node = root
-            while !node.isLeaf {
-                let i = node.childIndex(for: key)
-                path.append((node, i))
-                node = node.children[i]
-            }
-            let i = node.leafRank(of: key)
-            guard i < node.keyCount, node.withKey(i, { $0.compare(with: key) == 0 }) else { return false }
+            let (path, node, i, held) = search(key)
+            guard held else { return false }
             node.removeKey(at: i)
             count -= 1
             for (branch, child) in path { branch.counts[child] -= 1 }

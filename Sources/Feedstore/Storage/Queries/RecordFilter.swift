@@ -54,15 +54,7 @@ struct RecordFilter {
     private static func holds(_ node: Node, _ record: StoredRecord) throws -> Bool {
         switch node {
         case let .compare(field, comparison, constant):
-            let c = FieldValue.compare(try value(field, record)?.fieldValue() ?? .null, constant)
-            switch comparison {
-            case .equal: return c == 0
-            case .notEqual: return c != 0
-            case .less: return c < 0
-            case .lessOrEqual: return c <= 0
-            case .greater: return c > 0
-            case .greaterOrEqual: return c >= 0
-            }
+            return comparison.accepts(FieldValue.compare(try value(field, record)?.fieldValue() ?? .null, constant))
         case let .text(field, matcher):
             guard let utf8 = try value(field, record)?.utf8() else { return false }
             return matcher.matches(utf8: utf8)
