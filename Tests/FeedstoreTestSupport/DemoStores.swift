@@ -5,9 +5,10 @@ import Foundation
 /// A store of the demo feed at `path`, populated by `feed` with `messages` messages and
 /// `contacts` contacts (the feed's next changes continue from there).
 public func populatedDemoStore(at path: String, feed: inout DemoFeed, messages: Int, contacts: Int,
-                               options: StoreOptions = StoreOptions(durability: .none)) throws -> Store
+                               options: StoreOptions = StoreOptions(durability: .none),
+                               entities: [any Entity.Type] = DemoFeed.entities) throws -> Store
 {
-    let store = try Store(path: path, entities: DemoFeed.entities, options: options)
+    let store = try Store(path: path, entities: entities, options: options)
     try feed.populate(store, messages: messages, contacts: contacts)
     return store
 }

@@ -5,8 +5,10 @@ import Foundation
 /// application's Swift types. Stored as JSON in the store's meta database.
 public struct Catalog: Sendable, Codable, Equatable {
     /// The newest format this library reads and writes. Format 3 gives every store an identifier
-    /// and lets journal entries carry the record after the change; it reads format 2 as it is.
-    public static let currentFormatVersion: UInt32 = 3
+    /// and lets journal entries carry the record after the change; format 4 adds text indexes
+    /// (which a library of format 3 would misread as indexes of a field). Each reads the formats
+    /// before it as they are.
+    public static let currentFormatVersion: UInt32 = 4
 
     /// The format the store was written in.
     public var formatVersion: UInt32

@@ -35,6 +35,14 @@ extension CatalogEntity {
         case let .isNull(name):
             try check(name)
             return condition
+        case let .words(names, test):
+            for name in names {
+                try check(name)
+                if let kind = keyKind(ofField: name), kind != "string" {
+                    throw FeedstoreError.invalidFilter(entity: self.name, reason: "\(test.description) tests words of text, and field \(name) is stored as \(kind)")
+                }
+            }
+            return condition
         case let .and(parts): return .and(try parts.map(checkedFilter))
         case let .or(parts): return .or(try parts.map(checkedFilter))
         case let .not(inner): return .not(try checkedFilter(inner))

@@ -74,6 +74,8 @@ final class IndexSchema: Sendable {
     /// (``CatalogEntity/keyKind(ofField:)``), or nil when that is not one kind.
     let componentKindRanks: [Int?]
     private let condition: IndexCondition?
+    /// A text index's word fields, parsed once; nil for an index of field values.
+    private let wordPaths: [FieldPath]?
 
     var definition: IndexDefinition { catalog.definition }
     var id: UInt32 { catalog.id }
@@ -92,8 +94,12 @@ final class IndexSchema: Sendable {
         componentKindRanks = components.map { entity.keyKind(ofField: $0.field).flatMap(FieldValue.kindRank(ofKindName:)) }
         componentDescending = components.map(\.descending)
         condition = catalog.definition.condition
-        fieldsRead = Set(componentPaths.map(\.head) + (condition?.fields ?? []).map { FieldPath($0).head })
+        wordPaths = catalog.definition.words?.map(FieldPath.init)
+        fieldsRead = Set(catalog.definition.keyFields.map { FieldPath($0).head } + (condition?.fields ?? []).map { FieldPath($0).head })
     }
+
+    /// Whether the index holds words (``IndexDefinition/text(_:fields:order:where:)``).
+    var isText: Bool { wordPaths != nil }
 
     /// Whether a record with these fields belongs in the index.
     func contains(_ fields: some TopLevelFields) -> Bool {
@@ -130,11 +136,46 @@ final class IndexSchema: Sendable {
     }
 
     /// The entry key of a record (components then primary key), or nil when it is not a member.
+    /// A text index has several (``keys(of:primaryKey:)``); this is its empty word's entry.
     func key(of fields: some TopLevelFields, primaryKey: [UInt8]) throws -> [UInt8]? {
         guard contains(fields) else { return nil }
+        if isText { return try keys(of: fields, primaryKey: primaryKey).first }
+        return try valueKey(of: fields, primaryKey: primaryKey, from: 0)
+    }
+
+    /// Every entry key of a record, in key order: none or one for an index of values; for a text
+    /// index, one per distinct word of its fields, after the empty word's, which every member has.
+    func keys(of fields: some TopLevelFields, primaryKey: [UInt8]) throws -> [[UInt8]] {
+        guard contains(fields) else { return [] }
+        guard let wordPaths else { return [try valueKey(of: fields, primaryKey: primaryKey, from: 0)] }
+        let suffix = try valueKey(of: fields, primaryKey: primaryKey, from: 1)
+        var words = Set<String>()
+        for path in wordPaths {
+            if case let .string(text) = path.value(in: fields) { TextWords.forEachWord(in: text) { words.insert($0) } }
+        }
+        return ([""] + words.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }).map { word in
+            var key = Self.wordKey(word)
+            key.append(contentsOf: suffix)
+            return key
+        }
+    }
+
+    /// The leading component of a text index's entries for `word` (folded): a range prefix.
+    static func wordKey(_ word: String) -> [UInt8] {
+        (try? KeyEncoding.encode([.string(word)])) ?? []
+    }
+
+    /// The record's entry key in `keys` (a range of this index), or nil when it has none there.
+    func key(of fields: some TopLevelFields, primaryKey: [UInt8], in keys: KeyRange) throws -> [UInt8]? {
+        guard isText else { return try key(of: fields, primaryKey: primaryKey).flatMap { key in keys.contains(key) ? key : nil } }
+        return try self.keys(of: fields, primaryKey: primaryKey).first { keys.contains($0) }
+    }
+
+    /// Components from `first` on, then the primary key.
+    private func valueKey(of fields: some TopLevelFields, primaryKey: [UInt8], from first: Int) throws -> [UInt8] {
         var key: [UInt8] = []
         key.reserveCapacity(32 + primaryKey.count)
-        for i in componentDescending.indices {
+        for i in componentDescending.indices.dropFirst(first) {
             let value = componentValue(i, in: fields)
             do {
                 try KeyEncoding.append(value, descending: componentDescending[i], to: &key)

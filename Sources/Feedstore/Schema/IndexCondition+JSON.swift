@@ -5,13 +5,16 @@
 /// {"field": "title", "contains": "report", "caseInsensitive": true, "diacriticInsensitive": true}
 /// {"field": "folder", "in": [1, 2]}
 /// {"field": "tag", "isNull": true}
+/// {"fields": ["title", "body"], "word": "report"}
+/// {"field": "title", "wordPrefix": "rep"}
 /// {"and": [{"field": "folder", ">=": 2}, {"not": {"field": "title", "hasPrefix": "Re:"}}]}
 /// ```
 ///
 /// A field test names one `field` and exactly one test: a comparison (`==`, `!=`, `<`, `<=`, `>`,
 /// `>=`) with a value, a text test (`equals`, `contains`, `hasPrefix`, `hasSuffix`) with a string
 /// and optional `caseInsensitive` / `diacriticInsensitive`, `in` with an array of values, or
-/// `isNull` with `true` (or `false`, for "has a value"). Values are JSON; they convert to the
+/// `isNull` with `true` (or `false`, for "has a value"). A word test names `field` or `fields`
+/// (an array of names) and `word` or `wordPrefix` with a string. Values are JSON; they convert to the
 /// field's stored kind when the query runs (ISO 8601 strings to dates, and so on).
 extension IndexCondition {
     /// JSON that is not a condition; `reason` says what is wrong and what is expected.
@@ -60,6 +63,7 @@ extension IndexCondition {
             guard members.count == 1 else { throw SyntaxError(reason: #""not" takes one condition and nothing beside it"#) }
             return .not(try parse(inner, depth: depth + 1))
         }
+        if members["word"] != nil || members["wordPrefix"] != nil { return try parseWords(members) }
         guard case let .string(field)? = members["field"], !field.isEmpty else {
             throw SyntaxError(reason: #"expected "field" (a field name) with one test, or "and", "or", "not"; got \#(json.jsonText)"#)
         }
@@ -94,6 +98,27 @@ extension IndexCondition {
         return isNull ? .isNull(field: field) : .not(.isNull(field: field))
     }
 
+    private static func parseWords(_ members: [String: FieldValue]) throws -> IndexCondition {
+        let match: WordTest.Match = members["word"] != nil ? .equals : .hasPrefix
+        guard members["word"] == nil || members["wordPrefix"] == nil else { throw SyntaxError(reason: #"a word test takes "word" or "wordPrefix", not both"#) }
+        guard case let .string(word)? = members[match.rawValue] else { throw SyntaxError(reason: "\"\(match.rawValue)\" takes a string") }
+        var fields: [String] = []
+        switch (members["field"], members["fields"]) {
+        case let (.string(field)?, nil): fields = [field]
+        case let (nil, .array(items)?):
+            fields = try items.map { item in
+                guard case let .string(name) = item else { throw SyntaxError(reason: #""fields" takes an array of field names"#) }
+                return name
+            }
+        default: throw SyntaxError(reason: #"a word test names "field" (a field name) or "fields" (an array of them)"#)
+        }
+        guard !fields.isEmpty, !fields.contains(where: \.isEmpty) else { throw SyntaxError(reason: "a word test names at least one field, none empty") }
+        if let unknown = members.keys.filter({ $0 != "field" && $0 != "fields" && $0 != match.rawValue }).sorted().first {
+            throw SyntaxError(reason: "\"\(unknown)\" is not part of a word test")
+        }
+        return .words(fields: fields, WordTest(match, word))
+    }
+
     /// The condition in the JSON form ``init(jsonText:)`` reads.
     public var jsonText: String { json.jsonText }
 
@@ -108,6 +133,9 @@ extension IndexCondition {
             return .object(members)
         case let .oneOf(field, values): return .object(["field": .string(field), "in": .array(values)])
         case let .isNull(field): return .object(["field": .string(field), "isNull": true])
+        case let .words(fields, test):
+            let named: (String, FieldValue) = fields.count == 1 ? ("field", .string(fields[0])) : ("fields", .array(fields.map(FieldValue.string)))
+            return .object([named.0: named.1, test.match.rawValue: .string(test.word)])
         case let .and(parts): return .object(["and": .array(parts.map(\.json))])
         case let .or(parts): return .object(["or": .array(parts.map(\.json))])
         case let .not(inner): return .object(["not": inner.json])

@@ -55,6 +55,9 @@ public indirect enum IndexCondition: Sendable, Hashable, Codable {
     case oneOf(field: String, [FieldValue])
     /// The field is missing or null.
     case isNull(field: String)
+    /// A word of one of the string fields passes a word test (see <doc:TextSearch>); a text
+    /// index over the same fields answers it without reading records.
+    case words(fields: [String], WordTest)
 
     /// A field to compare: `.field("isRead") == false`.
     public static func field(_ name: String) -> FieldReference { FieldReference(name: name) }
@@ -72,6 +75,12 @@ public indirect enum IndexCondition: Sendable, Hashable, Codable {
             let v = value(field)
             return values.contains { FieldValue.compare(v, $0) == 0 }
         case let .isNull(field): return value(field) == .null
+        case let .words(fields, test):
+            let matcher = WordMatcher(test)
+            return fields.contains { field in
+                guard case let .string(text) = value(field) else { return false }
+                return matcher.matches(text)
+            }
         }
     }
 
@@ -92,7 +101,7 @@ public indirect enum IndexCondition: Sendable, Hashable, Codable {
     /// How many field tests the condition makes (its size, which bounds what testing a record costs).
     public var testCount: Int {
         switch self {
-        case .compare, .text, .oneOf, .isNull: 1
+        case .compare, .text, .oneOf, .isNull, .words: 1
         case let .and(parts), let .or(parts): parts.reduce(0) { $0 + $1.testCount }
         case let .not(inner): inner.testCount
         }
@@ -102,6 +111,7 @@ public indirect enum IndexCondition: Sendable, Hashable, Codable {
     public var fields: Set<String> {
         switch self {
         case let .compare(field, _, _), let .text(field, _), let .oneOf(field, _), let .isNull(field): [field]
+        case let .words(fields, _): Set(fields)
         case let .and(parts), let .or(parts): parts.reduce(into: []) { $0.formUnion($1.fields) }
         case let .not(inner): inner.fields
         }
@@ -150,4 +160,8 @@ public struct FieldReference: Sendable, Hashable {
     public func isIn(_ values: [FieldValue]) -> IndexCondition { .oneOf(field: name, values) }
     /// The field is missing or null.
     public var isNull: IndexCondition { .isNull(field: name) }
+    /// One of the field's words is `word` (folded: case and diacritics ignored).
+    public func hasWord(_ word: String) -> IndexCondition { .words(fields: [name], WordTest(.equals, word)) }
+    /// One of the field's words starts with `prefix` (folded).
+    public func hasWord(startingWith prefix: String) -> IndexCondition { .words(fields: [name], WordTest(.hasPrefix, prefix)) }
 }

@@ -36,6 +36,9 @@ public struct IndexDefinition: Sendable, Hashable, Codable {
     public var unique: Bool
     /// When set, only records for which the condition holds are in the index.
     public var condition: IndexCondition?
+    /// For a text index (``text(_:fields:order:where:)``), the string fields whose words it holds;
+    /// nil for an index of field values.
+    public var words: [String]?
 
     /// A key path of a typed declaration (``Entity/index(_:unique:where:)``) that reads no
     /// stored field: the store refuses to open with it, naming it. Not persisted.
@@ -50,7 +53,31 @@ public struct IndexDefinition: Sendable, Hashable, Codable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case name, components, unique, condition
+        case name, components, unique, condition, words
+    }
+}
+
+extension IndexDefinition {
+    /// The first component of a text index's entries: one of the record's words (folded), which
+    /// no field supplies. Its other components are the order of each word's list.
+    public static let wordComponent = "#word"
+
+    /// A text index: for every record, one entry per distinct word of `fields` (split and folded
+    /// as <doc:TextSearch> says), whose key is the word, then the `order` components, then the
+    /// primary key; and one entry under the empty word, which lists every record in that order.
+    /// A one-word query is then the range of that word, counted like any index range.
+    public static func text(_ name: String, fields: [String], order: [Component], where condition: IndexCondition? = nil) -> IndexDefinition {
+        var definition = IndexDefinition(name, [Component(field: wordComponent)] + order, where: condition)
+        definition.words = fields
+        return definition
+    }
+
+    /// Whether this is a text index.
+    public var isText: Bool { words != nil }
+
+    /// The fields the index reads to make its keys (components and words, not its condition).
+    var keyFields: [String] {
+        components.map(\.field).filter { $0 != Self.wordComponent } + (words ?? [])
     }
 }
 

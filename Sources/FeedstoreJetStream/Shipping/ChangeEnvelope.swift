@@ -76,7 +76,11 @@ public enum ChangeEnvelope {
             put(",\"id\":")
             entry.id.appendJSON(to: &out)
             put(",\"indexKeys\":{")
-            for (j, change) in entry.indexChanges.sorted(by: { $0.index.utf8.lexicographicallyPrecedes($1.index.utf8) }).enumerated() {
+            // A text index changes one entry per word; its first, the empty word's, is the
+            // record's key in the index's order, which is what the envelope names.
+            var named = Set<String>()
+            let changes = entry.indexChanges.filter { named.insert($0.index).inserted }
+            for (j, change) in changes.sorted(by: { $0.index.utf8.lexicographicallyPrecedes($1.index.utf8) }).enumerated() {
                 if j > 0 { put(",") }
                 FieldValue.appendJSONString(change.index, to: &out)
                 put(":{\"after\":")

@@ -25,7 +25,7 @@ import Testing
     func rangesAndObjectsKeepAMirrorEqualToAFreshQuery(configuration c: WatcherContractTests.Configuration, seed: UInt64) throws {
         try withTemporaryDirectory { dir in
             var feed = DemoFeed(seed: seed)
-            let store = try populatedDemoStore(at: dir + "/s", feed: &feed, messages: seed == 3 ? 400 : 30, contacts: 12)
+            let store = try populatedDemoStore(at: dir + "/s", feed: &feed, messages: seed == 3 ? 400 : 30, contacts: 12, entities: c.entities)
             let watcher = store.watchIndexes(c.query, options: c.options)
             var mirror = SectionedMirror<Message>()
             for commit in 0..<80 {

@@ -15,7 +15,11 @@ import Testing
         var name: String
         var query: Query<Message>
         var options: WatchOptions
+        /// Whether the query reads the text index that ``SearchableMessage`` declares.
+        var searchable = false
         var testDescription: String { name }
+        /// The entities to open the store with.
+        var entities: [any Entity.Type] { searchable ? SearchableMessage.entities : DemoFeed.entities }
     }
 
     /// Every shape below, then each again with a filter chosen at run time: an unread flip makes a
@@ -24,10 +28,32 @@ import Testing
         let filter: IndexCondition = i % 2 == 0
             ? .field("isRead") == false && .field("title").contains("RE", caseInsensitive: true)
             : .field("contactId").isIn([1, 2, 3, 5, 8]) || .field("title").hasPrefix("p")
-        return Configuration(name: c.name + ", filtered", query: c.query.filter(filter), options: c.options)
+        return Configuration(name: c.name + ", filtered", query: c.query.filter(filter), options: c.options, searchable: c.searchable)
     }
 
-    static let plainConfigurations: [Configuration] = [
+    /// Queries of the words of titles (a text index): one word's range, a word prefix (titles
+    /// with two matching words listed once), two words, windowed and reversed.
+    static let textConfigurations: [Configuration] = {
+        let index = SearchableMessage.byText.definition
+        func search(_ text: String, prefix: Bool) -> Query<Message> {
+            let (range, filter) = TextSearch(text, lastWordIsPrefix: prefix).query(on: index)
+            return Query(index: index.name, range: range, filter: filter)
+        }
+        var reversed = search("Report", prefix: false)
+        reversed.reverse = true
+        return [
+            Configuration(name: "text: one word", query: search("Report", prefix: false), options: WatchOptions(), searchable: true),
+            Configuration(name: "text: one word reversed, windowed", query: reversed,
+                          options: WatchOptions(window: WatchWindow(offset: 3, limit: 10)), searchable: true),
+            Configuration(name: "text: a word prefix", query: search("re", prefix: true), options: WatchOptions(), searchable: true),
+            Configuration(name: "text: a word and a prefix, windowed", query: search("lunch RE", prefix: true),
+                          options: WatchOptions(window: WatchWindow(offset: 2, limit: 8)), searchable: true),
+        ]
+    }()
+
+    static let plainConfigurations: [Configuration] = valueConfigurations + textConfigurations
+
+    static let valueConfigurations: [Configuration] = [
         Configuration(name: "byFolderDate, one section", query: Query(index: "byFolderDate"), options: WatchOptions()),
         Configuration(name: "byFolderDate, a section per folder", query: Query(index: "byFolderDate"), options: WatchOptions(sectionBy: 1)),
         Configuration(name: "byFolderDate reversed, sectioned", query: Query(index: "byFolderDate", reverse: true), options: WatchOptions(sectionBy: 1)),
@@ -115,9 +141,9 @@ import Testing
         let (seed, messages) = Self.runs[run]
         try withTemporaryDirectory { dir in
             var feed = DemoFeed(seed: seed)
-            let store = try populatedDemoStore(at: dir + "/s", feed: &feed, messages: messages, contacts: 12)
+            let store = try populatedDemoStore(at: dir + "/s", feed: &feed, messages: messages, contacts: 12, entities: c.entities)
             // Odd runs write through a second handle on the same files.
-            let writer = run % 2 == 1 ? try Store(path: dir + "/s", entities: DemoFeed.entities) : store
+            let writer = run % 2 == 1 ? try Store(path: dir + "/s", entities: c.entities) : store
             let watcher = store.watch(c.query, options: c.options)
             var mirror = SectionedMirror<Message>()
             let initial = try watcher.poll()

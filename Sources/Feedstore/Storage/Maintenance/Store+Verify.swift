@@ -125,8 +125,8 @@ struct StoreVerifier {
                 }
             }
             if migrated, tally != nil { tally!.add(fields, primaryKey: primaryKey) }
-            for (i, index) in entity.indexes.enumerated() where (try? index.key(of: fields, primaryKey: primaryKey)) != nil {
-                members[i] += 1
+            for (i, index) in entity.indexes.enumerated() {
+                members[i] += (try? index.keys(of: fields, primaryKey: primaryKey).count) ?? 0
             }
         }
         if let tally {
@@ -152,10 +152,10 @@ struct StoreVerifier {
     private func releasePages() { tx.core.environment.releaseResidentPages() }
 
     /// Walks the index in order: each entry must name a record whose key in the index is that
-    /// entry (else it is an entry without a matching record), unique keys may not repeat, and the
-    /// index's counts must agree with its entries. Entries are then as many as the records that
-    /// belong in the index (`members`) exactly when none is missing, since each valid entry is
-    /// its record's one key; when some are, a walk of the records names them.
+    /// entry among its keys (else it is an entry without a matching record), unique keys may not
+    /// repeat, and the index's counts must agree with its entries. Entries are then as many as
+    /// the keys records call for (`members`) exactly when none is missing, since each valid
+    /// entry is one of its record's keys; when some are, a walk of the records names them.
     /// - Complexity: O(n log n) for n entries, in constant memory.
     private func compare(_ index: IndexSchema, members: Int, of entity: inout EntitySchema) throws -> [VerificationIssue] {
         let location = index.catalog.databaseName
@@ -175,9 +175,9 @@ struct StoreVerifier {
                     if let start = try? KeyDecoder.lengthOfComponents(componentCount, in: entryKey),
                        let record = try txn.borrowedValue(records, key: UnsafeRawBufferPointer(rebasing: entryKey[start...])),
                        let values = try? tx.decodeValues(record, of: &entity, id: nil),
-                       let wanted = try? index.key(of: values, primaryKey: Array(entryKey[start...]))
+                       let wanted = try? index.keys(of: values, primaryKey: Array(entryKey[start...]))
                     {
-                        matches = wanted.withUnsafeBytes { $0.compare(with: entryKey) } == 0
+                        matches = wanted.contains { $0.withUnsafeBytes { $0.compare(with: entryKey) } == 0 }
                     }
                     if matches {
                         valid += 1
@@ -212,9 +212,11 @@ struct StoreVerifier {
             scanned += 1
             if scanned % pagesReleasedEvery == 0 { releasePages() }
             guard missing.count < maximumPerCheck, let values = try? tx.decodeValues(value, of: &entity, id: nil),
-                  let wanted = try? index.key(of: values, primaryKey: Array(key)) else { return }
-            if try tx.access({ try $0.get(index.database, key: wanted) }) == nil {
-                missing.append(VerificationIssue(location: index.catalog.databaseName, problem: "missing entry \(describe(wanted))"))
+                  let wanted = try? index.keys(of: values, primaryKey: Array(key)) else { return }
+            for key in wanted where missing.count < maximumPerCheck {
+                if try tx.access({ try $0.get(index.database, key: key) }) == nil {
+                    missing.append(VerificationIssue(location: index.catalog.databaseName, problem: "missing entry \(describe(key))"))
+                }
             }
         }
         return missing

@@ -64,6 +64,8 @@ struct KeyRange: Sendable, Equatable {
 
     static let all = KeyRange(lower: nil, upper: nil)
 
+    func contains(_ key: [UInt8]) -> Bool { key.withUnsafeBytes { contains($0) } }
+
     func contains(_ key: UnsafeRawBufferPointer) -> Bool {
         if isEmpty { return false }
         if let lower, key.compare(with: lower) < 0 { return false }

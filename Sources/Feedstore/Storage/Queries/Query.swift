@@ -114,9 +114,11 @@ extension ReadTransaction {
         return try RecordFilter(left, entity: plain.entity)
     }
 
-    /// The entries of `plain`'s range whose records pass `filter`, found in one pass.
+    /// The entries of `plain`'s range whose records pass `filter`, found in one pass (over a
+    /// text index's word entries when a word test names the candidates: ``textCandidates(of:passing:)``).
     /// - Complexity: O(r log n) for the range's r entries.
     func filteredOrder(of plain: ResolvedQuery, passing filter: RecordFilter) throws -> FilteredOrder {
+        if let candidates = try textCandidates(of: plain, passing: filter) { return try filteredOrder(of: plain, passing: filter, from: candidates) }
         let order = FilteredOrder()
         try walkKeys(of: plain, reverse: false, offset: 0, limit: nil, filter: filter) { key, _ in order.append(key) }
         return order
@@ -200,7 +202,7 @@ extension ReadTransaction {
         let resolved = try resolve(entity: name, index: indexName, range: range, filter: filter)
         let id = try resolved.entity.catalog.primaryKeyComponent(id)
         guard let fields = try record(entity: name, id: id),
-              let key = try resolved.index.key(of: fields, primaryKey: try KeyEncoding.encode([id])),
+              let key = try resolved.index.key(of: fields, primaryKey: try KeyEncoding.encode([id]), in: resolved.keys),
               resolved.holds(key: key)
         else { return nil }
         return try resolved.position(ofKey: key, reverse: reverse, in: self)

@@ -19,6 +19,7 @@ struct RecordFilter {
         case text(Field, TextMatcher)
         case oneOf(Field, [FieldValue])
         case isNull(Field)
+        case words([Field], WordMatcher)
         case and([Node])
         case or([Node])
         case not(Node)
@@ -40,6 +41,7 @@ struct RecordFilter {
         case let .text(name, test): return .text(field(name), TextMatcher(test))
         case let .oneOf(name, values): return .oneOf(field(name), values)
         case let .isNull(name): return .isNull(field(name))
+        case let .words(names, test): return .words(names.map(field), WordMatcher(test))
         case let .and(parts): return .and(parts.map { node($0, entity: entity) })
         case let .or(parts): return .or(parts.map { node($0, entity: entity) })
         case let .not(inner): return .not(node(inner, entity: entity))
@@ -64,6 +66,11 @@ struct RecordFilter {
         case let .isNull(field):
             guard let v = try value(field, record) else { return true }
             return try v.tag() == .null
+        case let .words(fields, matcher):
+            for field in fields {
+                if let utf8 = try value(field, record)?.utf8(), matcher.matches(String(decoding: utf8, as: UTF8.self)) { return true }
+            }
+            return false
         case let .and(nodes):
             for node in nodes where !(try holds(node, record)) { return false }
             return true

@@ -297,7 +297,8 @@ enum StoreOpener {
             }
             try upgradeFromFormatOne(system, in: txn, path: path)
         }
-        // Format 3 reads format 2 as it is; a handle that can write adds what format 3 has.
+        // Formats 3 and 4 read format 2 as it is; a handle that can write adds what format 3 has
+        // (format 4 adds nothing to stores without text indexes).
         if version < Catalog.currentFormatVersion && !readOnly { try upgradeToFormatThree(system, in: txn) }
         try txn.commit()
         return system
@@ -305,7 +306,7 @@ enum StoreOpener {
 
     static func newStoreIdentifier() -> [UInt8] { withUnsafeBytes(of: UUID().uuid) { Array($0) } }
 
-    /// Format 2 → 3: the store gets its identifier. (Journal entries of format 3 may end with the
+    /// Format 2 or 3 → the current one: the store gets its identifier. (Journal entries of format 3 may end with the
     /// record after the change, once a caller asks for it; format 2's entries read the same.)
     private static func upgradeToFormatThree(_ system: SystemDatabases, in txn: borrowing LMDBTransaction) throws {
         if try txn.get(system.meta, key: MetaKey.storeIdentifier) == nil {
@@ -445,6 +446,16 @@ enum StoreOpener {
             }
             guard !index.components.isEmpty else { throw invalid("it has no components") }
             if let field = index.components.first(where: { $0.field.isEmpty }) { throw invalid("component \(field) has no field name") }
+            let wordComponents = index.components.indices.filter { index.components[$0].field == IndexDefinition.wordComponent }
+            if let words = index.words {
+                guard !words.isEmpty else { throw invalid("a text index needs at least one field to take words from") }
+                guard wordComponents == [0], !index.components[0].descending else {
+                    throw invalid("a text index's first component is its words, ascending; declare it with IndexDefinition.text(_:fields:order:)")
+                }
+                guard !index.unique else { throw invalid("a text index cannot be unique: records share words") }
+            } else if !wordComponents.isEmpty {
+                throw invalid("\(IndexDefinition.wordComponent) is the words of a text index; declare one with IndexDefinition.text(_:fields:order:)")
+            }
         }
     }
 
@@ -454,7 +465,7 @@ enum StoreOpener {
         let fields = declaredFields(of: type)
         if fields.isComplete {
             for index in type.indexes {
-                let uses = index.components.map { ($0.field, "index \(name).\(index.name)") }
+                let uses = index.keyFields.map { ($0, "index \(name).\(index.name)") }
                     + (index.condition?.fields.sorted() ?? []).map { ($0, "the condition of index \(name).\(index.name)") }
                 for (field, usedBy) in uses where !fields.contains(field) {
                     throw FeedstoreError.unknownField(entity: name, field: field, usedBy: usedBy, fields: fields.topLevel)
@@ -532,8 +543,8 @@ enum StoreOpener {
         var keys: [(key: [UInt8], primaryKey: [UInt8], components: [FieldValue])] = []
         try tx.scan(entity: entityName, index: nil, range: .all, reverse: false, offset: 0, limit: nil) { key, value in
             let fields = try tx.decodeFields(value, of: &entity, id: nil)
-            if let entry = try index.key(of: fields, primaryKey: Array(key)) {
-                keys.append((entry, Array(key), index.components(of: fields)))
+            for entry in try index.keys(of: fields, primaryKey: Array(key)) {
+                keys.append((entry, Array(key), index.isText ? [] : index.components(of: fields)))
             }
             done += 1
             if done % 10_000 == 0 { progress?(index.definition.name, done, total) }

@@ -263,8 +263,20 @@ extension ReadTransaction {
             return try walkKeys(of: found, reverse: reverse, offset: offset, limit: limit, body)
         }
         let plain = try resolve(entity: name, index: index, range: range)
-        try walkKeys(of: plain, reverse: reverse, offset: offset, limit: limit, filter: try compiledFilter(filter, of: plain), body)
+        let compiled = try compiledFilter(filter, of: plain)
+        if let compiled, let candidates = try textCandidates(of: plain, passing: compiled), candidates.entries <= Self.textCandidatesWalkedFirst {
+            // Few records have the words: finding them all is cheaper than testing the list's
+            // records until the window is full.
+            return try walkKeys(of: try resolve(entity: name, index: index, range: range, filter: filter), reverse: reverse, offset: offset,
+                                limit: limit, body)
+        }
+        try walkKeys(of: plain, reverse: reverse, offset: offset, limit: limit, filter: compiled, body)
     }
+
+    /// Up to how many word entries a text query's window finds its rows through them rather
+    /// than by testing records in the list's order (which meets many passing records soon when
+    /// the words are that common).
+    static let textCandidatesWalkedFirst = 20_000
 
     /// Walks `query`'s rows from `offset`, at most `limit` of them, lending each entry key and
     /// value to `body`: a plain range from the offset's entry, found through the counts; a

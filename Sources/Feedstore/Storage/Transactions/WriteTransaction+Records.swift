@@ -245,16 +245,21 @@ extension WriteTransaction {
     }
 
     /// Appends to `changes` the record's entry key before and after the write in every index it
-    /// belongs to (in index order), checking each new key (size, uniqueness) without writing
-    /// anything. `changed` lists the numbers of the fields an update changed: indexes that read
-    /// none of them keep their key without recomputing it.
+    /// belongs to (in index order; a text index, one change per word either side has, in word
+    /// order), checking each new key (size, uniqueness) without writing anything. `changed` lists
+    /// the numbers of the fields an update changed: indexes that read none of them keep their
+    /// keys without recomputing them.
     private func planIndexes(of entity: EntitySchema, primaryKey: [UInt8], before: RecordValues?, after: RecordValues?,
                              changed: [UInt32], into changes: inout [JournalRecord.IndexChange]) throws
     {
         let changedNames = changed.compactMap { entity.fieldTable.name(id: $0) }
         for index in entity.indexes {
-            let oldKey = try before.flatMap { try index.key(of: $0, primaryKey: primaryKey) }
             let untouched = before != nil && after != nil && !changedNames.contains(where: index.fieldsRead.contains)
+            if index.isText {
+                try planWords(of: index, entity: entity, primaryKey: primaryKey, before: before, after: untouched ? before : after, into: &changes)
+                continue
+            }
+            let oldKey = try before.flatMap { try index.key(of: $0, primaryKey: primaryKey) }
             let newKey = untouched ? oldKey : try after.flatMap { try index.key(of: $0, primaryKey: primaryKey) }
             if oldKey == nil && newKey == nil { continue }
             changes.append(JournalRecord.IndexChange(indexID: index.id, before: oldKey, after: newKey))
@@ -267,16 +272,43 @@ extension WriteTransaction {
         }
     }
 
+    /// A text index's part of ``planIndexes``: the record's entries before and after, paired by
+    /// word (both lists are in key order, whose first component is the word).
+    private func planWords(of index: IndexSchema, entity: EntitySchema, primaryKey: [UInt8], before: RecordValues?, after: RecordValues?,
+                           into changes: inout [JournalRecord.IndexChange]) throws
+    {
+        let old = try before.map { try index.keys(of: $0, primaryKey: primaryKey) } ?? []
+        let new = try after.map { try index.keys(of: $0, primaryKey: primaryKey) } ?? []
+        func word(_ key: [UInt8]) throws -> [UInt8] {
+            Array(key.prefix(try key.withUnsafeBytes { try KeyDecoder.lengthOfComponents(1, in: $0) }))
+        }
+        func order(_ a: [UInt8], _ b: [UInt8]) throws -> Int {
+            let (x, y) = (try word(a), try word(b))
+            return x == y ? 0 : x.sortsBefore(y) ? -1 : 1
+        }
+        var i = 0, j = 0
+        while i < old.count || j < new.count {
+            let order = i == old.count ? 1 : j == new.count ? -1 : try order(old[i], new[j])
+            let change = JournalRecord.IndexChange(indexID: index.id, before: order <= 0 ? old[i] : nil, after: order >= 0 ? new[j] : nil)
+            if order <= 0 { i += 1 }
+            if order >= 0 { j += 1 }
+            if let key = change.after, key != change.before { try checkKeySize(key, entity: entity, index: index.definition.name) }
+            changes.append(change)
+        }
+    }
+
     /// Moves the record's entries from their old keys to their new ones, writing only entries
     /// that change. `changes` comes from ``planIndexes``, in the entity's index order.
     private func applyIndexChanges(_ changes: [JournalRecord.IndexChange], of entity: EntitySchema) throws {
         var next = 0
-        for index in entity.indexes where next < changes.count && changes[next].indexID == index.id {
-            let change = changes[next]
-            next += 1
-            if change.before == change.after { continue }
-            if let oldKey = change.before { try IndexStorage(index: index).remove(oldKey, in: self) }
-            if let newKey = change.after { try IndexStorage(index: index).insert(newKey, in: self) }
+        for index in entity.indexes {
+            while next < changes.count && changes[next].indexID == index.id {
+                let change = changes[next]
+                next += 1
+                if change.before == change.after { continue }
+                if let oldKey = change.before { try IndexStorage(index: index).remove(oldKey, in: self) }
+                if let newKey = change.after { try IndexStorage(index: index).insert(newKey, in: self) }
+            }
         }
     }
 

@@ -98,7 +98,7 @@ final class WatchEngine {
             sequence = head
             return .unchanged
         }
-        var changes = try changedRecords(folded, entity: entity, in: tx)
+        var changes = try changedRecords(folded, entity: entity, range: resolved.keys, in: tx)
         var shown = resolved
         if let filter, let order {
             // Until the batch is made the order is ahead of the consumer's snapshot: should
@@ -307,7 +307,7 @@ final class WatchEngine {
     /// The folded changes, with the rows that show a changed related record: an update whose
     /// changed field is the related entity's name. Those rows are found through the foreign-key
     /// index, O(log n) each.
-    private func changedRecords(_ folded: FoldedChanges, entity: EntitySchema, in tx: ReadTransaction) throws -> [ChangedRecord] {
+    private func changedRecords(_ folded: FoldedChanges, entity: EntitySchema, range: KeyRange, in tx: ReadTransaction) throws -> [ChangedRecord] {
         var changes = folded.records
         guard !folded.related.isEmpty else { return Array(changes.values) }
         let watched = try entity.index(named: query.index)
@@ -320,7 +320,7 @@ final class WatchEngine {
                         continue
                     }
                     guard let fields = try tx.record(entity: query.entity, primaryKey: row.primaryKey, id: row.id),
-                          let key = try watched.key(of: fields, primaryKey: row.primaryKey) else { continue }
+                          let key = try watched.key(of: fields, primaryKey: row.primaryKey, in: range) else { continue }
                     changes[row.primaryKey] = ChangedRecord(id: row.id, primaryKey: row.primaryKey, oldKey: key, newKey: key,
                                                             related: [related.entity], allFields: false)
                 }

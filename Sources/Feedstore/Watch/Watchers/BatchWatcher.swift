@@ -220,7 +220,7 @@ public final class BatchWatcher<Batch: Sendable, Row>: AsyncSequence, @unchecked
             try readShown { [engine] tx in
                 let resolved = try engine.shownQuery(in: tx)
                 guard let fields = try tx.record(entity: engine.query.entity, id: id),
-                      let key = try resolved.index.key(of: fields, primaryKey: try KeyEncoding.encode([id])) else { return nil }
+                      let key = try resolved.index.key(of: fields, primaryKey: try KeyEncoding.encode([id]), in: resolved.keys) else { return nil }
                 return try engine.path(ofKey: key, in: tx, resolved)
             }
         }

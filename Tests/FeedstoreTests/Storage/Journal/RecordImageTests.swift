@@ -21,7 +21,7 @@ import Testing
             first.close()
             let again = try Store(path: dir + "/a", entities: [Item.self], options: StoreOptions(durability: .none, readOnly: true))
             #expect(try again.read { try $0.storeIdentifier() } == id)
-            #expect(try again.inspect().formatVersion == 3)
+            #expect(try again.inspect().formatVersion == Catalog.currentFormatVersion)
             again.close()
             let other = try Store(path: dir + "/b", entities: [Item.self], options: StoreOptions(durability: .none))
             #expect(try other.read { try $0.storeIdentifier() } != id)
@@ -45,7 +45,7 @@ import Testing
             reader.close()
             let writer = try Store(path: path, entities: [Item.self], options: StoreOptions(durability: .none))
             #expect(try writer.read { try $0.storeIdentifier() } != nil)
-            #expect(try writer.inspect().formatVersion == 3)
+            #expect(try writer.inspect().formatVersion == Catalog.currentFormatVersion)
             #expect(try writer.verify().isEmpty)
             writer.close()
         }

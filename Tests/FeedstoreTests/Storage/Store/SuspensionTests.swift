@@ -38,7 +38,8 @@ import Testing
             let path = dir + "/s"
             let store = try populatedDemoStore(at: path, seed: 41, messages: 600, contacts: 20)
             defer { store.close() }
-            let configurations = WatcherContractTests.configurations
+            // Other processes write with the demo feed's entities, which declare no text index.
+            let configurations = WatcherContractTests.configurations.filter { !$0.searchable }
             let objects = configurations.map { store.watch($0.query, options: $0.options) }
             let indexes = configurations.map { store.watchIndexes($0.query, options: $0.options) }
             defer {
