@@ -109,6 +109,40 @@ struct Everything: Entity, Equatable {
         }
     }
 
+    /// `--search` finds records by their words through a text index: `count`, `dump` and `watch`
+    /// give the rows a query of the same search gives; a search without a text index, or with a
+    /// range of its own, is an error that names the text indexes.
+    @Test func searchFindsRecordsByTheirWords() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir + "/s"
+            var feed = DemoFeed(seed: 5)
+            let store = try populatedDemoStore(at: path, feed: &feed, messages: 400, contacts: 10, entities: SearchableMessage.entities)
+            defer { store.close() }
+            let index = SearchableMessage.byText.name
+            for (text, prefix) in [("REPORT", false), ("lunch re", true), ("plan", true)] {
+                let (range, filter) = TextSearch(text, lastWordIsPrefix: prefix).query(on: SearchableMessage.byText.definition)
+                let want = try store.read { try $0.objects(in: Query<Message>(index: index, range: range, filter: filter)) }
+                #expect(want.count > 3, "\(text)")
+                let flags = ["--index", index, "--search", text] + (prefix ? ["--last-word-is-prefix"] : [])
+                let count = try runTool(storectlURL, ["count", path, "--entity", "Message"] + flags)
+                #expect(count.status == 0 && count.stdout == "\(want.count)\n", "\(text): \(count)")
+                let dump = try runTool(storectlURL, ["dump", path, "--entity", "Message", "--offset", "1", "--limit", "3", "--format", "jsonl"] + flags)
+                let ids = lines(dump.stdout).compactMap { try? parseJSON($0) as? [String: Any] }.compactMap { $0["id"] as? Int }
+                #expect(dump.status == 0 && ids.map(UInt64.init) == want.dropFirst().prefix(3).map(\.id), "\(text): \(dump)")
+                let watch = try runTool(storectlURL, ["watch", path, "--entity", "Message", "--max-batches", "1"] + flags)
+                #expect(watch.status == 0 && watch.stdout.contains("(initial)") && watch.stdout.contains("\(want.count.formatted()) rows"),
+                        "\(text): \(watch)")
+            }
+            for (bad, says) in [(["--index", "byFolderDate", "--search", "report"], "text indexes: \(index)"),
+                                (["--search", "report"], "--search needs --index"),
+                                (["--index", index, "--search", "report", "--prefix", "[\"report\"]"], "give no --prefix"),
+                                (["--index", index, "--last-word-is-prefix"], "--last-word-is-prefix goes with --search")] {
+                let result = try runTool(storectlURL, ["dump", path, "--entity", "Message"] + bad)
+                #expect(result.status == 2 && result.stderr.contains(says) && result.stdout.isEmpty, "\(bad): \(result)")
+            }
+        }
+    }
+
     @Test func dumpPrintsEveryFormatFromTheSameRecords() throws {
         try withChangedDemoStore { path, store in
             let arguments = ["dump", path, "--entity", "Message", "--index", "byFolderDate", "--prefix", "[1]", "--offset", "5", "--limit", "40"]

@@ -40,16 +40,15 @@ struct CountCommand: ParsableCommand {
         try StoreAccess.withReadOnlyStore(path, immutable: access.immutable) { store in
             let entityInfo = try StoreAccess.entity(entity, in: store)
             guard let index else {
-                if keys.isGiven || keys.filter != nil {
-                    StoreAccess.fail("--prefix, --from, --to and --filter need --index: the primary-key order has no counts "
+                if keys.isGiven {
+                    StoreAccess.fail("--prefix, --from, --to, --filter and --search need --index: the primary-key order has no counts "
                         + "(every entity has the index \"id\", its records in primary-key order)")
                 }
                 show(try store.read { try $0.count(entity: entity) })
                 return
             }
             _ = StoreAccess.index(index, of: entityInfo)
-            let range = keys.range(of: entityInfo, index: index)
-            let filter = keys.condition
+            let (range, filter) = keys.query(of: entityInfo, index: index)
             show(try store.read { try $0.count(entity: entity, index: index, range: range, filter: filter) })
         }
     }

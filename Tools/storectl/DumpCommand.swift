@@ -13,7 +13,8 @@ struct DumpCommand: ParsableCommand {
         Records stream out as they are read, so memory stays the same whatever the store's size. \
         --offset skips through an index's counts; in primary-key order, which has no counts, the \
         skipped records are walked. --filter keeps the records that meet a condition (JSON; see \
-        its help); --offset and --limit then count those records.
+        its help); --offset and --limit then count those records. --search finds the records that \
+        have every word of a text through a text index (--index), newest first if that is its order.
 
         Examples:
           storectl dump ./demo-store --entity Message --limit 5
@@ -56,8 +57,7 @@ struct DumpCommand: ParsableCommand {
         try StoreAccess.withReadOnlyStore(path, immutable: access.immutable) { store in
             let entityInfo = try StoreAccess.entity(entity, in: store)
             if let index { _ = StoreAccess.index(index, of: entityInfo) }
-            let range = keys.range(of: entityInfo, index: index)
-            let filter = keys.condition
+            let (range, filter) = keys.query(of: entityInfo, index: index)
             let fields = ["id"] + entityInfo.fields.map(\.name).filter { $0 != "id" }
             let printer: RowPrinter? = switch format {
             case .text: nil

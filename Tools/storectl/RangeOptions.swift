@@ -20,22 +20,41 @@ struct RangeOptions: ParsableArguments {
                                valueName: "json"))
     var filter: String?
 
-    /// Whether a range was given.
-    var isGiven: Bool { prefix != nil || from != nil || to != nil }
+    @Option(help: ArgumentHelp("Only records that have every word of this text, through a text index (--index): \"quarterly report\".",
+                               valueName: "text"))
+    var search: String?
 
-    /// The `--filter` condition (its fields and their kinds are checked when the read runs); nil
-    /// when none was given.
-    var condition: IndexCondition? {
-        guard let filter else { return nil }
-        do {
-            return try IndexCondition(jsonText: filter)
-        } catch {
-            StoreAccess.fail("--filter: \(error)")
+    @Flag(help: "With --search, the last word may be the start of a word, as in a search field while typing.")
+    var lastWordIsPrefix = false
+
+    /// Whether a range, a filter or a search was given.
+    var isGiven: Bool { prefix != nil || from != nil || to != nil || filter != nil || search != nil }
+
+    /// The range and condition of the records to read: `--prefix`, `--from` and `--to` over
+    /// `index` of `entity` (over its primary key when `index` is nil), or `--search`'s range of a
+    /// text index; `--filter` (whose fields and kinds are checked when the read runs), and the
+    /// search's word tests.
+    func query(of entity: CatalogEntity, index: String?) -> (range: IndexRange, filter: IndexCondition?) {
+        var condition: IndexCondition?
+        if let filter {
+            do { condition = try IndexCondition(jsonText: filter) } catch { StoreAccess.fail("--filter: \(error)") }
         }
+        guard let search else {
+            if lastWordIsPrefix { StoreAccess.fail("--last-word-is-prefix goes with --search") }
+            return (range(of: entity, index: index), condition)
+        }
+        let texts = entity.indexes.filter(\.definition.isText).map(\.definition.name)
+        guard let index, let definition = entity.index(named: index)?.definition, definition.isText else {
+            StoreAccess.fail("--search needs --index naming a text index of \(entity.name) (text indexes: \(texts.isEmpty ? "none" : texts.joined(separator: ", ")))")
+        }
+        if prefix != nil || from != nil || to != nil { StoreAccess.fail("--search finds its own range of the text index; give no --prefix, --from or --to") }
+        let (range, words) = TextSearch(search, lastWordIsPrefix: lastWordIsPrefix).query(on: definition)
+        let both = [condition, words].compactMap { $0 }
+        return (range, both.count == 2 ? .and(both) : both.first)
     }
 
     /// The range over `index` of `entity` (over its primary key when `index` is nil).
-    func range(of entity: CatalogEntity, index: String?) -> IndexRange {
+    private func range(of entity: CatalogEntity, index: String?) -> IndexRange {
         func coerce(_ values: [FieldValue]?, from offset: Int) -> [FieldValue]? {
             guard let values else { return nil }
             do {

@@ -99,17 +99,17 @@ struct WatchCommand: ParsableCommand {
             guard sectionBy <= definition.components.count else {
                 StoreAccess.fail("--section-by \(sectionBy) is more than index \(index)'s \(definition.components.count) components")
             }
-            let range = keys.range(of: entityInfo, index: index)
+            let (range, filter) = keys.query(of: entityInfo, index: index)
             var options = WatchOptions(sectionBy: sectionBy)
             options.fields = fields.map { Set($0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }) }
             options.window = limit.map { WatchWindow(offset: offset ?? 0, limit: $0) }
             switch effectiveMode {
             case .objects:
-                try follow(store.watch(entity: entity, index: index, range: range, reverse: reverse, filter: keys.condition,
+                try follow(store.watch(entity: entity, index: index, range: range, reverse: reverse, filter: filter,
                                        options: options))
             case .indexes:
                 try follow(store.watchIndexes(entity: entity, index: index, range: range, reverse: reverse,
-                                              filter: keys.condition, options: options))
+                                              filter: filter, options: options))
             }
         }
     }

@@ -96,25 +96,15 @@ struct FilteredWatch {
         filtered.cancel()
 
         // CPU per commit of a list of the newest 50 matches, any message of the folder changing.
-        func cpu() -> Double {
-            var usage = rusage()
-            getrusage(RUSAGE_SELF.rawValue, &usage)
-            return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
-        }
-        func perCommit(_ n: Int, _ body: () throws -> Void) rethrows -> Double {
-            let start = cpu()
-            for _ in 0..<n { try body() }
-            return (cpu() - start) / Double(n) * 1e6
-        }
         let window = store.watch(search, options: WatchOptions(window: WatchWindow(offset: 0, limit: 50)))
         _ = try window.poll()
-        let watcherCPU = try perCommit(commits) {
+        let watcherCPU = try ProcessCPU.microsPerCall(commits) {
             try store.write { tx in try moveDate(of: all.randomElement(using: &rng)!.id, in: tx) }
             _ = try window.poll()
         }
         window.cancel()
         let refetches = max(5, commits / 100)
-        let refetchCPU = try perCommit(refetches) {
+        let refetchCPU = try ProcessCPU.microsPerCall(refetches) {
             try store.write { tx in try moveDate(of: all.randomElement(using: &rng)!.id, in: tx) }
             blackHole(try store.read { tx in (try tx.count(search), try tx.objects(in: search, limit: 50)) })
         }
@@ -131,7 +121,7 @@ struct FilteredWatch {
             }.start(in: pool, scheduling: .async(onQueue: queue), onError: { fatalError("\($0)") }, onChange: { _ in changed.signal() })
             guard changed.wait() else { fatalError("no initial value") }
             defer { observation.cancel() }
-            return try perCommit(n) {
+            return try ProcessCPU.microsPerCall(n) {
                 let id = all.randomElement(using: &rng)!.id
                 try pool.write { db in
                     guard var m = try Message.fetchOne(db, key: id) else { return }

@@ -153,6 +153,13 @@ case "filtered-watch":
     emit("\(runTitle("A filtered live list")): `Query(Message.byFolderDate, prefix: 1).filter(.contains(\\.title, \"INVOICE\", caseInsensitive: true))` over \(rows.formatted()) messages, all in folder 1, durability none (GRDB `synchronous = NORMAL`)\n")
     for line in try bench.run() { emit(line) }
     try save(quick ? "filtered-watch-quick.md" : "filtered-watch.md")
+case "text-search":
+    // Words of titles over a million messages against GRDB with FTS5; saves Benchmarks/results/text-search.md.
+    let rows = option("--rows", default: quick ? 100_000 : 1_000_000)
+    let bench = TextSearchBench(rows: rows, directory: scratch, commits: option("--commits", default: quick ? 300 : 2_000))
+    emit("\(runTitle("Text search")): a text index over `title` (`textIndex(\\.title, order: \\.date.descending)`) of \(rows.formatted()) messages, all in folder 1, durability none (GRDB `synchronous = NORMAL`)\n")
+    for line in try bench.run() { emit(line) }
+    try save(quick ? "text-search-quick.md" : "text-search.md")
 case "watch-peers":
     _ = try watchPeers(sizes: sizes(default: [10_000, 100_000, 1_000_000]))
 case "peers":
@@ -436,6 +443,7 @@ default:
                                           one-row commits and batches of one watcher, for callgrind (Benchmarks/batch-instructions)
           read-peers [--rows N]           positional reads, windows, counts and scans against raw LMDB and GRDB
           filtered-watch [--rows N] [--commits N] [--quick]
+          text-search [--rows N] [--commits N] [--quick]
                                           a live search over one folder against the unfiltered list, a re-fetch per commit and GRDB
           watch-peers [--sizes …]         live-list latency: Feedstore watcher, refetch + diff, GRDB ValueObservation
           counts [--sizes …] [--uncounted-up-to N]

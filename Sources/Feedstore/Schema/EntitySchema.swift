@@ -165,12 +165,6 @@ final class IndexSchema: Sendable {
         (try? KeyEncoding.encode([.string(word)])) ?? []
     }
 
-    /// The record's entry key in `keys` (a range of this index), or nil when it has none there.
-    func key(of fields: some TopLevelFields, primaryKey: [UInt8], in keys: KeyRange) throws -> [UInt8]? {
-        guard isText else { return try key(of: fields, primaryKey: primaryKey).flatMap { key in keys.contains(key) ? key : nil } }
-        return try self.keys(of: fields, primaryKey: primaryKey).first { keys.contains($0) }
-    }
-
     /// Components from `first` on, then the primary key.
     private func valueKey(of fields: some TopLevelFields, primaryKey: [UInt8], from first: Int) throws -> [UInt8] {
         var key: [UInt8] = []

@@ -55,7 +55,7 @@ public indirect enum IndexCondition: Sendable, Hashable, Codable {
     case oneOf(field: String, [FieldValue])
     /// The field is missing or null.
     case isNull(field: String)
-    /// A word of one of the string fields passes a word test (see <doc:TextSearch>); a text
+    /// A word of one of the string fields passes a word test (see <doc:SearchingByWords>); a text
     /// index over the same fields answers it without reading records.
     case words(fields: [String], WordTest)
 

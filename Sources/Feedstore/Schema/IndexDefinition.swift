@@ -63,7 +63,7 @@ extension IndexDefinition {
     public static let wordComponent = "#word"
 
     /// A text index: for every record, one entry per distinct word of `fields` (split and folded
-    /// as <doc:TextSearch> says), whose key is the word, then the `order` components, then the
+    /// as <doc:SearchingByWords> says), whose key is the word, then the `order` components, then the
     /// primary key; and one entry under the empty word, which lists every record in that order.
     /// A one-word query is then the range of that word, counted like any index range.
     public static func text(_ name: String, fields: [String], order: [Component], where condition: IndexCondition? = nil) -> IndexDefinition {

@@ -1,5 +1,5 @@
 /// A text index declared with key paths: the words of string fields, each word's records in
-/// the index's order (see <doc:TextSearch>).
+/// the index's order (see <doc:SearchingByWords>).
 ///
 /// ```swift
 /// struct Note: Entity {
@@ -77,7 +77,7 @@ extension Entity {
 }
 
 extension IndexPredicate {
-    /// One of the field's words is `word` (folded: case and diacritics ignored; <doc:TextSearch>).
+    /// One of the field's words is `word` (folded: case and diacritics ignored; <doc:SearchingByWords>).
     public static func hasWord<T: TextIndexable>(_ keyPath: KeyPath<Root, T>, _ word: String) -> IndexPredicate {
         on(keyPath) { .words(fields: [$0], WordTest(.equals, word)) }
     }

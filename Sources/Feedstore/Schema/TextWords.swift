@@ -179,11 +179,11 @@ enum TextWords {
     private static func emit(_ word: String, _ body: (String) -> Void) {
         let folded = TextMatcher.fold(word, folding)
         guard !folded.isEmpty else { return }
-        body(truncated(folded))
+        body(keptPrefix(of: folded))
     }
 
     /// `word` cut to at most ``maximumWordBytes`` UTF-8 bytes of whole characters.
-    static func truncated(_ word: String) -> String {
+    static func keptPrefix(of word: String) -> String {
         guard word.utf8.count > maximumWordBytes else { return word }
         var kept = "", size = 0
         for character in word {

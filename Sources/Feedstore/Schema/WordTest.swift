@@ -1,6 +1,6 @@
 /// How the words of text fields are tested in an ``IndexCondition``: one of them equals a word,
 /// or starts with a prefix, both folded (case and diacritics ignored) and split as ``TextIndex``
-/// splits text (see <doc:TextSearch>). A field that is not text (or is missing) has no words.
+/// splits text (see <doc:SearchingByWords>). A field that is not text (or is missing) has no words.
 public struct WordTest: Sendable, Hashable, Codable {
     /// What one of the fields' words must do with ``word``.
     public enum Match: String, Sendable, Hashable, Codable {

@@ -182,7 +182,7 @@ import Testing
             }
             // Enough batches that the run checked something: fewer for a window, which sees only
             // the changes that reach it.
-            let windowed = c.options.window != nil, filtered = c.query.filter != nil
+            let windowed = c.options.window != nil, filtered = c.query.filter != nil || c.searchable
             // A filter leaves fewer rows for the commits to reach (a tenth to a third of them).
             #expect(delivered >= (messages > 100 ? (windowed ? (filtered ? 0 : 10) : (filtered ? 5 : 20)) : (windowed || filtered ? 0 : 5)),
                     "\(c.name) seed \(seed): \(delivered) batches")

@@ -5,7 +5,7 @@ extension Query {
         self.init(E.self, index: index.name, range: .prefix(.string("")), reverse: reverse)
     }
 
-    /// The records one of whose words is `word` (folded; <doc:TextSearch>): the word's range of
+    /// The records one of whose words is `word` (folded; <doc:SearchingByWords>): the word's range of
     /// the index, whose counts, positions and windows cost O(log n) like any index range's. A
     /// `word` of several words is ``init(_:words:lastWordIsPrefix:reverse:)``.
     public init(_ index: TextIndex<E>, word: String, reverse: Bool = false) {

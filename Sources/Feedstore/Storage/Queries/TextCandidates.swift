@@ -47,23 +47,29 @@ extension ReadTransaction {
     /// - Complexity: O(c log c) for c candidate entries, plus reading each candidate record
     ///   unless the filter is the one word test.
     func filteredOrder(of plain: ResolvedQuery, passing filter: RecordFilter, from candidates: TextCandidates) throws -> FilteredOrder {
+        // The keys go into one buffer and are sorted by where they lie: no array per key.
         let empty = IndexSchema.wordKey("")
-        var keys: [[UInt8]] = []
-        keys.reserveCapacity(candidates.entries)
+        var bytes: [UInt8] = [], starts: [Int] = [0]
+        bytes.reserveCapacity(candidates.entries * 24)
+        starts.reserveCapacity(candidates.entries + 1)
         try walkKeys(of: ResolvedQuery(entity: plain.entity, index: plain.index, keys: candidates.keys, start: 0, count: candidates.entries),
                      reverse: false, offset: 0, limit: nil) { key, _ in
-            let word = try KeyDecoder.lengthOfComponents(1, in: key)
-            var listed = empty
-            listed.append(contentsOf: key[word...])
-            keys.append(listed)
+            bytes.append(contentsOf: empty)
+            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: key[try KeyDecoder.lengthOfComponents(1, in: key)...]))
+            starts.append(bytes.count)
         }
-        keys.sort { $0.sortsBefore($1) }
         let order = FilteredOrder()
-        var previous: [UInt8]?
-        for key in keys where key != previous {
-            previous = key
-            let passes = try candidates.passesWithoutTest || key.withUnsafeBytes { try self.passes(filter, entryKey: $0, of: plain) }
-            if passes { key.withUnsafeBytes { order.append($0) } }
+        try bytes.withUnsafeBytes { buffer in
+            func key(_ i: Int32) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: buffer[starts[Int(i)]..<starts[Int(i) + 1]]) }
+            var sorted = (0..<Int32(starts.count - 1)).map { $0 }
+            sorted.sort { key($0).compare(with: key($1)) < 0 }
+            var previous: UnsafeRawBufferPointer?
+            for i in sorted {
+                let k = key(i)
+                if let previous, previous.compare(with: k) == 0 { continue }
+                previous = k
+                if try candidates.passesWithoutTest || passes(filter, entryKey: k, of: plain) { order.append(k) }
+            }
         }
         return order
     }

@@ -264,19 +264,26 @@ extension ReadTransaction {
         }
         let plain = try resolve(entity: name, index: index, range: range)
         let compiled = try compiledFilter(filter, of: plain)
-        if let compiled, let candidates = try textCandidates(of: plain, passing: compiled), candidates.entries <= Self.textCandidatesWalkedFirst {
-            // Few records have the words: finding them all is cheaper than testing the list's
-            // records until the window is full.
+        if let compiled, let candidates = try textCandidates(of: plain, passing: compiled),
+           Self.findsCandidatesFirst(candidates, in: plain, rows: limit.map { $0 > Int.max - offset ? Int.max : offset + $0 })
+        {
             return try walkKeys(of: try resolve(entity: name, index: index, range: range, filter: filter), reverse: reverse, offset: offset,
                                 limit: limit, body)
         }
         try walkKeys(of: plain, reverse: reverse, offset: offset, limit: limit, filter: compiled, body)
     }
 
-    /// Up to how many word entries a text query's window finds its rows through them rather
-    /// than by testing records in the list's order (which meets many passing records soon when
-    /// the words are that common).
-    static let textCandidatesWalkedFirst = 20_000
+    /// Whether a text query's first `rows` rows (all, for nil) are found through its candidates
+    /// (each read once, then sorted) rather than by testing the list's records in order until
+    /// that many pass: when the words are rare enough that the walk would test more records than
+    /// there are candidates to sort, and the candidates are few enough to gather at once.
+    static func findsCandidatesFirst(_ candidates: TextCandidates, in list: ResolvedQuery, rows: Int?) -> Bool {
+        guard candidates.entries <= 20_000 else { return false }
+        guard let rows else { return true }
+        // The walk meets a candidate about every count / entries records.
+        let (walked, overflow) = rows.multipliedReportingOverflow(by: list.count)
+        return overflow || walked > candidates.entries * candidates.entries / 2
+    }
 
     /// Walks `query`'s rows from `offset`, at most `limit` of them, lending each entry key and
     /// value to `body`: a plain range from the offset's entry, found through the counts; a

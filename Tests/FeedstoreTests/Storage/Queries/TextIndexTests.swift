@@ -43,7 +43,7 @@ import Testing
         #expect(TextWords.words(in: long) == [String(repeating: "e", count: 80)])
         let longer = String(repeating: "ab", count: 80)
         #expect(TextWords.words(in: longer) == [String(longer.prefix(TextWords.maximumWordBytes))])
-        #expect(TextWords.truncated(String(repeating: "ü", count: 60)).utf8.count == 100)
+        #expect(TextWords.keptPrefix(of: String(repeating: "ü", count: 60)).utf8.count == 100)
     }
 
     /// ASCII text is split byte by byte; the same text split by characters (a non-ASCII

@@ -14,7 +14,7 @@ public struct TextSearch: Sendable, Hashable {
     /// The range of the text index `index` and the filter that answer the search: one exact word
     /// is that word's range (counted, like any index range, with no filter); otherwise the list of
     /// every record, filtered by a word test per word (whose rarest word's entries name the
-    /// candidates; <doc:TextSearch>).
+    /// candidates; <doc:SearchingByWords>).
     public func query(on index: IndexDefinition) -> (range: IndexRange, filter: IndexCondition?) {
         let fields = index.words ?? []
         var words: [String] = []
