@@ -212,18 +212,25 @@ final class FilteredOrder {
     /// Adds `key` after every key the order holds (building it in index order).
     /// - Complexity: O(1) amortized, O(log n) when nodes split.
     func append(_ key: UnsafeRawBufferPointer) {
-        var path: [Node] = []
         var node = root
-        while !node.isLeaf {
-            path.append(node)
-            node = node.children[node.children.count - 1]
-        }
+        while !node.isLeaf { node = node.children[node.children.count - 1] }
         count += 1
-        guard node.keyCount == Self.leafCapacity else {
-            for branch in path { branch.counts[branch.counts.count - 1] += 1 }
+        if node.keyCount < Self.leafCapacity {
+            // Most appends: down the right edge again, counting the key, with no path kept.
+            var branch = root
+            while !branch.isLeaf {
+                branch.counts[branch.counts.count - 1] += 1
+                branch = branch.children[branch.children.count - 1]
+            }
             node.bytes.append(contentsOf: key)
             node.ends.append(Int32(node.bytes.count))
             return
+        }
+        var path: [Node] = []
+        var branch = root
+        while !branch.isLeaf {
+            path.append(branch)
+            branch = branch.children[branch.children.count - 1]
         }
         // The last leaf is full: the key starts a new one, so that a built order's leaves are
         // full, not halves of split ones (a split leaf keeps the capacity it grew to).
