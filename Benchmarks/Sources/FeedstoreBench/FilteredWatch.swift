@@ -24,12 +24,9 @@ struct FilteredWatch {
     static let trimHeap: (@convention(c) (Int) -> Int32)? = dlsym(nil, "malloc_trim")
         .map { unsafeBitCast($0, to: (@convention(c) (Int) -> Int32).self) }
 
-    func run() throws -> [String] {
-        try? FileManager.default.removeItem(atPath: directory)
-        let store = try Store(path: directory + "/feedstore", entities: DemoFeed.entities,
-                              options: StoreOptions(durability: .none, initialMapSize: 1 << 31,
-                                                    journalRetention: JournalRetention(minimumCommits: 100)))
-        defer { store.close() }
+    /// Inserts `rows` messages of the demo feed (seed 4), all in folder 1, ids from 1, 5,000 a
+    /// transaction; `adjust` changes each before it is written.
+    static func insertOneFolder(_ rows: Int, into store: Store, adjust: (inout Message) -> Void = { _ in }) throws {
         var feed = DemoFeed(seed: 4)
         var id: UInt64 = 0
         while id < UInt64(rows) {
@@ -38,10 +35,20 @@ struct FilteredWatch {
                     id += 1
                     var m = feed.message(id: id, contacts: 1_000)
                     m.folder = 1
+                    adjust(&m)
                     try tx.insert(m)
                 }
             }
         }
+    }
+
+    func run() throws -> [String] {
+        try? FileManager.default.removeItem(atPath: directory)
+        let store = try Store(path: directory + "/feedstore", entities: DemoFeed.entities,
+                              options: StoreOptions(durability: .none, initialMapSize: 1 << 31,
+                                                    journalRetention: JournalRetention(minimumCommits: 100)))
+        defer { store.close() }
+        try Self.insertOneFolder(rows, into: store)
         let folder = Query(Message.byFolderDate, prefix: 1)
         let search = folder.filter(.contains(\.title, word.uppercased(), caseInsensitive: true))
         let all = try store.read { try $0.objects(in: folder) }

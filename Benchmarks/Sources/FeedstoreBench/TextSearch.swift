@@ -46,20 +46,8 @@ struct TextSearchBench {
                                                     journalRetention: JournalRetention(minimumCommits: 100)))
         defer { store.close() }
         let words = Self.vocabulary(50_000)
-        var feed = DemoFeed(seed: 4)
         var rng = SplitMix(state: 5)
-        var id: UInt64 = 0
-        while id < UInt64(rows) {
-            try store.write { tx in
-                for _ in 0..<min(5_000, rows - Int(id)) {
-                    id += 1
-                    var m = feed.message(id: id, contacts: 1_000)
-                    m.folder = 1
-                    m.title += " " + words.randomElement(using: &rng)!
-                    try tx.insert(m)
-                }
-            }
-        }
+        try FilteredWatch.insertOneFolder(rows, into: store) { $0.title += " " + words.randomElement(using: &rng)! }
         let index = SearchableMessage.byText.definition
         func query(_ text: String, prefix: Bool = false) -> Query<Message> {
             let (range, filter) = TextSearch(text, lastWordIsPrefix: prefix).query(on: index)

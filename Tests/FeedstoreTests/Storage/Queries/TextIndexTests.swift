@@ -77,6 +77,13 @@ import Testing
              body: Bool.random(using: &rng) ? nil : text(&rng))
     }
 
+    /// Writes notes 1 through `count`, random; returns them by id.
+    static func populate(_ store: Store, notes count: Int, _ rng: inout SeededGenerator) throws -> [UInt64: Note] {
+        let notes = (1...count).map { note(UInt64($0), &rng) }
+        try store.write { tx in for note in notes { try tx.put(note) } }
+        return Dictionary(uniqueKeysWithValues: notes.map { ($0.id, $0) })
+    }
+
     /// The records that pass `search` on `fields`, in the index's order, found by splitting every
     /// record's text anew.
     static func expected(_ notes: [Note], _ search: TextSearch, byDate: Bool, titleOnly: Bool) -> [UInt64] {
@@ -104,14 +111,7 @@ import Testing
             let store = try Store(path: dir + "/s", entities: [Note.self], options: StoreOptions(durability: .none))
             defer { store.close() }
             var rng = SeededGenerator(seed: seed)
-            var notes: [UInt64: Note] = [:]
-            try store.write { tx in
-                for id in 1...200 {
-                    let note = Self.note(UInt64(id), &rng)
-                    notes[note.id] = note
-                    try tx.put(note)
-                }
-            }
+            var notes = try Self.populate(store, notes: 200, &rng)
             for round in 0..<8 {
                 try store.write { tx in
                     for _ in 0..<30 {
@@ -198,14 +198,7 @@ import Testing
             let store = try Store(path: dir + "/s", entities: [Note.self], options: StoreOptions(durability: .none))
             defer { store.close() }
             var rng = SeededGenerator(seed: seed)
-            var notes: [UInt64: Note] = [:]
-            try store.write { tx in
-                for id in 1...120 {
-                    let note = Self.note(UInt64(id), &rng)
-                    notes[note.id] = note
-                    try tx.put(note)
-                }
-            }
+            var notes = try Self.populate(store, notes: 120, &rng)
             let queries: [(String, Query<Note>, WatchOptions)] = [
                 ("word", Query(Note.byText, word: "report"), WatchOptions()),
                 ("prefix", Query(Note.byText, wordPrefix: "re"), WatchOptions()),
